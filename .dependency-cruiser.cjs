@@ -1,0 +1,46 @@
+/**
+ * The one-way direction of imports (DESIGN.md): core <- spec, shard <- dispatch, pace, store <- app.
+ * Brokers and testing depend on core only; only spec/ uses reflect-metadata; only brokers/kafka/ uses kafkajs.
+ * `npm test` fails on any cycle or any import against these arrows.
+ */
+const layer = (name, mayImport) => ({
+  name: `${name}-imports-only-${mayImport.join('-')}`,
+  severity: 'error',
+  from: { path: `^src/${name}/` },
+  to: { path: '^src/', pathNot: [`^src/${name}/`, ...mayImport.map((m) => `^src/${m}/`)] },
+});
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
+    layer('core', []),
+    layer('spec', ['core']),
+    layer('shard', ['core']),
+    layer('dispatch', ['core', 'spec', 'shard']),
+    layer('pace', ['core', 'spec', 'shard']),
+    layer('store', ['core', 'spec', 'shard']),
+    layer('brokers', ['core']),
+    layer('testing', ['core']),
+    layer('app', ['core', 'spec', 'shard', 'dispatch', 'pace', 'store']),
+    {
+      name: 'reflect-metadata-only-in-spec',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(spec/|index\\.ts)' },
+      to: { path: 'reflect-metadata' },
+    },
+    {
+      name: 'kafkajs-only-in-brokers-kafka',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/brokers/kafka/' },
+      to: { path: 'kafkajs' },
+    },
+    { name: 'no-tests-from-src', severity: 'error', from: { path: '^src/' }, to: { path: '^(test|bench|examples)/' } },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '\\.test\\.ts$' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

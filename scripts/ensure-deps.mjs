@@ -1,0 +1,11 @@
+// Installs the locked dependencies when node_modules is missing or older than package-lock.json,
+// so that `npm test` and `npm run demo` work on a fresh clone.
+import { execSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+
+const stamp = 'node_modules/.package-lock.json';
+const stale = !existsSync(stamp) || statSync(stamp).mtimeMs < statSync('package-lock.json').mtimeMs;
+if (stale) {
+  console.error('sluice: installing dependencies (npm ci)…');
+  execSync('npm ci --no-audit --no-fund', { stdio: 'inherit' });
+}

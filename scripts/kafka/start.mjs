@@ -1,0 +1,218 @@
+#!/usr/bin/env node
+// Start a single-node Kafka broker (KRaft, broker+controller) on 127.0.0.1 for tests.
+// Idempotent: if a broker already answers on KAFKA_PORT (default 9092) it just prints the address.
+// Jars come from Maven Central (pom.xml beside this file) into
+// ${SLUICE_CACHE:-~/.cache/sluice}/kafka-<version>/lib; data, log and pid file live next to them.
+// On success prints `KAFKA_BROKERS=127.0.0.1:<port>` on stdout (everything else goes to stderr).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const POM = path.join(HERE, 'pom.xml');
+const VERSION = fs.readFileSync(POM, 'utf8').match(/<kafka\.version>([^<]+)</)[1];
+const HOST = '127.0.0.1';
+const PORT = Number(process.env.KAFKA_PORT || 9092);
+const CONTROLLER_PORT = Number(process.env.KAFKA_CONTROLLER_PORT || PORT + 1);
+const CACHE = path.join(process.env.SLUICE_CACHE || path.join(os.homedir(), '.cache', 'sluice'), `kafka-${VERSION}`);
+const LIB = path.join(CACHE, 'lib');
+const RUN = path.join(CACHE, `broker-${PORT}`); // per-port: data dir, config, log, pid
+const DATA = path.join(RUN, 'data');
+const PROPS = path.join(RUN, 'server.properties');
+const LOG4J = path.join(RUN, 'log4j2.properties');
+const LOG = path.join(RUN, 'kafka.log');
+const PIDFILE = path.join(RUN, 'kafka.pid');
+const CLUSTER_ID = 'c2x1aWNlLWthZmthLWRldg'; // fixed: base64url("sluice-kafka-dev"), 16 bytes
+const TIMEOUT_MS = Number(process.env.KAFKA_START_TIMEOUT_MS || 120_000);
+const BOOTSTRAP = `${HOST}:${PORT}`;
+
+const say = (msg) => process.stderr.write(`[kafka] ${msg}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+function die(msg) {
+  say(`ERROR: ${msg}`);
+  process.exit(1);
+}
+function alive(pid) { // a zombie (exited, not yet reaped) counts as dead
+  try { process.kill(pid, 0); } catch (e) { if (e.code !== 'EPERM') return false; }
+  try { return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return true; }
+}
+function logTail(lines = 60) {
+  try { return fs.readFileSync(LOG, 'utf8').split('\n').slice(-lines).join('\n'); } catch { return '(no log)'; }
+}
+
+// One Kafka request (version 0, header v1) over a raw socket. Resolves the response's error code
+// (ApiVersions and FindCoordinator v0 both start with it), 'down' if nothing listens on the port,
+// or 'other' if something that does not speak Kafka answered.
+function kafkaRequest(apiKey, body = Buffer.alloc(0), timeoutMs = 2000) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: HOST, port: PORT });
+    let buf = Buffer.alloc(0);
+    const done = (r) => { sock.destroy(); resolve(r); };
+    sock.setTimeout(timeoutMs, () => done('other'));
+    sock.on('error', (e) => done(e.code === 'ECONNREFUSED' ? 'down' : 'other'));
+    sock.on('close', () => done(buf.length ? 'other' : 'down'));
+    sock.on('connect', () => {
+      const head = Buffer.alloc(14);
+      head.writeInt32BE(10 + body.length, 0); // size
+      head.writeInt16BE(apiKey, 4); // api_key
+      head.writeInt16BE(0, 6); // api_version
+      head.writeInt32BE(0x5eed, 8); // correlation_id
+      head.writeInt16BE(-1, 12); // client_id: null
+      sock.write(Buffer.concat([head, body]));
+    });
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      if (buf.length >= 10) done(buf.readInt32BE(4) === 0x5eed ? buf.readInt16BE(8) : 'other');
+    });
+  });
+}
+const apiVersions = async () => { const r = await kafkaRequest(18); return r === 0 ? 'kafka' : r; };
+// FindCoordinator v0 (group id as int16-length string). Creates __consumer_offsets on first call;
+// error 0 means consumer groups work (avoids kafkajs' "group coordinator is not available" on first join).
+const GROUP = Buffer.from('sluice-start-probe');
+const coordinatorReady = async () =>
+  (await kafkaRequest(10, Buffer.concat([Buffer.from([0, GROUP.length]), GROUP]))) === 0;
+
+function need(cmd, args, hint) {
+  const r = spawnSync(cmd, args, { stdio: 'ignore' });
+  if (r.error) die(`'${cmd}' not found on PATH; ${hint}`);
+}
+
+function fetchJars() {
+  if (fs.existsSync(path.join(LIB, `kafka_2.13-${VERSION}.jar`))) return;
+  need('mvn', ['-v'], 'install Maven 3 (Debian: apt-get install maven) to fetch the Kafka jars.');
+  say(`fetching Kafka ${VERSION} jars from Maven Central into ${LIB} ...`);
+  const tmp = `${LIB}.tmp-${process.pid}`;
+  const t0 = Date.now();
+  const r = spawnSync('mvn', ['-q', '-B', '-Dstyle.color=never', '-f', POM, 'dependency:copy-dependencies',
+    `-DoutputDirectory=${tmp}`], { stdio: ['ignore', 2, 2] }); // keep our stdout clean
+  if (r.status !== 0) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    die(`mvn dependency:copy-dependencies failed (exit ${r.status})`);
+  }
+  fs.rmSync(LIB, { recursive: true, force: true });
+  fs.renameSync(tmp, LIB);
+  say(`jars fetched in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+function writeConfig() {
+  fs.mkdirSync(DATA, { recursive: true });
+  fs.writeFileSync(PROPS, `# written by scripts/kafka/start.mjs
+node.id=1
+process.roles=broker,controller
+controller.quorum.voters=1@${HOST}:${CONTROLLER_PORT}
+listeners=PLAINTEXT://${HOST}:${PORT},CONTROLLER://${HOST}:${CONTROLLER_PORT}
+advertised.listeners=PLAINTEXT://${HOST}:${PORT}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=${DATA}
+num.partitions=3
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+`);
+  fs.writeFileSync(LOG4J, `# written by scripts/kafka/start.mjs
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.raft.name = org.apache.kafka.raft
+logger.raft.level = warn
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = warn
+logger.config.name = org.apache.kafka.common.config.AbstractConfig
+logger.config.level = warn
+`);
+}
+
+function java(args, opts) {
+  const heap = (process.env.KAFKA_HEAP_OPTS || '-Xmx512m -Xms256m').split(/\s+/).filter(Boolean);
+  const jvm = [...heap, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:InitiatingHeapOccupancyPercent=35',
+    '-XX:+ExplicitGCInvokesConcurrent', '-Djava.awt.headless=true',
+    `-Dlog4j2.configurationFile=${LOG4J}`, `-Dkafka.logs.dir=${RUN}`];
+  return [[...jvm, '-cp', path.join(LIB, '*'), ...args], opts];
+}
+
+// Serialize concurrent start.mjs runs for the same port (the loser waits, then finds the broker up).
+async function lock() {
+  fs.mkdirSync(RUN, { recursive: true });
+  const file = path.join(RUN, 'start.lock');
+  for (;;) {
+    try {
+      fs.writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
+      process.on('exit', () => fs.rmSync(file, { force: true }));
+      return;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+    let holder = 0;
+    try { holder = Number(fs.readFileSync(file, 'utf8')); } catch { continue; }
+    if (holder && !alive(holder)) fs.rmSync(file, { force: true });
+    else await sleep(250);
+  }
+}
+
+async function main() {
+  await lock();
+  let t0 = Date.now();
+  const state = await apiVersions();
+  if (state !== 'down' && state !== 'kafka') die(`something that is not a Kafka broker answers on ${BOOTSTRAP}`);
+  let pid = 0; // 0: a broker already answers, we only wait for its group coordinator
+  if (state === 'kafka') {
+    say(`broker already answering on ${BOOTSTRAP}`);
+  } else {
+    need('java', ['-version'], 'install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless).');
+    pid = Number(fs.existsSync(PIDFILE) && fs.readFileSync(PIDFILE, 'utf8').trim()) || 0;
+    if (pid && alive(pid)) {
+      say(`broker pid ${pid} is already starting; waiting for it`);
+    } else {
+      fetchJars();
+      writeConfig();
+      if (!fs.existsSync(path.join(DATA, 'meta.properties'))) {
+        say(`formatting ${DATA} (cluster id ${CLUSTER_ID})`);
+        const r = spawnSync('java', ...java(['kafka.tools.StorageTool', 'format', '--ignore-formatted',
+          '-t', CLUSTER_ID, '-c', PROPS], { encoding: 'utf8' }));
+        if (r.status !== 0) die(`storage format failed:\n${r.stdout}${r.stderr}`);
+      }
+      const out = fs.openSync(LOG, 'w');
+      const child = spawn('java', ...java(['kafka.Kafka', PROPS], { detached: true, stdio: ['ignore', out, out] }));
+      child.unref();
+      pid = child.pid;
+      t0 = Date.now(); // the timeout covers the broker's startup, not the jar fetch
+      fs.writeFileSync(PIDFILE, `${pid}\n`);
+      say(`started broker pid ${pid} (log ${LOG})`);
+    }
+  }
+
+  while (Date.now() - t0 < TIMEOUT_MS) {
+    if (pid && !alive(pid)) {
+      fs.rmSync(PIDFILE, { force: true });
+      die(`broker exited during startup; log tail:\n${logTail()}`);
+    }
+    const started = !pid || /Kafka Server started|started \(kafka\.server\.KafkaRaftServer\)/.test(logTail(400));
+    if (started && (await apiVersions()) === 'kafka' && (await coordinatorReady())) {
+      say(`broker ready on ${BOOTSTRAP} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      console.log(`KAFKA_BROKERS=${BOOTSTRAP}`);
+      return;
+    }
+    await sleep(300);
+  }
+  if (pid) { try { process.kill(-pid, 'SIGKILL'); } catch {} fs.rmSync(PIDFILE, { force: true }); }
+  die(`broker not ready after ${TIMEOUT_MS / 1000} s${pid ? ' (killed)' : ''}; log tail:\n${logTail()}`);
+}
+
+main().catch((e) => die(e.stack || String(e)));

@@ -1,0 +1,179 @@
+import { SystemClock } from '../core/clock.js';
+import { SluiceError, show } from '../core/errors.js';
+import { jsonLogger } from '../core/logger.js';
+import type { Broker, Clock, Logger } from '../core/ports.js';
+import { compile, type CompiledSubscriber } from '../spec/compile.js';
+import type { SharedOptions } from '../spec/options.js';
+import { Router } from '../spec/router.js';
+import { Subscription } from './subscription.js';
+
+/** Settings of an {@link App}. */
+export interface AppOptions {
+  /** The app's name: the default consumer group, and the folder of its file store. */
+  name: string;
+  version?: string;
+  /** How long `stop()` lets in-flight deliveries finish before aborting `ctx.signal`. @default 30_000 */
+  shutdownTimeoutMs?: number;
+  /** The store for paced subscribers (not used yet by this version). */
+  store?: unknown;
+  /** @default the system clock */
+  clock?: Clock;
+  /** @default JSON lines on stderr at `SLUICE_LOG_LEVEL` (default `info`) */
+  logger?: Logger;
+  /** Defaults for every subscriber of the app (a router's and the subscriber's own settings win). */
+  defaults?: SharedOptions;
+  /**
+   * The most finished-but-uncommittable deliveries per partition (behind one that is still running)
+   * before that partition is paused. @default 10_000
+   */
+  maxUncommitted?: number;
+}
+
+/** The result of `app.send`: the run a paced start joined, or a dropped start. */
+export type Receipt = { readonly runId: string; readonly duplicate: boolean } | { readonly dropped: true };
+
+type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/**
+ * The composition root: brokers with their subscribers, a lifecycle (start, stop, run) and `idle()` for
+ * tests. Settings are compiled when `withBroker` is called, so a bad one throws there.
+ */
+export class App {
+  readonly name: string;
+  readonly version: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+  private readonly shutdownTimeoutMs: number;
+  private readonly mounts: { broker: Broker; subscribers: CompiledSubscriber[] }[] = [];
+  private readonly names = new Set<string>();
+  private subscriptions: Subscription[] = [];
+  private state: State = 'new';
+  private progressWaiters: (() => void)[] = [];
+  private stopped: Promise<void> | undefined;
+
+  constructor(private readonly options: AppOptions) {
+    if (options === null || typeof options !== 'object' || typeof options.name !== 'string' || options.name === '') {
+      throw new SluiceError('CONFIG_INVALID', `App: name must be a non-empty string, got ${show(options?.name)}`);
+    }
+    const t = options.shutdownTimeoutMs;
+    if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t))) {
+      throw new SluiceError('CONFIG_INVALID', `App "${options.name}": shutdownTimeoutMs must be a finite number >= 0, got ${show(t)}`);
+    }
+    const m = options.maxUncommitted;
+    if (m !== undefined && !(Number.isInteger(m) && m >= 1)) {
+      throw new SluiceError('CONFIG_INVALID', `App "${options.name}": maxUncommitted must be a positive integer, got ${show(m)}`);
+    }
+    this.name = options.name;
+    this.version = options.version ?? '0.0.0';
+    this.shutdownTimeoutMs = t ?? 30_000;
+    this.clock = options.clock ?? new SystemClock();
+    this.log = (options.logger ?? jsonLogger()).child({ app: this.name });
+  }
+
+  /**
+   * Mounts subscribers on a broker: `configure` gets a router (no prefix) to `include` into. Every setting
+   * is checked here; a bad one throws `SluiceError` naming the subscriber, the field and the value.
+   */
+  withBroker(broker: Broker, configure: (b: Router) => void): this {
+    if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
+    const router = new Router();
+    configure(router);
+    const subscribers = router.mounted().map((m) => compile(m, { name: this.name, defaults: this.options.defaults }));
+    for (const s of subscribers) {
+      if (this.names.has(s.name)) throw new SluiceError('CONFIG_INVALID', `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`);
+      this.names.add(s.name);
+    }
+    this.mounts.push({ broker, subscribers });
+    return this;
+  }
+
+  /** The compiled settings of every subscriber, by name. */
+  subscribers(): readonly CompiledSubscriber[] {
+    return this.mounts.flatMap((m) => m.subscribers);
+  }
+
+  /** Connects the brokers and starts every subscription. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": start() called twice`);
+    this.state = 'starting';
+    const settings = {
+      clock: this.clock,
+      logger: this.log,
+      revokeTimeoutMs: this.shutdownTimeoutMs,
+      maxUncommitted: this.options.maxUncommitted ?? 10_000,
+      onProgress: this.progress,
+    };
+    for (const { broker, subscribers } of this.mounts) {
+      await broker.connect();
+      for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
+    }
+    await Promise.all(this.subscriptions.map((s) => s.start()));
+    this.state = 'running';
+    this.log.info('started', { version: this.version, subscribers: this.subscriptions.length });
+  }
+
+  /**
+   * Stops gracefully: stop reading; let in-flight deliveries finish within `shutdownTimeoutMs` (then abort
+   * `ctx.signal`); commit what finished; close the brokers. Safe to call more than once.
+   */
+  stop(): Promise<void> {
+    this.stopped ??= this.doStop();
+    return this.stopped;
+  }
+
+  private async doStop(): Promise<void> {
+    this.state = 'stopping';
+    let timer: { cancel(): void } | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve)));
+    await Promise.all(this.subscriptions.map((s) => s.stop(deadline)));
+    timer?.cancel();
+    await Promise.all(this.mounts.map((m) => m.broker.close()));
+    this.state = 'stopped';
+    this.log.info('stopped');
+    this.progress();
+  }
+
+  /** Starts, serves until SIGINT or SIGTERM, then stops gracefully. */
+  async run(): Promise<void> {
+    await this.start();
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    await new Promise<void>((resolve) => {
+      const onSignal = (signal: NodeJS.Signals): void => {
+        this.log.info('signal received, stopping', { signal });
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        resolve();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    });
+    clearInterval(keepAlive);
+    await this.stop();
+  }
+
+  /**
+   * Resolves once every delivery published so far is settled: nothing in flight (retries waiting on the
+   * clock included) and nothing left to read. For tests.
+   */
+  async idle(): Promise<void> {
+    for (;;) {
+      if (this.state === 'stopped' || this.subscriptions.every((s) => s.idle())) {
+        // Look again after the ready work has run: a settled handler may just have published more.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.state === 'stopped' || this.subscriptions.every((s) => s.idle())) return;
+        continue;
+      }
+      await new Promise<void>((resolve) => this.progressWaiters.push(resolve));
+    }
+  }
+
+  /** A start of a paced subscriber. */
+  async send(name: string, _start: { key: string; event: unknown; eventId?: string }): Promise<Receipt> {
+    if (!this.names.has(name)) throw new SluiceError('UNKNOWN_SUBSCRIBER', `App "${this.name}": no subscriber is named ${show(name)}`);
+    throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscriber ${show(name)} is not paced; send() starts paced subscribers only`);
+  }
+
+  private readonly progress = (): void => {
+    if (this.progressWaiters.length > 0) for (const wake of this.progressWaiters.splice(0)) wake();
+  };
+}

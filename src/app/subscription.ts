@@ -1,0 +1,226 @@
+import type { InboundMessage, Headers } from '../core/message.js';
+import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
+import { lanes, pool } from '../dispatch/strategy.js';
+import { Watermark } from '../dispatch/watermark.js';
+import { Workers } from '../dispatch/workers.js';
+import type { CompiledSubscriber } from '../spec/compile.js';
+import { Executor, type ExecutorHost } from './executor.js';
+import { Job } from './job.js';
+
+/** Settings a subscription takes from the app. */
+export interface SubscriptionSettings {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** How long a revoke waits for the revoked partitions' in-flight work. */
+  readonly revokeTimeoutMs: number;
+  /** The most delivered-but-uncommittable offsets per partition before that partition is paused. */
+  readonly maxUncommitted: number;
+  /** Called whenever work was taken or finished, so that `app.idle()` can look again. */
+  readonly onProgress: () => void;
+}
+
+/**
+ * One subscriber running on one broker: takes messages only while its workers have room, hands them to
+ * the dispatch strategy, and keeps each partition's watermark, committing only what has really finished.
+ */
+export class Subscription implements ExecutorHost {
+  readonly clock: Clock;
+  readonly log: Logger;
+  stopping = false;
+  private readonly stopController = new AbortController();
+  private readonly shutdownController = new AbortController();
+  readonly stopSignal: AbortSignal = this.stopController.signal;
+  readonly shutdownSignal: AbortSignal = this.shutdownController.signal;
+  private readonly workers: Workers<Job>;
+  private readonly executor: Executor;
+  private consumer: Consumer | undefined;
+  private readonly marks = new Map<number, Watermark>();
+  private readonly revokeWaiters: (() => void)[] = [];
+  private pumping = false;
+  private sweepTimer: Timer | undefined;
+
+  constructor(
+    readonly sub: CompiledSubscriber,
+    private readonly broker: Broker,
+    private readonly settings: SubscriptionSettings,
+  ) {
+    this.clock = settings.clock;
+    this.log = settings.logger.child({ subscriber: sub.name, topic: sub.topic });
+    this.executor = new Executor(sub, this, this.log);
+    const strategy = sub.byKey ? lanes(sub.workers) : pool(sub.workers);
+    this.workers = new Workers(strategy, this.executor.run, this.afterJob, () => this.clock.now());
+  }
+
+  async start(): Promise<void> {
+    this.consumer = await this.broker.consume({
+      topic: this.sub.topic,
+      group: this.sub.group,
+      onReadable: this.pump,
+      onRevoke: (partitions) => this.revoke(partitions),
+    });
+    this.scheduleSweep();
+    this.pump();
+  }
+
+  /** True when nothing is in flight and the broker holds nothing more for this member. */
+  idle(): boolean {
+    return this.workers.inFlight === 0 && (this.stopping || (this.consumer?.backlog() ?? 0) === 0);
+  }
+
+  /** Deliveries handed to workers and not finished. */
+  inFlight(): number {
+    return this.workers.inFlight;
+  }
+
+  publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void> {
+    return this.broker.publish(topic, value, options);
+  }
+
+  /** Takes as much as the workers have room for. Called on readable, and whenever a job finishes. */
+  readonly pump = (): void => {
+    const consumer = this.consumer;
+    if (this.pumping || this.stopping || !consumer) return this.settings.onProgress();
+    this.pumping = true;
+    try {
+      const batchMax = this.sub.batchMax;
+      for (let room = this.workers.room(); room > 0; room = this.workers.room()) {
+        const taken = consumer.take(batchMax === undefined ? room : batchMax);
+        if (taken.length === 0) break;
+        if (batchMax === undefined) for (const m of taken) this.dispatch(m);
+        else this.dispatchBatch(taken);
+      }
+    } finally {
+      this.pumping = false;
+    }
+    this.settings.onProgress();
+  };
+
+  private dispatch(m: InboundMessage): void {
+    const marks = this.track(m);
+    const job = new Job(m, marks);
+    this.workers.push(job, this.keyOf(job));
+  }
+
+  private dispatchBatch(messages: readonly InboundMessage[]): void {
+    const batchMarks = messages.map((m) => this.track(m));
+    this.workers.push(new Job(messages[0]!, batchMarks[0]!, messages, batchMarks), undefined);
+  }
+
+  private track(m: InboundMessage): Watermark {
+    let marks = this.marks.get(m.partition);
+    if (!marks) this.marks.set(m.partition, (marks = new Watermark(m.partition, m.offset)));
+    marks.delivered(m.offset);
+    if (marks.window() >= this.settings.maxUncommitted) this.consumer!.pause(m.partition);
+    return marks;
+  }
+
+  private keyOf(job: Job): string | undefined {
+    const keyFn = this.sub.key;
+    if (!keyFn) return job.message.key;
+    try {
+      // The key function reads the decoded value: decode once here, the executor reuses it.
+      job.payload = this.sub.decode(job.message.value);
+      return keyFn({ value: job.payload, key: job.message.key, headers: job.message.headers, topic: job.message.topic }) ?? undefined;
+    } catch {
+      return job.message.key; // the executor meets the same failure and dead-letters it
+    }
+  }
+
+  settle(job: Job): void {
+    if (!job.batch) return this.complete(job.marks, job.message.offset);
+    job.batch.forEach((m, i) => this.complete(job.batchMarks![i]!, m.offset));
+  }
+
+  abandon(job: Job): void {
+    for (const marks of job.batchMarks ?? [job.marks]) {
+      marks.abandon();
+      if (marks.revoked) this.wakeRevoke();
+    }
+  }
+
+  private complete(marks: Watermark, offset: number): void {
+    const moved = marks.complete(offset);
+    if (marks.revoked) return this.wakeRevoke();
+    if (!moved) return;
+    const consumer = this.consumer!;
+    consumer.commit(marks.partition, marks.watermark());
+    if (marks.window() < this.settings.maxUncommitted) consumer.resume(marks.partition);
+  }
+
+  private readonly afterJob = (): void => {
+    this.pump();
+  };
+
+  /** Partitions taken away: stop dispatching them, wait for their in-flight work (bounded), commit. */
+  private async revoke(partitions: readonly number[]): Promise<void> {
+    const revoked: Watermark[] = [];
+    for (const p of partitions) {
+      const marks = this.marks.get(p);
+      if (!marks) continue;
+      marks.revoked = true;
+      this.marks.delete(p);
+      revoked.push(marks);
+    }
+    const busy = (): boolean => revoked.some((m) => m.outstanding > 0);
+    if (busy()) {
+      let timedOut = false;
+      const timer = this.clock.setTimer(this.settings.revokeTimeoutMs, () => {
+        timedOut = true;
+        this.wakeRevoke();
+      });
+      while (busy() && !timedOut) await new Promise<void>((resolve) => this.revokeWaiters.push(resolve));
+      timer.cancel();
+      if (timedOut) this.log.warn('revoke: in-flight work did not finish in time; it will be delivered again', { partitions });
+    }
+    for (const marks of revoked) this.consumer?.commit(marks.partition, marks.watermark());
+    await this.consumer?.flush();
+  }
+
+  private wakeRevoke(): void {
+    for (const wake of this.revokeWaiters.splice(0)) wake();
+  }
+
+  /** Finds attempts that ran past `timeoutMs`: aborts their signal and lets a fresh worker carry on. */
+  private scheduleSweep(): void {
+    const every = Math.max(1, Math.min(1000, Math.ceil(this.sub.timeoutMs / 4)));
+    this.sweepTimer = this.clock.setTimer(every, () => {
+      if (this.stopping) return;
+      const now = this.clock.now();
+      for (const slot of this.workers.slots) {
+        const job = slot.job;
+        if (!job || now - slot.startedAtMs < this.sub.timeoutMs) continue;
+        this.log.warn('handler timed out; its attempt counts as failed', { id: `${job.message.topic}/${job.message.partition}/${job.message.offset}`, timeoutMs: this.sub.timeoutMs });
+        job.ctx?.abort(new Error(`handler timed out after ${this.sub.timeoutMs} ms`));
+        this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));
+      }
+      this.scheduleSweep();
+    });
+  }
+
+  /**
+   * Stops: take nothing more, abandon retries that wait, let running attempts finish until `deadline`
+   * fires (then abort their signal), commit what finished, leave the group.
+   */
+  async stop(deadline: Promise<void>): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.sweepTimer?.cancel();
+    this.stopController.abort();
+    const finished = await Promise.race([this.workers.drained().then(() => true), deadline.then(() => false)]);
+    if (!finished) {
+      this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted', { inFlight: this.workers.inFlight });
+      this.shutdownController.abort(new Error('shutdown timeout'));
+      for (const slot of this.workers.slots) slot.job?.ctx?.abort(this.shutdownSignal.reason);
+      // A handler that honours the signal ends now; one that does not is left behind.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    this.workers.close();
+    for (const marks of this.marks.values()) {
+      marks.revoked = true;
+      this.consumer?.commit(marks.partition, marks.watermark());
+    }
+    this.marks.clear();
+    await this.consumer?.flush();
+    await this.consumer?.close();
+  }
+}

@@ -1,0 +1,118 @@
+import { type InboundMessage, type PublishOptions } from '../../core/message.js';
+import type { Broker, ConsumeRequest, Consumer } from '../../core/ports.js';
+import { GroupTopic } from './group.js';
+import { MemoryConsumer } from './memory-consumer.js';
+import { TopicLog } from './topic-log.js';
+
+/** Settings of a {@link MemoryBroker}. */
+export interface MemoryBrokerOptions {
+  /**
+   * Partitions of a topic created on first use.
+   * @default 1
+   */
+  partitions?: number;
+  /** Partitions per topic, overriding `partitions` for the topics named. */
+  topics?: Readonly<Record<string, number>>;
+  /** Time stamped on messages. @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * A real broker in miniature, in memory: topics with partitions and offsets, consumer groups (every
+ * group sees every message; members of one group share the partitions, rebalanced eagerly), commits, and
+ * redelivery of what was not committed when a partition changes hands. Topics are created on first use.
+ *
+ * It is a product feature, not a mock: the app drives it through the same dispatch, watermark and
+ * back-pressure code as Kafka. The inspection methods (`messages`, `values`, `committed`, `readCount`)
+ * are for tests.
+ */
+export class MemoryBroker implements Broker {
+  readonly kind = 'memory';
+  private readonly topicLogs = new Map<string, TopicLog>();
+  private readonly groups = new Map<string, GroupTopic>();
+  private readonly defaultPartitions: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: MemoryBrokerOptions = {}) {
+    const p = options.partitions ?? 1;
+    if (!Number.isInteger(p) || p < 1) throw new RangeError(`MemoryBroker partitions must be a positive integer, got ${p}`);
+    this.defaultPartitions = p;
+    this.now = options.now ?? Date.now;
+  }
+
+  async connect(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await Promise.all([...this.groups.values()].flatMap((g) => g.members.map((m) => m.close())));
+  }
+
+  /** Appends a message. The `key` option also lands in header `partition-key`. */
+  async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
+    this.publishNow(topic, value, options);
+  }
+
+  /** The synchronous form of {@link publish}: returns where the message landed. */
+  publishNow(topic: string, value: unknown, options?: PublishOptions): InboundMessage {
+    const message = this.topic(topic).append(value, options, this.now());
+    for (const g of this.groups.values()) {
+      if (g.log.name !== topic) continue;
+      for (const m of g.members) m.notifyAppended(message.partition);
+    }
+    return message;
+  }
+
+  async consume(request: ConsumeRequest): Promise<Consumer> {
+    const id = `${request.group}\u0000${request.topic}`;
+    let group = this.groups.get(id);
+    if (!group) this.groups.set(id, (group = new GroupTopic(request.group, this.topic(request.topic))));
+    const consumer = new MemoryConsumer(group, request);
+    await group.join(consumer);
+    return consumer;
+  }
+
+  /** Every message of a topic, partition by partition, in offset order. */
+  messages(topic: string): InboundMessage[] {
+    return this.topicLogs.get(topic)?.partitions.flat() ?? [];
+  }
+
+  /** The values of a topic's messages, decoded as JSON (or as text where they are not JSON). */
+  values<T = unknown>(topic: string): T[] {
+    return this.messages(topic).map((m) => decodeForInspection(m.value) as T);
+  }
+
+  /** The names of the topics that exist. */
+  topics(): string[] {
+    return [...this.topicLogs.keys()];
+  }
+
+  /** The group's committed offset per partition of a topic (the next offset it will read). */
+  committed(group: string, topic: string): number[] {
+    return [...(this.groups.get(`${group}\u0000${topic}`)?.committed ?? new Array<number>(this.topic(topic).partitions.length).fill(0))];
+  }
+
+  /** How many messages of a topic the group's members have taken so far, redeliveries included. */
+  readCount(group: string, topic: string): number {
+    return this.groups.get(`${group}\u0000${topic}`)?.readCount ?? 0;
+  }
+
+  /** The end offset of each partition of a topic. */
+  endOffsets(topic: string): number[] {
+    return this.topic(topic).partitions.map((p) => p.length);
+  }
+
+  private topic(name: string): TopicLog {
+    let log = this.topicLogs.get(name);
+    if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.options.topics?.[name] ?? this.defaultPartitions)));
+    return log;
+  }
+}
+
+function decodeForInspection(bytes: Uint8Array): unknown {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+

@@ -1,0 +1,106 @@
+import type { InboundMessage } from '../../core/message.js';
+import type { ConsumeRequest, Consumer } from '../../core/ports.js';
+import type { GroupTopic } from './group.js';
+
+interface Owned {
+  readonly partition: number;
+  position: number;
+  paused: boolean;
+  /** Being revoked: nothing more is handed out, commits still count. */
+  revoked: boolean;
+}
+
+/** A member of a memory consumer group: reads its partitions from their positions, commits to the group. */
+export class MemoryConsumer implements Consumer {
+  private owned: Owned[] = [];
+  private cursor = 0;
+  private closed = false;
+
+  constructor(
+    private readonly groupTopic: GroupTopic,
+    private readonly request: ConsumeRequest,
+  ) {}
+
+  take(max: number): readonly InboundMessage[] {
+    const out: InboundMessage[] = [];
+    const owned = this.owned;
+    const n = owned.length;
+    // Start at a rotating partition so that one busy partition cannot starve the others.
+    for (let k = 0; k < n && out.length < max; k++) {
+      const o = owned[(this.cursor + k) % n]!;
+      if (o.paused || o.revoked) continue;
+      const log = this.groupTopic.log.partitions[o.partition]!;
+      const end = Math.min(log.length, o.position + (max - out.length));
+      for (let i = o.position; i < end; i++) out.push(log[i]!);
+      o.position = end;
+    }
+    this.cursor = n > 0 ? (this.cursor + 1) % n : 0;
+    this.groupTopic.readCount += out.length;
+    return out;
+  }
+
+  backlog(): number {
+    let waiting = 0;
+    for (const o of this.owned) waiting += this.groupTopic.log.endOffset(o.partition) - o.position;
+    return waiting;
+  }
+
+  assigned(): readonly number[] {
+    return this.owned.map((o) => o.partition);
+  }
+
+  pause(partition: number): void {
+    const o = this.find(partition);
+    if (o) o.paused = true;
+  }
+
+  resume(partition: number): void {
+    const o = this.find(partition);
+    if (o?.paused) {
+      o.paused = false;
+      this.request.onReadable();
+    }
+  }
+
+  commit(partition: number, offset: number): void {
+    if (this.find(partition)) this.groupTopic.commit(partition, offset);
+  }
+
+  async flush(): Promise<void> {
+    // Commits are applied as they are made.
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.groupTopic.leave(this);
+  }
+
+  /** Called by the broker when a message was appended to one of the topic's partitions. */
+  notifyAppended(partition: number): void {
+    const o = this.find(partition);
+    if (o && !o.paused && !o.revoked) this.request.onReadable();
+  }
+
+  /** @internal Rebalance, first half: the subscription settles what it owns, then lets go. */
+  async revokeAll(): Promise<void> {
+    if (this.owned.length === 0) return;
+    const partitions = this.owned.map((o) => o.partition);
+    for (const o of this.owned) o.revoked = true;
+    await this.request.onRevoke(partitions);
+    this.owned = [];
+  }
+
+  /** @internal Rebalance, second half: new partitions start at the group's committed offsets. */
+  assign(partitions: readonly number[]): void {
+    if (this.closed) return;
+    this.owned = partitions.map((p) => ({ partition: p, position: this.groupTopic.committed[p] ?? 0, paused: false, revoked: false }));
+    this.cursor = 0;
+    if (partitions.length > 0) this.request.onReadable();
+  }
+
+  private find(partition: number): Owned | undefined {
+    for (const o of this.owned) if (o.partition === partition) return o;
+    return undefined;
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The ports: what the app needs from a broker, a clock and a logger, and what an adapter promises.
+ * Every broker adapter (memory, Kafka) runs the one conformance suite in test/contract/.
+ */
+import type { Headers, InboundMessage, PublishOptions } from './message.js';
+
+/**
+ * A message broker. The app calls `connect` once before anything else and `close` once at the end.
+ *
+ * An adapter promises:
+ * - `publish` resolves once the broker has the message (durably, where the broker is durable);
+ *   a message with a key lands in the partition the key picks, so one key's messages stay in order.
+ * - `consume` joins `group` for `topic`: within a group each partition has one owner at a time and
+ *   members share the partitions; every group sees every message.
+ */
+export interface Broker {
+  /** A short name for logs: `memory`, `kafka`. */
+  readonly kind: string;
+  connect(): Promise<void>;
+  publish(topic: string, value: unknown, options?: PublishOptions): Promise<void>;
+  consume(request: ConsumeRequest): Promise<Consumer>;
+  close(): Promise<void>;
+}
+
+/** What a consumer reports back to the subscription that owns it. */
+export interface ConsumeRequest {
+  readonly topic: string;
+  readonly group: string;
+  /** Called whenever `take()` may return more than it did: new messages, new partitions, resumed. */
+  onReadable(): void;
+  /**
+   * Partitions are being taken away (rebalance or close). Resolve once their in-flight work is
+   * settled or abandoned and their watermark passed to `commit`: the adapter commits it before it
+   * lets the partitions go. Messages of these partitions taken later are never handed out.
+   */
+  onRevoke(partitions: readonly number[]): Promise<void>;
+}
+
+/**
+ * One member of a consumer group, reading one topic. Pull-based, so that the subscription reads only
+ * while it has room: nothing is fetched into the app that it did not ask for (beyond an adapter's own
+ * bounded prefetch).
+ *
+ * An adapter promises:
+ * - `take` never blocks and returns, per partition, messages in offset order, each at most once per
+ *   assignment; it never returns messages of a paused or unowned partition.
+ * - after a revoke, the next owner starts at the last committed offset: what was not committed is
+ *   delivered again.
+ * - `commit(p, o)` records that everything below offset `o` of partition `p` is done. It is cheap; the
+ *   adapter sends it on its own schedule, and always in `flush()` and before a revoke completes.
+ *   Commits for partitions the member no longer owns are ignored.
+ */
+export interface Consumer {
+  /** Up to `max` messages ready now; an empty array when none are. */
+  take(max: number): readonly InboundMessage[];
+  /** Messages known to be waiting beyond what was taken, or `undefined` where the adapter cannot tell. */
+  backlog(): number | undefined;
+  /** The partitions this member owns now. */
+  assigned(): readonly number[];
+  pause(partition: number): void;
+  resume(partition: number): void;
+  commit(partition: number, offset: number): void;
+  /** Sends every pending commit. */
+  flush(): Promise<void>;
+  /** Leaves the group (revoking what it owns through `onRevoke`). */
+  close(): Promise<void>;
+}
+
+/** A cancellable timer handle. */
+export interface Timer {
+  cancel(): void;
+}
+
+/**
+ * Time. The app reads time and sets timers only through this port, so tests drive time with
+ * `ManualClock` and never sleep.
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Calls `fire` once, `delayMs` from now (any delay, even beyond 2^31 ms). */
+  setTimer(delayMs: number, fire: () => void): Timer;
+}
+
+/** Severity of a log line. `silent` logs nothing. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+/** Structured fields of a log line. */
+export type LogFields = Readonly<Record<string, unknown>>;
+
+/** A structured logger. `child` binds fields to every line it writes. */
+export interface Logger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  child(fields: LogFields): Logger;
+}
+
+export type { Headers, InboundMessage, PublishOptions };

@@ -1,0 +1,81 @@
+/**
+ * The committable position of one partition: everything below `watermark()` is finished. Offsets are
+ * recorded as delivered (ascending, gaps allowed) and completed in any order; the watermark is the lowest
+ * offset still in flight, or the last delivered + 1 when none is.
+ */
+export class Watermark {
+  private offsets: number[] = [];
+  private done: boolean[] = [];
+  private head = 0;
+  private next: number;
+  /** Deliveries of this partition handed out and not yet finished or abandoned. */
+  outstanding = 0;
+  /** Set when the partition was revoked: its late results are dropped. */
+  revoked = false;
+
+  constructor(
+    readonly partition: number,
+    /** The first offset this assignment may deliver: the committed position. */
+    start = 0,
+  ) {
+    this.next = start;
+  }
+
+  /** Records an offset as handed out. Offsets must ascend. */
+  delivered(offset: number): void {
+    this.offsets.push(offset);
+    this.done.push(false);
+    this.outstanding++;
+  }
+
+  /** Marks an offset finished. Returns true when the watermark moved. */
+  complete(offset: number): boolean {
+    this.outstanding--;
+    const offsets = this.offsets;
+    let i = this.head;
+    if (offsets[i] !== offset) {
+      let lo = i + 1;
+      let hi = offsets.length - 1;
+      i = -1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >>> 1;
+        const v = offsets[mid]!;
+        if (v === offset) { i = mid; break; }
+        if (v < offset) lo = mid + 1; else hi = mid - 1;
+      }
+      if (i < 0) return false;
+      this.done[i] = true;
+      return false;
+    }
+    this.done[i] = true;
+    const done = this.done;
+    const length = offsets.length;
+    while (i < length && done[i]) i++;
+    this.next = offsets[i - 1]! + 1;
+    if (i === length) {
+      this.offsets = [];
+      this.done = [];
+      this.head = 0;
+    } else if (i > 1024 && i * 2 > length) {
+      this.offsets = offsets.slice(i);
+      this.done = done.slice(i);
+      this.head = 0;
+    } else this.head = i;
+    return true;
+  }
+
+  /** A delivery of this partition that will not finish here (revoked, or stopped): it stays uncommitted. */
+  abandon(): void {
+    this.outstanding--;
+  }
+
+  /** The next offset to commit: the lowest in flight, or last delivered + 1. */
+  watermark(): number {
+    return this.head < this.offsets.length ? this.offsets[this.head]! : this.next;
+  }
+
+  /** Delivered offsets at or above the watermark: the window a stuck delivery holds open. */
+  window(): number {
+    return this.offsets.length - this.head;
+  }
+}

@@ -1,0 +1,120 @@
+import type { DispatchStrategy } from './strategy.js';
+
+/** One worker's seat: what it runs now and since when, so that a hung attempt can be found and replaced. */
+export class Slot<J> {
+  job: J | undefined = undefined;
+  startedAtMs = 0;
+  /** Set when the worker was given up on (its attempt hung): a replacement took its job and its place. */
+  abandoned = false;
+
+  constructor(readonly queue: number) {}
+}
+
+/** Runs one job on a worker. May return a promise; the worker waits for it. */
+export type RunJob<J> = (job: J, slot: Slot<J>) => Promise<void> | void;
+
+interface Queue<J> {
+  readonly jobs: J[];
+  readonly sleepers: (() => void)[];
+}
+
+/**
+ * Long-lived workers draining FIFO queues, as the strategy lays them out (one shared queue for a pool, one
+ * queue per lane). Handing a job to a worker allocates nothing beyond the job's own slot in the queue: an
+ * idle worker parks on a promise, a busy one loops.
+ */
+export class Workers<J> {
+  /** Jobs pushed and not yet finished: queued, running, or waiting to retry. */
+  inFlight = 0;
+  readonly slots: Slot<J>[] = [];
+  private readonly queues: Queue<J>[];
+  private closed = false;
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(
+    readonly strategy: DispatchStrategy,
+    private readonly run: RunJob<J>,
+    /** Called after each job finished, with the worker free again. */
+    private readonly onDone: () => void,
+    private readonly now: () => number,
+  ) {
+    this.queues = Array.from({ length: strategy.queues }, () => ({ jobs: [], sleepers: [] }));
+    for (let q = 0; q < strategy.queues; q++) {
+      for (let w = 0; w < strategy.workersPerQueue; w++) this.start(new Slot<J>(q), undefined);
+    }
+  }
+
+  /** Free places: the strategy's worker count less what is in flight. */
+  room(): number {
+    return this.strategy.workers - this.inFlight;
+  }
+
+  push(job: J, key: string | undefined): void {
+    const queue = this.queues[this.strategy.route(key)]!;
+    this.inFlight++;
+    queue.jobs.push(job);
+    const wake = queue.sleepers.pop();
+    if (wake) wake();
+  }
+
+  /**
+   * Gives up on a slot whose attempt hangs: the old worker will exit whenever its handler settles, and a
+   * new worker takes the slot's queue, first running `resume` (the job's retry or dead letter).
+   */
+  replace(slot: Slot<J>, resume: (slot: Slot<J>) => Promise<void> | void): void {
+    if (slot.abandoned) return;
+    slot.abandoned = true;
+    const fresh = new Slot<J>(slot.queue);
+    fresh.job = slot.job;
+    fresh.startedAtMs = this.now();
+    this.slots[this.slots.indexOf(slot)] = fresh;
+    this.start(fresh, resume);
+  }
+
+  /** Resolves once nothing is in flight. */
+  drained(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** Lets idle workers exit; jobs already queued still run. */
+  close(): void {
+    this.closed = true;
+    for (const q of this.queues) for (const wake of q.sleepers.splice(0)) wake();
+  }
+
+  private start(slot: Slot<J>, resume: ((slot: Slot<J>) => Promise<void> | void) | undefined): void {
+    if (!resume) this.slots.push(slot);
+    void this.loop(slot, resume);
+  }
+
+  private async loop(slot: Slot<J>, resume: ((slot: Slot<J>) => Promise<void> | void) | undefined): Promise<void> {
+    const queue = this.queues[slot.queue]!;
+    if (resume) {
+      await resume(slot);
+      if (slot.abandoned) return;
+      this.finish(slot);
+    }
+    for (;;) {
+      const job = queue.jobs.shift();
+      if (job === undefined) {
+        if (this.closed) return;
+        await new Promise<void>((wake) => queue.sleepers.push(wake));
+        continue;
+      }
+      slot.job = job;
+      slot.startedAtMs = this.now();
+      const pending = this.run(job, slot);
+      if (pending !== undefined) await pending;
+      if (slot.abandoned) return;
+      this.finish(slot);
+    }
+  }
+
+  private finish(slot: Slot<J>): void {
+    slot.job = undefined;
+    this.inFlight--;
+    this.onDone();
+    if (this.inFlight === 0 && this.drainWaiters.length > 0) for (const w of this.drainWaiters.splice(0)) w();
+  }
+}

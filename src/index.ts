@@ -1,0 +1,23 @@
+/**
+ * Sluice: subscribers, worker pools, by-key lanes, the memory broker and the testing helpers.
+ * The Kafka broker is in `sluice/kafka`.
+ */
+export { App, type AppOptions, type Receipt } from './app/app.js';
+export type { Context, RunInfo } from './core/context.js';
+export { ERROR_CODES, SluiceError, type ErrorCode } from './core/errors.js';
+export { SystemClock } from './core/clock.js';
+export { jsonLogger } from './core/logger.js';
+export { ERROR_HEADER, PARTITION_KEY_HEADER, type Headers, type InboundMessage, type MessageInfo, type PublishOptions } from './core/message.js';
+export { HandlerOutcome } from './core/outcome.js';
+export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, Timer } from './core/ports.js';
+export { lanes, pool, type DispatchStrategy } from './dispatch/strategy.js';
+export { MemoryBroker, type MemoryBrokerOptions } from './brokers/memory/memory-broker.js';
+export { SubscriberBuilder } from './spec/builder.js';
+export { DEFAULTS, type CompiledSubscriber } from './spec/compile.js';
+export { subscriber, type SubscriberDecorator } from './spec/decorators.js';
+export { parseDuration, type Duration } from './spec/duration.js';
+export type { Decoder, Handler, HandlerObject, HandlerResult, KeyFn, KeySource, PaceOptions, RetryOptions, SharedOptions, SubscriberOptions } from './spec/options.js';
+export { Router, type Includable, type RouterOptions } from './spec/router.js';
+export { SubscriberSpec } from './spec/spec.js';
+export { ManualClock, settle } from './testing/manual-clock.js';
+export { memoryLogger, silentLogger, type LogRecord } from './testing/memory-logger.js';

@@ -1,0 +1,79 @@
+import { SluiceError, show } from '../core/errors.js';
+import type { Handler, KeyFn, PaceOptions, SharedOptions, SubscriberOptions } from './options.js';
+import type { Mounted } from './router.js';
+
+/** A subscriber with every setting resolved: what the app runs. Frozen. */
+export interface CompiledSubscriber {
+  readonly name: string;
+  readonly topic: string;
+  readonly group: string;
+  readonly workers: number;
+  readonly byKey: boolean;
+  readonly key: KeyFn | undefined;
+  readonly decode: (raw: Uint8Array) => unknown;
+  /** Messages per batch for batch handlers; undefined for one-at-a-time handlers. */
+  readonly batchMax: number | undefined;
+  readonly retry: { readonly attempts: number; readonly initialMs: number; readonly maxMs: number };
+  readonly deadLetter: string | false;
+  readonly timeoutMs: number;
+  readonly pace: PaceOptions | undefined;
+  readonly handler: Handler;
+}
+
+/** Defaults of every subscriber. */
+export const DEFAULTS = Object.freeze({
+  workers: 1,
+  attempts: 5,
+  initialMs: 100,
+  maxMs: 30_000,
+  timeoutMs: 60_000,
+});
+
+/** Merges a subscriber's settings over its routers' and the app's, applies defaults, freezes the result. */
+export function compile(mounted: Mounted, app: { name: string; defaults?: SharedOptions }): CompiledSubscriber {
+  const { spec, prefix, layers } = mounted;
+  const own: SubscriberOptions = spec.options;
+  // Own settings first, then the innermost router, outwards, then the app.
+  const chain: SharedOptions[] = [own, ...layers, app.defaults ?? {}];
+  const pick = <K extends keyof SharedOptions>(k: K): SharedOptions[K] => chain.find((o) => o[k] !== undefined)?.[k];
+  const topic = prefix + spec.topic;
+  const name = spec.name;
+  const retry = pick('retry') ?? {};
+  const initialMs = retry.backoff?.initialMs ?? DEFAULTS.initialMs;
+  const compiled: CompiledSubscriber = {
+    name,
+    topic,
+    group: pick('group') ?? app.name,
+    workers: pick('workers') ?? DEFAULTS.workers,
+    byKey: (own.workers !== undefined ? own.byKey : pick('byKey')) ?? false,
+    key: own.key,
+    decode: decoderOf(pick('decode')),
+    batchMax: own.batch?.max,
+    retry: Object.freeze({ attempts: retry.attempts ?? DEFAULTS.attempts, initialMs, maxMs: retry.backoff?.maxMs ?? Math.max(initialMs, DEFAULTS.maxMs) }),
+    deadLetter: pick('deadLetter') ?? `${topic}.dlq`,
+    timeoutMs: pick('timeoutMs') ?? DEFAULTS.timeoutMs,
+    pace: own.pace,
+    handler: spec.handler,
+  };
+  if (compiled.byKey && compiled.batchMax !== undefined) {
+    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": batch must not be combined with byKey (from a router), got batch ${show(own.batch)}`);
+  }
+  if (compiled.pace !== undefined) {
+    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": pace is not available in this version yet, got ${show(Object.keys(compiled.pace))}`);
+  }
+  return Object.freeze(compiled);
+}
+
+/** The default decoder: UTF-8 JSON. */
+export function decodeJson(raw: Uint8Array): unknown {
+  const text = raw instanceof Buffer ? raw.toString('utf8') : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
+  return JSON.parse(text);
+}
+
+function decoderOf(decode: SubscriberOptions['decode']): (raw: Uint8Array) => unknown {
+  if (decode === undefined) return decodeJson;
+  if (typeof decode === 'function') return decode as (raw: Uint8Array) => unknown;
+  const schema = decode;
+  // A schema validates a JSON value: decode JSON first.
+  return (raw) => schema.parse(decodeJson(raw));
+}

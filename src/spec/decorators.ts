@@ -1,0 +1,85 @@
+import 'reflect-metadata';
+import { SluiceError, show } from '../core/errors.js';
+import { checkTopic, startBuilder, type SubscriberBuilder } from './builder.js';
+import type { Handler, HandlerObject, SubscriberOptions } from './options.js';
+import { SubscriberSpec } from './spec.js';
+import { validateOptions } from './validate.js';
+
+/** One `@subscriber` on a method. */
+interface Declared {
+  readonly topic: string;
+  readonly options: Readonly<SubscriberOptions>;
+}
+
+const METADATA_KEY = 'sluice:subscribers';
+/** Standard (TC39) decorators see the method function, not the prototype: they are kept by function. */
+const declaredByFunction = new WeakMap<Function, Declared[]>();
+
+/** A decorator usable both as a legacy (`experimentalDecorators`) and a standard method decorator. */
+export type SubscriberDecorator = {
+  (target: object, propertyKey: string | symbol, descriptor?: PropertyDescriptor): void;
+  (value: Function, context: { kind: 'method'; name: string | symbol }): void;
+};
+
+/**
+ * `@subscriber(topic, options?)` on a handler method, or `subscriber(topic, handler)` to start a builder.
+ * Both produce the same {@link SubscriberSpec}.
+ */
+export function subscriber<T = any>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
+export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
+export function subscriber(topic: string, second?: unknown): SubscriberBuilder | SubscriberDecorator {
+  if (typeof second === 'function' || (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')) {
+    return startBuilder(topic, second as Handler);
+  }
+  checkTopic(topic);
+  const options = validateOptions((second ?? {}) as SubscriberOptions, `@subscriber(${show(topic)})`);
+  const declared: Declared = { topic, options };
+  return ((target: unknown, context: unknown) => {
+    if (typeof target === 'function' && typeof context === 'object' && context !== null && 'kind' in context) {
+      if ((context as { kind: string }).kind !== 'method') throw new SluiceError('CONFIG_INVALID', `@subscriber(${show(topic)}) decorates methods only`);
+      const list = declaredByFunction.get(target) ?? [];
+      declaredByFunction.set(target, [...list, declared]);
+      return;
+    }
+    const list: Record<string, Declared[]> = Reflect.getOwnMetadata(METADATA_KEY, target as object) ?? {};
+    const name = String(context);
+    Reflect.defineMetadata(METADATA_KEY, { ...list, [name]: [...(list[name] ?? []), declared] }, target as object);
+  }) as SubscriberDecorator;
+}
+
+/** True when the class (or the instance's class) has `@subscriber` methods. */
+export function hasSubscribers(target: object): boolean {
+  const proto = typeof target === 'function' ? (target as { prototype: object }).prototype : Object.getPrototypeOf(target);
+  return proto !== null && proto !== undefined && declaredOn(proto).length > 0;
+}
+
+/** The specs of a decorated class (instantiated with `new`, no arguments) or instance. */
+export function specsOf(target: object): SubscriberSpec[] {
+  const instance = typeof target === 'function' ? new (target as new () => object)() : target;
+  const className = instance.constructor?.name ?? 'Object';
+  const perMethod = new Map<string, number>();
+  return declaredOn(Object.getPrototypeOf(instance)).map(({ method, declared }) => {
+    const fn = (instance as Record<string, unknown>)[method] as Handler;
+    // A method with several @subscriber gets `Class.method`, then `Class.method@topic`.
+    const nth = (perMethod.get(method) ?? 0) + 1;
+    perMethod.set(method, nth);
+    const defaultName = nth === 1 ? `${className}.${method}` : `${className}.${method}@${declared.topic}`;
+    return new SubscriberSpec(declared.topic, fn.bind(instance), declared.options, defaultName);
+  });
+}
+
+function declaredOn(proto: object): { method: string; declared: Declared }[] {
+  const found: { method: string; declared: Declared }[] = [];
+  const seen = new Set<string>();
+  for (let p: object | null = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    const legacy: Record<string, Declared[]> = Reflect.getOwnMetadata(METADATA_KEY, p) ?? {};
+    for (const method of Object.getOwnPropertyNames(p)) {
+      if (method === 'constructor' || seen.has(method)) continue;
+      const value = Object.getOwnPropertyDescriptor(p, method)?.value;
+      const list = [...(legacy[method] ?? []), ...(typeof value === 'function' ? declaredByFunction.get(value) ?? [] : [])];
+      if (list.length > 0) seen.add(method);
+      for (const declared of list) found.push({ method, declared });
+    }
+  }
+  return found;
+}

@@ -1,0 +1,84 @@
+import { SluiceError, show } from '../core/errors.js';
+import { SubscriberBuilder } from './builder.js';
+import { hasSubscribers, specsOf } from './decorators.js';
+import type { RetryOptions, SharedOptions } from './options.js';
+import { SubscriberSpec } from './spec.js';
+import { validateOptions } from './validate.js';
+
+/** Settings of a {@link Router}: a topic prefix and defaults for what it includes. */
+export interface RouterOptions extends SharedOptions {
+  /** Prepended to every topic included (nested routers' prefixes concatenate). @default '' */
+  prefix?: string;
+}
+
+/** What `include` takes: a spec, a builder's product, a router, a decorated class or an instance of one. */
+export type Includable = SubscriberSpec | SubscriberBuilder | Router | (abstract new (...args: never[]) => object) | object;
+
+/** A subscriber with the router layers it was included through, outermost last. */
+export interface Mounted {
+  readonly spec: SubscriberSpec;
+  readonly prefix: string;
+  /** Defaults from the innermost router outwards. */
+  readonly layers: readonly SharedOptions[];
+}
+
+/**
+ * Groups subscribers under a topic prefix and shared defaults, without a connection: a registrator.
+ * A subscriber's own settings win over its router's, and an inner router's over an outer one's.
+ */
+export class Router {
+  private readonly items: (SubscriberSpec | Router)[] = [];
+  private settings: Readonly<RouterOptions>;
+
+  constructor(options: RouterOptions = {}) {
+    this.settings = Router.check(options);
+  }
+
+  /** Adds subscribers: specs, routers, decorated classes or instances. Chainable. */
+  include(...items: Includable[]): this {
+    for (const item of items) this.items.push(...resolve(item));
+    return this;
+  }
+
+  workers(n: number): this { return this.set({ workers: n, byKey: false }); }
+  workersByKey(n: number): this { return this.set({ workers: n, byKey: true }); }
+  group(group: string): this { return this.set({ group }); }
+  retry(retry: RetryOptions): this { return this.set({ retry }); }
+  deadLetter(topic: string | false): this { return this.set({ deadLetter: topic }); }
+  timeout(ms: number): this { return this.set({ timeoutMs: ms }); }
+
+  /** @internal Every subscriber below this router, with the layers of defaults above it. */
+  mounted(): Mounted[] {
+    const { prefix = '', ...defaults } = this.settings;
+    return this.items.flatMap((item) =>
+      item instanceof Router
+        ? item.mounted().map((m) => ({ spec: m.spec, prefix: prefix + m.prefix, layers: [...m.layers, defaults] }))
+        : [{ spec: item, prefix, layers: [defaults] }],
+    );
+  }
+
+  private set(patch: RouterOptions): this {
+    this.settings = Router.check({ ...this.settings, ...patch });
+    return this;
+  }
+
+  private static check(options: RouterOptions): Readonly<RouterOptions> {
+    const { prefix, ...rest } = options ?? {};
+    const who = `router${prefix ? ` "${prefix}"` : ''}`;
+    if (prefix !== undefined && typeof prefix !== 'string') throw new SluiceError('CONFIG_INVALID', `${who}: prefix must be a string, got ${show(prefix)}`);
+    for (const field of Object.keys(rest)) {
+      if (!['workers', 'byKey', 'group', 'retry', 'deadLetter', 'timeoutMs', 'decode'].includes(field)) {
+        throw new SluiceError('CONFIG_INVALID', `${who}: ${field} is not a router setting (prefix, workers, byKey, group, retry, deadLetter, timeoutMs, decode), got ${show((rest as Record<string, unknown>)[field])}`);
+      }
+    }
+    return Object.freeze({ ...validateOptions(rest, who), ...(prefix !== undefined ? { prefix } : {}) });
+  }
+}
+
+/** Turns anything `include` takes into specs and routers; throws on anything else. */
+export function resolve(item: Includable): (SubscriberSpec | Router)[] {
+  if (item instanceof SubscriberSpec || item instanceof Router) return [item];
+  if (item !== null && (typeof item === 'function' || typeof item === 'object') && hasSubscribers(item)) return specsOf(item);
+  if (item instanceof SubscriberBuilder) return [item.build()];
+  throw new SluiceError('CONFIG_INVALID', `include: expected a subscriber spec, a router, or a class with @subscriber methods (or an instance of one), got ${show(item)}`);
+}
