@@ -26,6 +26,7 @@ export class SystemClock implements Clock {
 /** Resolves after `delayMs` on `clock`, or at once with `false` if `signal` aborts first. */
 export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<boolean> {
   if (signal?.aborted) return Promise.resolve(false);
+  if (delayMs <= 0) return Promise.resolve(true);
   return new Promise((resolve) => {
     const onAbort = (): void => {
       timer.cancel();

@@ -42,9 +42,11 @@ export class MemoryBroker implements Broker {
 
   async connect(): Promise<void> {}
 
-  async close(): Promise<void> {
-    await Promise.all([...this.groups.values()].flatMap((g) => g.members.map((m) => m.close())));
-  }
+  /**
+   * Nothing to release: each subscription closes its own consumer when its app stops, and the data stays,
+   * so that several apps (or an app restarted in a test) can share one broker, as they would share Kafka.
+   */
+  async close(): Promise<void> {}
 
   /** Appends a message. The `key` option also lands in header `partition-key`. */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
@@ -68,6 +70,12 @@ export class MemoryBroker implements Broker {
     const consumer = new MemoryConsumer(group, request);
     await group.join(consumer);
     return consumer;
+  }
+
+  /** Creates a topic with `partitions` partitions; an existing topic is left as it is. */
+  async createTopic(name: string, partitions: number): Promise<void> {
+    if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`MemoryBroker.createTopic: partitions must be a positive integer, got ${partitions}`);
+    if (!this.topicLogs.has(name)) this.topicLogs.set(name, new TopicLog(name, partitions));
   }
 
   /** Every message of a topic, partition by partition, in offset order. */
