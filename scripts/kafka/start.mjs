@@ -3,7 +3,8 @@
 // Idempotent: if a broker already answers on KAFKA_PORT (default 9092) it just prints the address.
 // Jars come from Maven Central (pom.xml beside this file) into
 // ${SLUICE_CACHE:-~/.cache/sluice}/kafka-<version>/lib; data, log and pid file live next to them.
-// On success prints `KAFKA_BROKERS=127.0.0.1:<port>` on stdout (everything else goes to stderr).
+// On success prints `KAFKA_BROKERS=127.0.0.1:<port>` on stdout once the broker, its group coordinator and
+// its transaction coordinator answer (everything else goes to stderr).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -39,14 +40,17 @@ function alive(pid) { // a zombie (exited, not yet reaped) counts as dead
   try { process.kill(pid, 0); } catch (e) { if (e.code !== 'EPERM') return false; }
   try { return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return true; }
 }
+// The pid file's process is ours only if it still runs kafka.Kafka (guards against pid reuse).
+const isBroker = (pid) => {
+  try { return alive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka'); } catch { return alive(pid); }
+};
 function logTail(lines = 60) {
   try { return fs.readFileSync(LOG, 'utf8').split('\n').slice(-lines).join('\n'); } catch { return '(no log)'; }
 }
 
-// One Kafka request (version 0, header v1) over a raw socket. Resolves the response's error code
-// (ApiVersions and FindCoordinator v0 both start with it), 'down' if nothing listens on the port,
-// or 'other' if something that does not speak Kafka answered.
-function kafkaRequest(apiKey, body = Buffer.alloc(0), timeoutMs = 2000) {
+// One Kafka request (header v1) over a raw socket. Resolves the response body after the correlation
+// id (a Buffer), 'down' if nothing listens on the port, or 'other' if something not Kafka answered.
+function kafkaRequest(apiKey, version, body = Buffer.alloc(0), timeoutMs = 2000) {
   return new Promise((resolve) => {
     const sock = net.connect({ host: HOST, port: PORT });
     let buf = Buffer.alloc(0);
@@ -57,24 +61,36 @@ function kafkaRequest(apiKey, body = Buffer.alloc(0), timeoutMs = 2000) {
     sock.on('connect', () => {
       const head = Buffer.alloc(14);
       head.writeInt32BE(10 + body.length, 0); // size
-      head.writeInt16BE(apiKey, 4); // api_key
-      head.writeInt16BE(0, 6); // api_version
+      head.writeInt16BE(apiKey, 4);
+      head.writeInt16BE(version, 6);
       head.writeInt32BE(0x5eed, 8); // correlation_id
       head.writeInt16BE(-1, 12); // client_id: null
       sock.write(Buffer.concat([head, body]));
     });
     sock.on('data', (d) => {
       buf = Buffer.concat([buf, d]);
-      if (buf.length >= 10) done(buf.readInt32BE(4) === 0x5eed ? buf.readInt16BE(8) : 'other');
+      if (buf.length >= 8 && buf.readInt32BE(4) !== 0x5eed) done('other');
+      else if (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) done(buf.subarray(8));
     });
   });
 }
-const apiVersions = async () => { const r = await kafkaRequest(18); return r === 0 ? 'kafka' : r; };
-// FindCoordinator v0 (group id as int16-length string). Creates __consumer_offsets on first call;
-// error 0 means consumer groups work (avoids kafkajs' "group coordinator is not available" on first join).
-const GROUP = Buffer.from('sluice-start-probe');
-const coordinatorReady = async () =>
-  (await kafkaRequest(10, Buffer.concat([Buffer.from([0, GROUP.length]), GROUP]))) === 0;
+// ApiVersions v0: error_code first. Returns 'kafka', 'down' or 'other'.
+const apiVersions = async () => {
+  const r = await kafkaRequest(18, 0);
+  return Buffer.isBuffer(r) ? (r.length >= 2 && r.readInt16BE(0) === 0 ? 'kafka' : 'other') : r;
+};
+// FindCoordinator v1 (key, key_type 0=group 1=transaction; response: throttle_time_ms, error_code).
+// The first call creates __consumer_offsets / __transaction_state; waiting for error 0 here spares
+// kafkajs "coordinator not available" errors on its first group join or transactional producer.
+async function coordinatorsReady() {
+  for (const keyType of [0, 1]) {
+    const key = Buffer.from('sluice-start-probe');
+    const body = Buffer.concat([Buffer.from([0, key.length]), key, Buffer.from([keyType])]);
+    const r = await kafkaRequest(10, 1, body);
+    if (!Buffer.isBuffer(r) || r.length < 6 || r.readInt16BE(4) !== 0) return false;
+  }
+  return true;
+}
 
 function need(cmd, args, hint) {
   const r = spawnSync(cmd, args, { stdio: 'ignore' });
@@ -172,13 +188,13 @@ async function main() {
   let t0 = Date.now();
   const state = await apiVersions();
   if (state !== 'down' && state !== 'kafka') die(`something that is not a Kafka broker answers on ${BOOTSTRAP}`);
-  let pid = 0; // 0: a broker already answers, we only wait for its group coordinator
+  let pid = 0; // 0: a broker already answers, we only wait for its coordinators
   if (state === 'kafka') {
     say(`broker already answering on ${BOOTSTRAP}`);
   } else {
     need('java', ['-version'], 'install a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless).');
     pid = Number(fs.existsSync(PIDFILE) && fs.readFileSync(PIDFILE, 'utf8').trim()) || 0;
-    if (pid && alive(pid)) {
+    if (pid && isBroker(pid)) {
       say(`broker pid ${pid} is already starting; waiting for it`);
     } else {
       fetchJars();
@@ -192,6 +208,7 @@ async function main() {
       const out = fs.openSync(LOG, 'w');
       const child = spawn('java', ...java(['kafka.Kafka', PROPS], { detached: true, stdio: ['ignore', out, out] }));
       child.unref();
+      fs.closeSync(out);
       pid = child.pid;
       t0 = Date.now(); // the timeout covers the broker's startup, not the jar fetch
       fs.writeFileSync(PIDFILE, `${pid}\n`);
@@ -205,7 +222,7 @@ async function main() {
       die(`broker exited during startup; log tail:\n${logTail()}`);
     }
     const started = !pid || /Kafka Server started|started \(kafka\.server\.KafkaRaftServer\)/.test(logTail(400));
-    if (started && (await apiVersions()) === 'kafka' && (await coordinatorReady())) {
+    if (started && (await apiVersions()) === 'kafka' && (await coordinatorsReady())) {
       say(`broker ready on ${BOOTSTRAP} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       console.log(`KAFKA_BROKERS=${BOOTSTRAP}`);
       return;

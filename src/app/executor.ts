@@ -9,6 +9,11 @@ import type { CompiledSubscriber } from '../spec/compile.js';
 import { DeliveryContext, type ContextHost } from './context.js';
 import type { Job } from './job.js';
 
+/** `begin` markers: the job was abandoned, or nothing of it decoded. */
+const ABANDONED = Symbol('abandoned');
+const UNDECODABLE = Symbol('undecodable');
+const ACK = HandlerOutcome.ack();
+
 /** What the executor needs from its subscription. */
 export interface ExecutorHost extends ContextHost {
   readonly clock: Clock;
@@ -31,29 +36,95 @@ export class Executor {
     private readonly log: Logger,
   ) {}
 
-  /** The worker's entry point: one job, start to end. */
-  readonly run = (job: Job, slot: Slot<Job>): Promise<void> | void => {
-    if (this.host.stopping || job.revoked()) return this.host.abandon(job);
-    const undecodable = this.decode(job);
-    if (undecodable === undefined) return this.attempt(job, slot);
-    return this.deadLetter(job, slot, undecodable).then((sent) => {
-      if (!sent) return;
-      if (job.batch && (job.payload as unknown[]).length > 0) return this.attempt(job, slot);
-      this.host.settle(job);
-    });
+  /**
+   * The worker's first step: checks, decodes and calls the handler for the first attempt. Returns what
+   * the handler returned (the worker awaits it), or a marker when there is no handler call to wait for.
+   */
+  readonly begin = (job: Job, slot: Slot<Job>): unknown => {
+    if (this.host.stopping || job.revoked()) {
+      this.host.abandon(job);
+      return ABANDONED;
+    }
+    if (!job.decoded) {
+      job.undecodable = this.decode(job);
+      job.decoded = true;
+    }
+    if (job.undecodable !== undefined && !(job.batch && (job.payload as unknown[]).length > 0)) return UNDECODABLE;
+    slot.startedAtMs = this.host.clock.now();
+    const ctx = (job.ctx = new DeliveryContext(job, this.host));
+    return this.sub.handler(job.payload, ctx);
+  };
+
+  /**
+   * The worker's second step, with the first attempt's result (awaited). The common case, an ack, settles
+   * at once; anything else continues on the slow path, which the worker awaits.
+   */
+  readonly end = (job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<void> | void => {
+    if (result === ABANDONED) return;
+    if (!failed && job.undecodable === undefined && (result === undefined || result === null || result === ACK)) return this.host.settle(job);
+    return this.slowPath(job, slot, result, failed);
   };
 
   /** A replacement worker's entry point after the slot's attempt hung past `timeoutMs`. */
-  readonly resumeAfterTimeout = (job: Job, slot: Slot<Job>): Promise<void> => {
+  readonly resumeAfterTimeout = async (job: Job, slot: Slot<Job>): Promise<void> => {
     const error = new SluiceError('HANDLER_TIMEOUT', `handler did not finish within ${this.sub.timeoutMs} ms`);
-    return this.failed(job, slot, reasonOf(error), undefined).then((go) => (go ? this.attempt(job, slot) : undefined));
+    if (await this.failed(job, slot, reasonOf(error), undefined)) await this.attempts(job, slot);
   };
+
+  private async slowPath(job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<void> {
+    if (job.undecodable !== undefined) {
+      const bad = job.undecodable;
+      job.undecodable = undefined;
+      if (!(await this.deadLetter(job, slot, bad))) return;
+      if (result === UNDECODABLE) return this.host.settle(job);
+    }
+    if (await this.judge(job, slot, result, failed)) await this.attempts(job, slot);
+  }
+
+  /** Attempts after the first, until one ends the job. */
+  private async attempts(job: Job, slot: Slot<Job>): Promise<void> {
+    for (;;) {
+      slot.startedAtMs = this.host.clock.now();
+      const ctx = (job.ctx = new DeliveryContext(job, this.host));
+      let result: unknown;
+      let failed = false;
+      try {
+        result = this.sub.handler(job.payload, ctx);
+        if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function') result = await result;
+      } catch (error) {
+        result = error;
+        failed = true;
+      }
+      if (slot.abandoned) return; // a replacement worker took this job when the attempt timed out
+      if (!(await this.judge(job, slot, result, failed))) return;
+    }
+  }
+
+  /** Acts on one attempt's result. Returns true when the job should be attempted again. */
+  private async judge(job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<boolean> {
+    if (failed) {
+      this.log.warn('handler failed', { id: `${job.message.topic}/${job.message.partition}/${job.message.offset}`, attempt: job.attempt, error: result });
+      return this.failed(job, slot, reasonOf(result), undefined);
+    }
+    if (result === undefined || result === null || result === ACK) {
+      this.host.settle(job);
+      return false;
+    }
+    if (!(result instanceof HandlerOutcome)) return this.failed(job, slot, `handler returned ${typeof result}, not a HandlerOutcome`, undefined);
+    if (result.kind === 'reject') {
+      await this.deadLetterAndSettle(job, slot, result.reason ?? 'rejected');
+      return false;
+    }
+    if (result.kind === 'retry') return this.failed(job, slot, 'retry requested', result.delayMs);
+    this.host.settle(job);
+    return false;
+  }
 
   /**
    * Decodes the job's payload. Returns the messages that do not decode, each with its reason, or
    * undefined when all do; a batch keeps the payloads that decoded.
    */
-  private decode(job: Job): [InboundMessage, string][] | undefined {
+  decode(job: Job): [InboundMessage, string][] | undefined {
     const decode = this.sub.decode;
     if (!job.batch) {
       try {
@@ -74,36 +145,6 @@ export class Executor {
     }
     job.payload = payloads;
     return bad.length > 0 ? bad : undefined;
-  }
-
-  private async attempt(job: Job, slot: Slot<Job>): Promise<void> {
-    for (;;) {
-      slot.startedAtMs = this.host.clock.now();
-      const ctx = (job.ctx = new DeliveryContext(job, this.host));
-      let outcome: unknown;
-      let failure: string | undefined;
-      try {
-        const result: unknown = this.sub.handler(job.payload, ctx);
-        outcome = result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function' ? await result : result;
-      } catch (error) {
-        failure = reasonOf(error);
-        if (slot.abandoned) return;
-        this.log.warn('handler failed', { subscriber: this.sub.name, id: ctx.message.id, attempt: job.attempt, error });
-      }
-      if (slot.abandoned) return; // a replacement worker took this job when the attempt timed out
-      if (failure === undefined) {
-        if (outcome === undefined || outcome === null || (outcome instanceof HandlerOutcome && outcome.kind === 'ack')) {
-          return this.host.settle(job);
-        }
-        if (!(outcome instanceof HandlerOutcome)) {
-          failure = `handler returned ${typeof outcome}, not a HandlerOutcome`;
-        } else if (outcome.kind === 'reject') {
-          return this.deadLetterAndSettle(job, slot, outcome.reason ?? 'rejected');
-        } else if (!(await this.failed(job, slot, 'retry requested', outcome.delayMs))) return;
-        else continue;
-      }
-      if (!(await this.failed(job, slot, failure, undefined))) return;
-    }
   }
 
   /**

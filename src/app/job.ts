@@ -8,6 +8,10 @@ import type { Watermark } from '../dispatch/watermark.js';
 export class Job {
   attempt = 1;
   payload: unknown = undefined;
+  /** Set once the payload was decoded (the key function may need it before a worker does). */
+  decoded = false;
+  /** Messages that did not decode, each with its reason; they go to the dead-letter topic. */
+  undecodable: [InboundMessage, string][] | undefined = undefined;
   /** The context of the attempt running now: aborted when the attempt's time runs out. */
   ctx: { abort(reason: unknown): void } | undefined = undefined;
 

@@ -48,7 +48,7 @@ export class Subscription implements ExecutorHost {
     this.log = settings.logger.child({ subscriber: sub.name, topic: sub.topic });
     this.executor = new Executor(sub, this, this.log);
     const strategy = sub.byKey ? lanes(sub.workers) : pool(sub.workers);
-    this.workers = new Workers(strategy, this.executor.run, this.afterJob, () => this.clock.now());
+    this.workers = new Workers(strategy, this.executor, this.afterJob, () => this.clock.now());
   }
 
   async start(): Promise<void> {
@@ -79,7 +79,7 @@ export class Subscription implements ExecutorHost {
   /** Takes as much as the workers have room for. Called on readable, and whenever a job finishes. */
   readonly pump = (): void => {
     const consumer = this.consumer;
-    if (this.pumping || this.stopping || !consumer) return this.settings.onProgress();
+    if (this.pumping || this.stopping || !consumer) return this.progress();
     this.pumping = true;
     try {
       const batchMax = this.sub.batchMax;
@@ -92,8 +92,13 @@ export class Subscription implements ExecutorHost {
     } finally {
       this.pumping = false;
     }
-    this.settings.onProgress();
+    this.progress();
   };
+
+  /** Tells the app when this subscription may have become idle: the only moment `idle()` cares about. */
+  private progress(): void {
+    if (this.workers.inFlight === 0) this.settings.onProgress();
+  }
 
   private dispatch(m: InboundMessage): void {
     const marks = this.track(m);
@@ -119,10 +124,13 @@ export class Subscription implements ExecutorHost {
     if (!keyFn) return job.message.key;
     try {
       // The key function reads the decoded value: decode once here, the executor reuses it.
-      job.payload = this.sub.decode(job.message.value);
+      job.undecodable = this.executor.decode(job);
+      job.decoded = true;
+      if (job.undecodable !== undefined) return job.message.key;
       return keyFn({ value: job.payload, key: job.message.key, headers: job.message.headers, topic: job.message.topic }) ?? undefined;
-    } catch {
-      return job.message.key; // the executor meets the same failure and dead-letters it
+    } catch (error) {
+      this.log.warn('key function threw; the message key is used instead', { error });
+      return job.message.key;
     }
   }
 

@@ -10,8 +10,15 @@ export class Slot<J> {
   constructor(readonly queue: number) {}
 }
 
-/** Runs one job on a worker. May return a promise; the worker waits for it. */
-export type RunJob<J> = (job: J, slot: Slot<J>) => Promise<void> | void;
+/**
+ * Runs jobs in two steps, so that the common case awaits nothing but the handler's own promise:
+ * `begin` returns what to wait for (a thenable is awaited, a throw is caught), `end` gets the outcome
+ * and may return a promise for whatever remains (a retry, a dead letter).
+ */
+export interface JobRunner<J> {
+  begin(job: J, slot: Slot<J>): unknown;
+  end(job: J, slot: Slot<J>, result: unknown, failed: boolean): Promise<void> | void;
+}
 
 interface Queue<J> {
   readonly jobs: J[];
@@ -33,7 +40,7 @@ export class Workers<J> {
 
   constructor(
     readonly strategy: DispatchStrategy,
-    private readonly run: RunJob<J>,
+    private readonly runner: JobRunner<J>,
     /** Called after each job finished, with the worker free again. */
     private readonly onDone: () => void,
     private readonly now: () => number,
@@ -103,9 +110,18 @@ export class Workers<J> {
         continue;
       }
       slot.job = job;
-      slot.startedAtMs = this.now();
-      const pending = this.run(job, slot);
-      if (pending !== undefined) await pending;
+      let result: unknown;
+      let failed = false;
+      try {
+        result = this.runner.begin(job, slot);
+        if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') result = await result;
+      } catch (error) {
+        result = error;
+        failed = true;
+      }
+      if (slot.abandoned) return; // its attempt timed out: a replacement carries the job on
+      const more = this.runner.end(job, slot, result, failed);
+      if (more !== undefined) await more;
       if (slot.abandoned) return;
       this.finish(slot);
     }
