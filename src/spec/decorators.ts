@@ -57,13 +57,13 @@ export function hasSubscribers(target: object): boolean {
 export function specsOf(target: object): SubscriberSpec[] {
   const instance = typeof target === 'function' ? new (target as new () => object)() : target;
   const className = instance.constructor?.name ?? 'Object';
-  const perMethod = new Map<string, number>();
-  return declaredOn(Object.getPrototypeOf(instance)).map(({ method, declared }) => {
+  const found = declaredOn(Object.getPrototypeOf(instance));
+  // `Class.method`; where one method carries several unnamed @subscriber, `Class.method@topic` each.
+  const unnamed = new Map<string, number>();
+  for (const { method, declared } of found) if (!declared.options.name) unnamed.set(method, (unnamed.get(method) ?? 0) + 1);
+  return found.map(({ method, declared }) => {
     const fn = (instance as Record<string, unknown>)[method] as Handler;
-    // A method with several @subscriber gets `Class.method`, then `Class.method@topic`.
-    const nth = (perMethod.get(method) ?? 0) + 1;
-    perMethod.set(method, nth);
-    const defaultName = nth === 1 ? `${className}.${method}` : `${className}.${method}@${declared.topic}`;
+    const defaultName = (unnamed.get(method) ?? 0) > 1 ? `${className}.${method}@${declared.topic}` : `${className}.${method}`;
     return new SubscriberSpec(declared.topic, fn.bind(instance), declared.options, defaultName);
   });
 }

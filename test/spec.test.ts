@@ -1,0 +1,186 @@
+import 'reflect-metadata';
+import { describe, expect, it } from 'vitest';
+import { App, DEFAULTS, MemoryBroker, Router, SluiceError, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
+
+const app = () => new App({ name: 'spec-app', logger: silentLogger });
+const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
+
+function expectError(fn: () => unknown, code: string, ...parts: (string | RegExp)[]): void {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(SluiceError);
+  expect((caught as SluiceError).code).toBe(code);
+  for (const p of parts) expect((caught as SluiceError).message).toMatch(p);
+}
+
+describe('the @subscriber decorator', () => {
+  class Billing {
+    charged: number[] = [];
+    @subscriber('orders', { workers: 4 })
+    async bill(order: { id: number }, _ctx: Context) {
+      this.charged.push(order.id);
+    }
+
+    @subscriber('refunds', { workers: 4, byKey: true })
+    @subscriber('chargebacks', { name: 'chargebacks' })
+    async refund() {}
+  }
+
+  it('produces frozen specs named Class.method, with the method bound to its instance', async () => {
+    const broker = new MemoryBroker();
+    const billing = new Billing();
+    const a = app().withBroker(broker, (b) => b.include(billing));
+    const subs = compiled(a);
+    expect(Object.keys(subs).sort()).toEqual(['Billing.bill', 'Billing.refund', 'chargebacks']);
+    expect(subs['Billing.bill']).toMatchObject({ topic: 'orders', workers: 4, byKey: false, group: 'spec-app' });
+    expect(subs['Billing.refund']).toMatchObject({ topic: 'refunds', workers: 4, byKey: true });
+    expect(Object.isFrozen(subs['Billing.bill'])).toBe(true);
+    await a.start();
+    await broker.publish('orders', { id: 7 });
+    await a.idle();
+    await a.stop();
+    expect(billing.charged).toEqual([7]);
+  });
+
+  it('includes a class by instantiating it, and also works as a standard (TC39) decorator', () => {
+    const decorate = subscriber('std', { workers: 2 }) as unknown as (v: Function, c: { kind: 'method'; name: string }) => void;
+    class Std {
+      handle() {}
+    }
+    decorate(Std.prototype.handle, { kind: 'method', name: 'handle' });
+    const a = app().withBroker(new MemoryBroker(), (b) => b.include(Billing).include(Std));
+    expect(compiled(a)['Std.handle']).toMatchObject({ topic: 'std', workers: 2 });
+  });
+
+  it('rejects invalid options when the class is declared, naming the topic, field and value', () => {
+    expectError(() => subscriber('orders', { workers: 0 }), 'WORKERS_INVALID', /orders/, /workers/, /got 0/);
+    expectError(() => subscriber('orders', { wrokers: 2 } as never), 'CONFIG_INVALID', /wrokers/);
+  });
+});
+
+describe('the builder chain', () => {
+  const bill = async function bill() {};
+
+  it('builds a frozen spec with every setting', () => {
+    const decode = (raw: Uint8Array) => raw;
+    const key = () => 'k';
+    const spec = subscriber('orders', bill)
+      .name('billing')
+      .workersByKey(8)
+      .key(key)
+      .group('g')
+      .decode(decode)
+      .retry({ attempts: 2, backoff: { initialMs: 5, maxMs: 50 } })
+      .deadLetter('orders.dead')
+      .timeout(1_000)
+      .build();
+    expect(spec).toBeInstanceOf(SubscriberSpec);
+    expect(Object.isFrozen(spec)).toBe(true);
+    expect(spec.name).toBe('billing');
+    const c = compiled(app().withBroker(new MemoryBroker(), (b) => b.include(spec))).billing!;
+    expect(c).toMatchObject({ topic: 'orders', workers: 8, byKey: true, key, group: 'g', decode, deadLetter: 'orders.dead', timeoutMs: 1_000 });
+    expect(c.retry).toEqual({ attempts: 2, initialMs: 5, maxMs: 50 });
+  });
+
+  it('applies the defaults of API.md', () => {
+    const c = compiled(app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', bill).build()))).bill!;
+    expect(c).toMatchObject({ workers: 1, byKey: false, group: 'spec-app', deadLetter: 'orders.dlq', timeoutMs: DEFAULTS.timeoutMs, batchMax: undefined });
+    expect(c.retry).toEqual({ attempts: 5, initialMs: 100, maxMs: 30_000 });
+  });
+
+  it('takes an object with handle(), named Class.handle', () => {
+    class Bill {
+      handle() {}
+    }
+    expect(subscriber('orders', new Bill()).build().name).toBe('Bill.handle');
+  });
+
+  it('is immutable: each method returns a new builder', () => {
+    const base = subscriber('orders', bill);
+    base.workers(4);
+    expect(base.build().options.workers).toBeUndefined();
+  });
+
+  it.each([
+    [0, 'WORKERS_INVALID'],
+    [-1, 'WORKERS_INVALID'],
+    [1.5, 'WORKERS_INVALID'],
+    [Number.NaN, 'WORKERS_INVALID'],
+  ])('rejects workers(%s) with %s, naming the subscriber and the value', (n, code) => {
+    expectError(() => subscriber('orders', bill).workers(n).build(), code, /subscriber "bill"/, /workers must be a positive integer/, new RegExp(`got ${String(n)}`));
+    expectError(() => subscriber('orders', bill).workersByKey(n).build(), code);
+  });
+
+  it.each([
+    ['retry attempts', (b: ReturnType<typeof subscriber>) => b.retry({ attempts: 0 }), /retry.attempts/],
+    ['negative backoff', (b: ReturnType<typeof subscriber>) => b.retry({ backoff: { initialMs: -1 } }), /retry.backoff.initialMs/],
+    ['maxMs below initialMs', (b: ReturnType<typeof subscriber>) => b.retry({ backoff: { initialMs: 100, maxMs: 10 } }), /maxMs/],
+    ['empty dead letter', (b: ReturnType<typeof subscriber>) => b.deadLetter(''), /deadLetter/],
+    ['batch max', (b: ReturnType<typeof subscriber>) => b.batch({ max: 0 }), /batch.max/],
+    ['timeout', (b: ReturnType<typeof subscriber>) => b.timeout(0), /timeoutMs/],
+    ['decode', (b: ReturnType<typeof subscriber>) => b.decode(42 as never), /decode/],
+    ['batch with byKey', (b: ReturnType<typeof subscriber>) => b.workersByKey(2).batch({ max: 5 }), /batch/],
+  ])('rejects %s with CONFIG_INVALID', (_name, configure, field) => {
+    expectError(() => configure(subscriber('orders', bill)).build(), 'CONFIG_INVALID', field, /subscriber "bill"/);
+  });
+
+  it('rejects a missing topic or handler', () => {
+    expectError(() => subscriber('', bill), 'CONFIG_INVALID', /topic/);
+    expectError(() => subscriber('orders', { nope: true } as never).build(), 'CONFIG_INVALID');
+  });
+
+  it('validates pace parts and durations, quoting the text', () => {
+    expectError(() => subscriber('orders', bill).pace({ debounse: '1s' } as never).build(), 'PACE_UNKNOWN_PART', /debounse/);
+    expectError(() => subscriber('orders', bill).pace({ debounce: '30 fortnights' }).build(), 'PACE_BAD_DURATION', /30 fortnights/);
+  });
+});
+
+describe('routers', () => {
+  const h = async function h() {};
+
+  it('prefix topics, give defaults, and let a subscriber own settings win', () => {
+    const inner = new Router({ prefix: 'eu.', retry: { attempts: 2 } }).include(subscriber('orders', h).name('inner').build());
+    const billing = new Router({ prefix: 'billing.', workers: 4 })
+      .include(subscriber('orders', h).name('a').build())
+      .include(subscriber('refunds', h).name('b').workers(2).build())
+      .include(inner);
+    billing.workers(8); // chainable, applies to everything included, before or after
+    const subs = compiled(app().withBroker(new MemoryBroker(), (b) => b.include(billing)));
+    expect(subs.a).toMatchObject({ topic: 'billing.orders', workers: 8, deadLetter: 'billing.orders.dlq' });
+    expect(subs.b).toMatchObject({ topic: 'billing.refunds', workers: 2 });
+    expect(subs.inner).toMatchObject({ topic: 'billing.eu.orders', workers: 8 });
+    expect(subs.inner!.retry.attempts).toBe(2);
+  });
+
+  it('rejects invalid defaults at once', () => {
+    expectError(() => new Router({ workers: 0 }), 'WORKERS_INVALID', /router/);
+    expectError(() => new Router().workers(-2), 'WORKERS_INVALID');
+    expectError(() => new Router({ pace: {} } as never), 'CONFIG_INVALID', /pace/);
+  });
+
+  it('rejects what it cannot include', () => {
+    expectError(() => new Router().include({} as never), 'CONFIG_INVALID', /include/);
+    expectError(() => new Router().include(class Plain {}), 'CONFIG_INVALID');
+  });
+});
+
+describe('mounting', () => {
+  const h = async function h() {};
+
+  it('rejects two subscribers with one name', () => {
+    expectError(() => app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).build(), subscriber('b', h).build())), 'CONFIG_INVALID', /two subscribers are named "h"/);
+  });
+
+  it('accepts a builder without build()', () => {
+    const a = app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).workers(3)));
+    expect(compiled(a).h!.workers).toBe(3);
+  });
+
+  it('refuses pace until the shard log exists, saying so', () => {
+    expectError(() => app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).pace({ debounce: '1s' }))), 'CONFIG_INVALID', /pace is not available/);
+  });
+});
