@@ -6,6 +6,7 @@
  * - `invoices`: 4 lanes by customer book the invoices: one customer's invoices in the order they were
  *   published, different customers' at once.
  * - One poison order fails every attempt: after 3 attempts it ends in the dead-letter topic `orders.dlq`.
+ *   A malformed one does not pass the decoder's schema and goes there at once.
  *
  * Everything runs in this process on the memory broker: a real broker in miniature with partitions,
  * offsets and consumer groups. The Kafka broker (`sluice/kafka`) and the file store that paced subscribers
@@ -31,11 +32,11 @@ async function charge(order: Order): Promise<void> {
 /** Checks an order's shape: a decoder with `parse` gets the JSON value (a zod schema fits here too). */
 const orderSchema = {
   parse(value: unknown): Order {
-    const o = value as Partial<Order> | null;
-    if (typeof o?.id !== 'string' || typeof o.customer !== 'string' || !Number.isInteger(o.cents)) {
-      throw new TypeError(`not an order: ${JSON.stringify(value)}`);
-    }
-    return o as Order;
+    const o = (value ?? {}) as Record<string, unknown>;
+    if (typeof o.id !== 'string') throw new TypeError('order: id must be a string');
+    if (typeof o.customer !== 'string') throw new TypeError(`order ${o.id}: customer must be a string`);
+    if (!Number.isInteger(o.cents)) throw new TypeError(`order ${o.id}: cents must be an integer, got ${JSON.stringify(o.cents)}`);
+    return o as unknown as Order;
   },
 };
 
@@ -80,6 +81,8 @@ for (let i = 1; i <= 50; i++) {
   const customer = customers[i % customers.length]!;
   await broker.publish('orders', { id: `o-${i}`, customer, cents: 100 + i }, { key: customer });
 }
+// A malformed order: the schema refuses it, so it goes to orders.dlq at once (DECODE_FAILED).
+await broker.publish('orders', { id: 'o-51', customer: 'cust-1', cents: 'a lot' }, { key: 'cust-1' });
 // The system clock's timers do not keep Node running, and at the end only the poison order's retry
 // backoff is left waiting: hold the process open until the app is idle.
 const keepAlive = setInterval(() => {}, 60_000);

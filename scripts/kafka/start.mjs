@@ -3,8 +3,8 @@
 // Idempotent: if a broker already answers on KAFKA_PORT (default 9092) it just prints the address.
 // Jars come from Maven Central (pom.xml beside this file) into
 // ${SLUICE_CACHE:-~/.cache/sluice}/kafka-<version>/lib; data, log and pid file live next to them.
-// On success prints `KAFKA_BROKERS=127.0.0.1:<port>` on stdout once the broker, its group coordinator and
-// its transaction coordinator answer (everything else goes to stderr).
+// On success prints `KAFKA_BROKERS=127.0.0.1:<port>` on stdout once the broker, its group and transaction
+// coordinators and its producer-id manager answer (everything else goes to stderr).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -79,14 +79,19 @@ const apiVersions = async () => {
   const r = await kafkaRequest(18, 0);
   return Buffer.isBuffer(r) ? (r.length >= 2 && r.readInt16BE(0) === 0 ? 'kafka' : 'other') : r;
 };
-// FindCoordinator v1 (key, key_type 0=group 1=transaction; response: throttle_time_ms, error_code).
-// The first call creates __consumer_offsets / __transaction_state; waiting for error 0 here spares
-// kafkajs "coordinator not available" errors on its first group join or transactional producer.
-async function coordinatorsReady() {
-  for (const keyType of [0, 1]) {
-    const key = Buffer.from('sluice-start-probe');
-    const body = Buffer.concat([Buffer.from([0, key.length]), key, Buffer.from([keyType])]);
-    const r = await kafkaRequest(10, 1, body);
+// Requests whose first use on a fresh broker returns a retriable error while the broker sets things
+// up (creating __consumer_offsets / __transaction_state, fetching a producer-id block from the
+// controller). kafkajs retries those but logs them as errors, so start.mjs waits until all succeed.
+// Each response starts with throttle_time_ms (int32), then error_code (int16).
+const str = (s) => Buffer.concat([Buffer.from([0, s.length]), Buffer.from(s)]);
+const WARMUP = [
+  [10, 1, Buffer.concat([str('sluice-start-probe'), Buffer.from([0])])], // FindCoordinator v1, group
+  [10, 1, Buffer.concat([str('sluice-start-probe'), Buffer.from([1])])], // FindCoordinator v1, transaction
+  [22, 0, Buffer.from([0xff, 0xff, 0, 0, 0xea, 0x60])], // InitProducerId v0, no transactional id, 60 s
+];
+async function clientsReady() {
+  for (const [apiKey, version, body] of WARMUP) {
+    const r = await kafkaRequest(apiKey, version, body);
     if (!Buffer.isBuffer(r) || r.length < 6 || r.readInt16BE(4) !== 0) return false;
   }
   return true;
@@ -188,7 +193,7 @@ async function main() {
   let t0 = Date.now();
   const state = await apiVersions();
   if (state !== 'down' && state !== 'kafka') die(`something that is not a Kafka broker answers on ${BOOTSTRAP}`);
-  let pid = 0; // 0: a broker already answers, we only wait for its coordinators
+  let pid = 0; // 0: a broker already answers, we only wait until it is ready for clients
   if (state === 'kafka') {
     say(`broker already answering on ${BOOTSTRAP}`);
   } else {
@@ -222,7 +227,7 @@ async function main() {
       die(`broker exited during startup; log tail:\n${logTail()}`);
     }
     const started = !pid || /Kafka Server started|started \(kafka\.server\.KafkaRaftServer\)/.test(logTail(400));
-    if (started && (await apiVersions()) === 'kafka' && (await coordinatorsReady())) {
+    if (started && (await apiVersions()) === 'kafka' && (await clientsReady())) {
       say(`broker ready on ${BOOTSTRAP} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       console.log(`KAFKA_BROKERS=${BOOTSTRAP}`);
       return;

@@ -1,0 +1,191 @@
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { App, HandlerOutcome, ManualClock, MemoryBroker, jsonLogger, memoryLogger, silentLogger, subscriber, type Context } from '../src/index.js';
+import { Concurrency, Counter, Gate, turns } from './helpers.js';
+
+const app = (broker: MemoryBroker, include: Parameters<App['withBroker']>[1], extra: Partial<ConstructorParameters<typeof App>[0]> = {}) =>
+  new App({ name: 'app', logger: silentLogger, clock: new ManualClock(), ...extra }).withBroker(broker, include);
+
+describe('App lifecycle', () => {
+  it('refuses a bad name or timeout, withBroker after start, and start twice', async () => {
+    expect(() => new App({ name: '' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => new App({ name: 'a', shutdownTimeoutMs: -1 })).toThrow(/shutdownTimeoutMs/);
+    const a = app(new MemoryBroker(), () => {});
+    await a.start();
+    expect(() => a.withBroker(new MemoryBroker(), () => {})).toThrow(expect.objectContaining({ code: 'APP_STATE' }));
+    await expect(a.start()).rejects.toMatchObject({ code: 'APP_STATE' });
+    await a.stop();
+    await a.stop(); // idempotent
+  });
+
+  it('send() names an unknown subscriber with UNKNOWN_SUBSCRIBER', async () => {
+    const a = app(new MemoryBroker(), (b) => b.include(subscriber('t', async function known() {}).build()));
+    await expect(a.send('nope', { key: 'k', event: {} })).rejects.toMatchObject({ code: 'UNKNOWN_SUBSCRIBER' });
+    await expect(a.send('known', { key: 'k', event: {} })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+  });
+
+  it('idle() waits for chains of handlers that publish onward', async () => {
+    const broker = new MemoryBroker();
+    const seen: number[] = [];
+    const a = app(broker, (b) =>
+      b.include(
+        subscriber('hop', async (v: { n: number }, ctx: Context) => {
+          seen.push(v.n);
+          await turns(1);
+          if (v.n < 20) await ctx.publish('hop', { n: v.n + 1 });
+        }).build(),
+      ),
+    );
+    await a.start();
+    await broker.publish('hop', { n: 0 });
+    await a.idle();
+    expect(seen).toHaveLength(21);
+    await a.stop();
+  });
+
+  it('run() serves until SIGTERM, then lets the delivery in flight finish and commits it', async () => {
+    const child = spawn(process.execPath, ['--no-warnings', '--loader', 'ts-node/esm', 'test/fixtures/run-app.ts'], {
+      env: { ...process.env, SLUICE_LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    const handling = new Promise<void>((resolve) =>
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('handling')) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    await handling;
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(out.split('\n').filter(Boolean)).toEqual(['handling', 'handled', 'committed 1']);
+  }, 60_000);
+});
+
+describe('failure handling', () => {
+  it('treats a handler that returns something else as a failed attempt, and drops with deadLetter: false', async () => {
+    const broker = new MemoryBroker();
+    const logger = memoryLogger();
+    const calls = new Counter();
+    const a = app(broker, (b) => b.include(subscriber('t', () => (calls.add(), 'yes' as never)).retry({ attempts: 2, backoff: { initialMs: 0 } }).deadLetter(false).build()), { logger });
+    await a.start();
+    await broker.publish('t', {});
+    await a.idle();
+    expect(calls.value).toBe(2);
+    expect(broker.topics()).not.toContain('t.dlq');
+    expect(broker.committed('app', 't')).toEqual([1]);
+    expect(logger.records.some((r) => r.message.includes('dropped') && String(r.fields.reason).includes('not a HandlerOutcome'))).toBe(true);
+    await a.stop();
+  });
+
+  it('honours HandlerOutcome.retry({ delayMs }) over the backoff', async () => {
+    const broker = new MemoryBroker();
+    const clock = new ManualClock();
+    const calls = new Counter();
+    const a = app(broker, (b) => b.include(subscriber('t', () => (calls.add(), calls.value === 1 ? HandlerOutcome.retry({ delayMs: 5_000 }) : undefined)).build()), { clock });
+    await a.start();
+    await broker.publish('t', {});
+    await calls.reach(1);
+    await clock.advance(4_999);
+    expect(calls.value).toBe(1);
+    await clock.advance(1);
+    await a.idle();
+    expect(calls.value).toBe(2);
+    await a.stop();
+  });
+
+  it('validates with a schema decoder (parse) and dead-letters only the bad messages of a batch', async () => {
+    const broker = new MemoryBroker();
+    const schema = { parse: (v: unknown) => { if (typeof (v as { n?: unknown }).n !== 'number') throw new Error('n must be a number'); return v as { n: number }; } };
+    const got: number[][] = [];
+    const a = app(broker, (b) => b.include(subscriber('t', (vs: { n: number }[]) => void got.push(vs.map((v) => v.n))).decode(schema).batch({ max: 10 }).build()));
+    await broker.publish('t', { n: 1 });
+    await broker.publish('t', { n: 'two' });
+    await broker.publish('t', { n: 3 });
+    await a.start();
+    await a.idle();
+    expect(got).toEqual([[1, 3]]);
+    expect(broker.messages('t.dlq').map((m) => m.headers['x-sluice-error'])).toEqual(['DECODE_FAILED: n must be a number']);
+    expect(broker.committed('app', 't')).toEqual([3]);
+    await a.stop();
+  });
+
+  it('routes lanes by the key function', async () => {
+    const broker = new MemoryBroker();
+    const order = new Map<string, number[]>();
+    const a = app(broker, (b) =>
+      b.include(
+        subscriber('t', async (v: { customer: string; n: number }) => {
+          await turns(v.n % 3);
+          order.set(v.customer, [...(order.get(v.customer) ?? []), v.n]);
+        }).key((m) => m.value.customer).workersByKey(4).build(),
+      ),
+    );
+    await a.start();
+    for (let n = 0; n < 30; n++) await broker.publish('t', { customer: `c${n % 3}`, n }); // no broker key
+    await a.idle();
+    for (const [c, ns] of order) expect(ns).toEqual(ns.slice().sort((x, y) => x - y), c);
+    await a.stop();
+  });
+});
+
+describe('watermark and rebalance', () => {
+  it('commits only up to the lowest delivery still in flight, and pauses the partition at maxUncommitted', async () => {
+    const broker = new MemoryBroker();
+    const stuck = new Gate();
+    const c = new Concurrency();
+    const a = app(broker, (b) => b.include(subscriber('t', async (v: { n: number }) => { c.enter(); if (v.n === 0) await stuck.promise; c.leave(); }).workers(4).build()), { maxUncommitted: 10 });
+    await a.start();
+    for (let n = 0; n < 50; n++) await broker.publish('t', { n });
+    await c.finished.reach(9);
+    await turns(5);
+    expect(broker.committed('app', 't')).toEqual([0]); // offset 0 holds the watermark
+    expect(broker.readCount('app', 't')).toBe(10); // the window is capped: the partition is paused
+    expect(c.finished.value).toBe(9);
+    stuck.open();
+    await a.idle();
+    expect(broker.committed('app', 't')).toEqual([50]);
+    await a.stop();
+  });
+
+  it('on rebalance, waits for the revoked partitions in flight, commits them, and the new owner starts after', async () => {
+    const broker = new MemoryBroker({ topics: { t: 2 } });
+    const gate = new Gate();
+    const started = new Counter();
+    const seen: string[] = [];
+    const handler = (who: string) => async (v: { n: number }) => {
+      started.add();
+      if (who === 'a') await gate.promise;
+      seen.push(`${who}${v.n}`);
+    };
+    const a = app(broker, (b) => b.include(subscriber('t', handler('a')).name('a').workers(4).build()));
+    await a.start();
+    for (let n = 0; n < 4; n++) await broker.publish('t', { n }, { partition: n % 2 });
+    await started.reach(4);
+    const b = app(broker, (r) => r.include(subscriber('t', handler('b')).name('b').workers(4).build()));
+    const joined = b.start(); // revokes a's partitions: a must finish first
+    await turns(3);
+    expect(seen).toEqual([]);
+    gate.open();
+    await joined;
+    for (let n = 4; n < 8; n++) await broker.publish('t', { n }, { partition: n % 2 });
+    await Promise.all([a.idle(), b.idle()]);
+    const ns = seen.map((s) => Number(s.slice(1))).sort((x, y) => x - y);
+    expect(ns).toEqual([0, 1, 2, 3, 4, 5, 6, 7]); // none ran twice across the handover
+    expect(seen.filter((s) => s.startsWith('b')).sort()).toEqual(['b5', 'b7']); // b got partition 1 after the first four
+    expect(broker.committed('app', 't')).toEqual([4, 4]);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+});
+
+describe('logging', () => {
+  it('writes structured JSON lines at the chosen level', () => {
+    const lines: string[] = [];
+    const log = jsonLogger({ level: 'warn', write: (l) => lines.push(l) }).child({ app: 'x' });
+    log.info('quiet');
+    log.warn('loud', { n: 1, error: new Error('boom') });
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', msg: 'loud', app: 'x', n: 1, error: { message: 'boom' } });
+  });
+});

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryBroker, PARTITION_KEY_HEADER, type ConsumeRequest, type Consumer } from '../src/index.js';
+
+const request = (topic: string, group: string, revoked: number[][] = []): ConsumeRequest => ({
+  topic,
+  group,
+  onReadable: () => {},
+  onRevoke: async (partitions) => void revoked.push([...partitions]),
+});
+
+describe('MemoryBroker', () => {
+  it('puts the key in header partition-key, keeps one key in one partition, numbers offsets from 0', async () => {
+    const broker = new MemoryBroker({ partitions: 4 });
+    for (let i = 0; i < 20; i++) await broker.publish('t', { i }, { key: `k${i % 2}` });
+    const messages = broker.messages('t');
+    expect(messages).toHaveLength(20);
+    for (const m of messages) expect(m.headers[PARTITION_KEY_HEADER]).toBe(m.key);
+    const partitionsOf = (k: string) => new Set(messages.filter((m) => m.key === k).map((m) => m.partition));
+    expect(partitionsOf('k0').size).toBe(1);
+    expect(partitionsOf('k1').size).toBe(1);
+    for (const p of [0, 1, 2, 3]) {
+      const offsets = messages.filter((m) => m.partition === p).map((m) => m.offset);
+      expect(offsets).toEqual([...offsets.keys()]);
+    }
+    expect(broker.values('t').map((v) => (v as { i: number }).i).sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
+  });
+
+  it('reads the key from a partition-key header too, and rotates keyless messages', async () => {
+    const broker = new MemoryBroker({ partitions: 3 });
+    const m = broker.publishNow('t', 'x', { headers: { [PARTITION_KEY_HEADER]: 'abc' } });
+    expect(m.key).toBe('abc');
+    const keyless = [0, 1, 2].map(() => broker.publishNow('u', 'x').partition);
+    expect(keyless).toEqual([0, 1, 2]);
+  });
+
+  it('takes only what is asked, resumes from the committed offset, and redelivers what was not committed', async () => {
+    const broker = new MemoryBroker();
+    for (let i = 0; i < 10; i++) await broker.publish('t', { i });
+    const first = await broker.consume(request('t', 'g'));
+    expect(first.take(3).map((m) => m.offset)).toEqual([0, 1, 2]);
+    expect(first.backlog()).toBe(7);
+    first.commit(0, 2); // offsets 0 and 1 done, 2 not
+    await first.close();
+    expect(broker.committed('g', 't')).toEqual([2]);
+    const second = await broker.consume(request('t', 'g'));
+    expect(second.take(100).map((m) => m.offset)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(broker.readCount('g', 't')).toBe(11);
+  });
+
+  it('never hands out messages of a paused partition', async () => {
+    const broker = new MemoryBroker();
+    await broker.publish('t', 1);
+    const c = await broker.consume(request('t', 'g'));
+    c.pause(0);
+    expect(c.take(10)).toEqual([]);
+    c.resume(0);
+    expect(c.take(10)).toHaveLength(1);
+  });
+
+  it('rebalances eagerly: members share partitions, revoke before reassign', async () => {
+    const broker = new MemoryBroker({ topics: { t: 4 } });
+    const revokedA: number[][] = [];
+    const a: Consumer = await broker.consume(request('t', 'g', revokedA));
+    expect(a.assigned()).toEqual([0, 1, 2, 3]);
+    const b = await broker.consume(request('t', 'g'));
+    expect(revokedA).toEqual([[0, 1, 2, 3]]);
+    expect([...a.assigned(), ...b.assigned()].sort()).toEqual([0, 1, 2, 3]);
+    expect(a.assigned().length).toBe(2);
+    await b.close();
+    expect(a.assigned()).toEqual([0, 1, 2, 3]);
+    const other = await broker.consume(request('t', 'other'));
+    expect(other.assigned()).toEqual([0, 1, 2, 3]); // another group gets everything
+  });
+
+  it('ignores commits for partitions it does not own and never moves a commit backwards', async () => {
+    const broker = new MemoryBroker({ topics: { t: 2 } });
+    const a = await broker.consume(request('t', 'g'));
+    const b = await broker.consume(request('t', 'g'));
+    const [pa] = a.assigned();
+    const [pb] = b.assigned();
+    a.commit(pb!, 5);
+    a.commit(pa!, 3);
+    a.commit(pa!, 1);
+    const committed = broker.committed('g', 't');
+    expect(committed[pb!]).toBe(0);
+    expect(committed[pa!]).toBe(3);
+  });
+
+  it('rejects bad partition counts', async () => {
+    expect(() => new MemoryBroker({ partitions: 0 })).toThrow(/positive integer/);
+    await expect(new MemoryBroker().createTopic('t', 1.5)).rejects.toThrow(/positive integer/);
+  });
+});
