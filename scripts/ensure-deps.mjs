@@ -6,6 +6,8 @@ import { existsSync, statSync } from 'node:fs';
 const stamp = 'node_modules/.package-lock.json';
 const stale = !existsSync(stamp) || statSync(stamp).mtimeMs < statSync('package-lock.json').mtimeMs;
 if (stale) {
-  console.error('sluice: installing dependencies (npm ci)…');
-  execSync('npm ci --no-audit --no-fund', { stdio: 'inherit' });
+  // `npm install` from the lock file rather than `npm ci`: vite lists an optional dependency that the
+  // registry does not serve, which `npm install` skips and `npm ci` refuses.
+  console.error('sluice: installing dependencies (npm install)…');
+  execSync('npm install --no-audit --no-fund', { stdio: 'inherit' });
 }
