@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
-import { App, DEFAULTS, MemoryBroker, Router, SluiceError, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
+import { App, DEFAULTS, MemoryBroker, Router, SluiceError, SubscriberBuilder, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
 
 const app = () => new App({ name: 'spec-app', logger: silentLogger });
 const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
@@ -116,14 +116,14 @@ describe('the builder chain', () => {
   });
 
   it.each([
-    ['retry attempts', (b: ReturnType<typeof subscriber>) => b.retry({ attempts: 0 }), /retry.attempts/],
-    ['negative backoff', (b: ReturnType<typeof subscriber>) => b.retry({ backoff: { initialMs: -1 } }), /retry.backoff.initialMs/],
-    ['maxMs below initialMs', (b: ReturnType<typeof subscriber>) => b.retry({ backoff: { initialMs: 100, maxMs: 10 } }), /maxMs/],
-    ['empty dead letter', (b: ReturnType<typeof subscriber>) => b.deadLetter(''), /deadLetter/],
-    ['batch max', (b: ReturnType<typeof subscriber>) => b.batch({ max: 0 }), /batch.max/],
-    ['timeout', (b: ReturnType<typeof subscriber>) => b.timeout(0), /timeoutMs/],
-    ['decode', (b: ReturnType<typeof subscriber>) => b.decode(42 as never), /decode/],
-    ['batch with byKey', (b: ReturnType<typeof subscriber>) => b.workersByKey(2).batch({ max: 5 }), /batch/],
+    ['retry attempts', (b: SubscriberBuilder) => b.retry({ attempts: 0 }), /retry.attempts/],
+    ['negative backoff', (b: SubscriberBuilder) => b.retry({ backoff: { initialMs: -1 } }), /retry.backoff.initialMs/],
+    ['maxMs below initialMs', (b: SubscriberBuilder) => b.retry({ backoff: { initialMs: 100, maxMs: 10 } }), /maxMs/],
+    ['empty dead letter', (b: SubscriberBuilder) => b.deadLetter(''), /deadLetter/],
+    ['batch max', (b: SubscriberBuilder) => b.batch({ max: 0 }), /batch.max/],
+    ['timeout', (b: SubscriberBuilder) => b.timeout(0), /timeoutMs/],
+    ['decode', (b: SubscriberBuilder) => b.decode(42 as never), /decode/],
+    ['batch with byKey', (b: SubscriberBuilder) => b.workersByKey(2).batch({ max: 5 }), /batch/],
   ])('rejects %s with CONFIG_INVALID', (_name, configure, field) => {
     expectError(() => configure(subscriber('orders', bill)).build(), 'CONFIG_INVALID', field, /subscriber "bill"/);
   });
