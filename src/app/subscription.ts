@@ -115,7 +115,10 @@ export class Subscription implements ExecutorHost {
     let marks = this.marks.get(m.partition);
     if (!marks) this.marks.set(m.partition, (marks = new Watermark(m.partition, m.offset)));
     marks.delivered(m.offset);
-    if (marks.window() >= this.settings.maxUncommitted) this.consumer!.pause(m.partition);
+    if (!marks.paused && marks.window() >= this.settings.maxUncommitted) {
+      marks.paused = true;
+      this.consumer!.pause(m.partition);
+    }
     return marks;
   }
 
@@ -152,7 +155,10 @@ export class Subscription implements ExecutorHost {
     if (!moved) return;
     const consumer = this.consumer!;
     consumer.commit(marks.partition, marks.watermark());
-    if (marks.window() < this.settings.maxUncommitted) consumer.resume(marks.partition);
+    if (marks.paused && marks.window() < this.settings.maxUncommitted) {
+      marks.paused = false;
+      consumer.resume(marks.partition);
+    }
   }
 
   private readonly afterJob = (): void => {
