@@ -9,8 +9,9 @@
  *   A malformed one does not pass the decoder's schema and goes there at once.
  *
  * Everything runs in this process on the memory broker: a real broker in miniature with partitions,
- * offsets and consumer groups. The Kafka broker (`sluice/kafka`) and the file store that paced subscribers
- * will keep their state in (`.sluice/<app name>`) come in later versions; this demo uses neither.
+ * offsets and consumer groups. The embedded default store, a file store under `.sluice/<app name>` that
+ * paced subscribers will keep their state in, does not exist yet (a later issue), and neither does the
+ * Kafka broker (`sluice/kafka`): this demo uses the memory broker only.
  *
  * Run from the repository root: `npm run demo`, or
  *   node --no-warnings --loader ts-node/esm examples/demo.ts
@@ -83,11 +84,7 @@ for (let i = 1; i <= 50; i++) {
 }
 // A malformed order: the schema refuses it, so it goes to orders.dlq at once (DECODE_FAILED).
 await broker.publish('orders', { id: 'o-51', customer: 'cust-1', cents: 'a lot' }, { key: 'cust-1' });
-// The system clock's timers do not keep Node running, and at the end only the poison order's retry
-// backoff is left waiting: hold the process open until the app is idle.
-const keepAlive = setInterval(() => {}, 60_000);
 await app.idle();
-clearInterval(keepAlive);
 const seconds = ((performance.now() - t0) / 1000).toFixed(2);
 
 // Were one customer's invoices booked in the order they were published on `invoices`?

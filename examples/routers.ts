@@ -40,8 +40,8 @@ const broker = new MemoryBroker();
 const app = new App({ name: 'billing', logger, defaults: { timeoutMs: 10_000 } }) // app-wide defaults, weakest of all
   .withBroker(broker, (b) => b.include(billing));
 
-// The settings each subscriber ends up with. Note Billing.audit: a `retry` object is taken whole from the
-// nearest layer that sets one, so its backoff is the default (100 ms -> 30 s), not the router's.
+// The settings each subscriber ends up with. Note Billing.audit: `retry` merges field by field, so its own
+// 10 attempts keep the router's backoff (50 ms -> 1 s).
 const row = (...cells: string[]): string => cells.map((c, i) => c.padEnd([15, 21, 12, 10, 20, 9][i] ?? 0)).join('');
 console.log(row('subscriber', 'topic', 'group', 'dispatch', 'retry', 'timeout', 'deadLetter'));
 for (const s of app.subscribers()) {

@@ -91,3 +91,14 @@ describe('MemoryBroker', () => {
     await expect(new MemoryBroker().createTopic('t', 1.5)).rejects.toThrow(/positive integer/);
   });
 });
+
+describe('MemoryBroker values', () => {
+  it('copies published bytes, so changing them afterwards changes nothing stored', async () => {
+    const broker = new MemoryBroker();
+    const bytes = new Uint8Array([1, 2, 3]);
+    await broker.publish('t', bytes);
+    bytes[0] = 9;
+    expect([...broker.messages('t')[0]!.value]).toEqual([1, 2, 3]);
+    expect(Buffer.isBuffer(broker.messages('t')[0]!.value)).toBe(true);
+  });
+});

@@ -184,3 +184,19 @@ describe('mounting', () => {
     expectError(() => app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).pace({ debounce: '1s' }))), 'CONFIG_INVALID', /pace is not available/);
   });
 });
+
+describe('mount-time conflicts and merging', () => {
+  const h = async function h() {};
+  const g = async function g() {};
+
+  it('refuses two subscribers reading one topic in one group (they would split its messages)', () => {
+    expectError(() => app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', h).build(), subscriber('orders', g).build())), 'CONFIG_INVALID', /both read topic "orders" in group "spec-app"/);
+    const ok = app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', h).build(), subscriber('orders', g).group('audit').build()));
+    expect(ok.subscribers()).toHaveLength(2);
+  });
+
+  it('merges retry field by field: a subscriber attempts keep its router backoff', () => {
+    const r = new Router({ retry: { backoff: { initialMs: 50, maxMs: 1_000 } } }).include(subscriber('t', h).retry({ attempts: 10 }).build());
+    expect(compiled(app().withBroker(new MemoryBroker(), (b) => b.include(r))).h!.retry).toEqual({ attempts: 10, initialMs: 50, maxMs: 1_000 });
+  });
+});

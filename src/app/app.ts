@@ -79,9 +79,15 @@ export class App {
     const router = new Router();
     configure(router);
     const subscribers = router.mounted().map((m) => compile(m, { name: this.name, defaults: this.options.defaults }));
+    const reads = new Map(this.mounts.filter((m) => m.broker === broker).flatMap((m) => m.subscribers.map((s) => [`${s.topic}\u0000${s.group}`, s.name])));
     for (const s of subscribers) {
       if (this.names.has(s.name)) throw new SluiceError('CONFIG_INVALID', `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`);
       this.names.add(s.name);
+      const other = reads.get(`${s.topic}\u0000${s.group}`);
+      if (other !== undefined) {
+        throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscribers ${show(other)} and ${show(s.name)} both read topic ${show(s.topic)} in group ${show(s.group)} and would split its messages; give one its own group`);
+      }
+      reads.set(`${s.topic}\u0000${s.group}`, s.name);
     }
     this.mounts.push({ broker, subscribers });
     return this;
@@ -156,11 +162,31 @@ export class App {
    * clock included) and nothing left to read. For tests.
    */
   async idle(): Promise<void> {
+    // The system clock's timers do not keep Node alive; while a script awaits idle(), this does.
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    try {
+      await this.waitIdle();
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  private async waitIdle(): Promise<void> {
+    const quiet = (): boolean => this.state === 'stopped' || this.subscriptions.every((s) => s.idle());
     for (;;) {
-      if (this.state === 'stopped' || this.subscriptions.every((s) => s.idle())) {
-        // Look again after the ready work has run: a settled handler may just have published more.
+      if (quiet()) {
+        // Look again after the ready work has run (a settled handler may just have published more),
+        // then ask the brokers whether anything is left to read.
         await new Promise<void>((resolve) => setImmediate(resolve));
-        if (this.state === 'stopped' || this.subscriptions.every((s) => s.idle())) return;
+        if (quiet()) {
+          const lags = await Promise.all(this.subscriptions.map((s) => s.lag()));
+          if (quiet() && lags.every((l) => l === 0)) return;
+          // Something is on its way: wait for progress, or look again shortly (a remote fetch is under way).
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, 20);
+            this.progressWaiters.push(() => (clearTimeout(timer), resolve()));
+          });
+        }
         continue;
       }
       await new Promise<void>((resolve) => this.progressWaiters.push(resolve));

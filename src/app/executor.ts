@@ -154,7 +154,7 @@ export class Executor {
   private async failed(job: Job, slot: Slot<Job>, reason: string, delayMs: number | undefined): Promise<boolean> {
     const { attempts, initialMs, maxMs } = this.sub.retry;
     if (job.attempt >= attempts) {
-      await this.deadLetterAndSettle(job, slot, `exhausted ${attempts} attempts: ${reason}`);
+      await this.deadLetterAndSettle(job, slot, `exhausted ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`);
       return false;
     }
     slot.startedAtMs = Number.POSITIVE_INFINITY; // waiting, not hanging

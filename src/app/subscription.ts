@@ -62,9 +62,14 @@ export class Subscription implements ExecutorHost {
     this.pump();
   }
 
-  /** True when nothing is in flight and the broker holds nothing more for this member. */
+  /** True when nothing is in flight and nothing fetched waits to be taken. */
   idle(): boolean {
     return this.workers.inFlight === 0 && (this.stopping || (this.consumer?.backlog() ?? 0) === 0);
+  }
+
+  /** Messages in the broker that this member has not taken yet (0 once stopped). */
+  async lag(): Promise<number> {
+    return this.stopping || !this.consumer ? 0 : this.consumer.lag();
   }
 
   /** Deliveries handed to workers and not finished. */

@@ -43,9 +43,9 @@ export interface PublishOptions {
   readonly partition?: number;
 }
 
-/** A value to publish: bytes and strings go as they are, anything else as JSON. */
-export function encodeValue(value: unknown): Uint8Array {
-  if (value instanceof Uint8Array) return value;
+/** A value to publish: bytes (copied) and strings go as they are, anything else as JSON. Always a Buffer. */
+export function encodeValue(value: unknown): Buffer {
+  if (value instanceof Uint8Array) return Buffer.from(value);
   if (typeof value === 'string') return Buffer.from(value, 'utf8');
   const json = JSON.stringify(value);
   return Buffer.from(json === undefined ? 'null' : json, 'utf8');

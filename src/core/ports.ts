@@ -53,8 +53,13 @@ export interface ConsumeRequest {
 export interface Consumer {
   /** Up to `max` messages ready now; an empty array when none are. */
   take(max: number): readonly InboundMessage[];
-  /** Messages known to be waiting beyond what was taken, or `undefined` where the adapter cannot tell. */
-  backlog(): number | undefined;
+  /** Messages fetched and waiting to be taken (known without asking the broker). */
+  backlog(): number;
+  /**
+   * Messages in the broker beyond what this member has taken, over the partitions it owns (asks the
+   * broker where it must). `app.idle()` uses it: 0 means everything published so far was handed out.
+   */
+  lag(): Promise<number>;
   /** The partitions this member owns now. */
   assigned(): readonly number[];
   pause(partition: number): void;

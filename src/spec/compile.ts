@@ -38,8 +38,11 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
   const pick = <K extends keyof SharedOptions>(k: K): SharedOptions[K] => chain.find((o) => o[k] !== undefined)?.[k];
   const topic = prefix + spec.topic;
   const name = spec.name;
-  const retry = pick('retry') ?? {};
-  const initialMs = retry.backoff?.initialMs ?? DEFAULTS.initialMs;
+  // retry merges field by field: a subscriber's attempts keep its router's backoff.
+  const retries = chain.map((o) => o.retry).filter((r) => r !== undefined);
+  const retryField = <T>(get: (r: NonNullable<SharedOptions['retry']>) => T | undefined): T | undefined => retries.map(get).find((v) => v !== undefined);
+  const initialMs = retryField((r) => r.backoff?.initialMs) ?? DEFAULTS.initialMs;
+  const maxMs = retryField((r) => r.backoff?.maxMs) ?? Math.max(initialMs, DEFAULTS.maxMs);
   const compiled: CompiledSubscriber = {
     name,
     topic,
@@ -49,7 +52,7 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
     key: own.key,
     decode: decoderOf(pick('decode')),
     batchMax: own.batch?.max,
-    retry: Object.freeze({ attempts: retry.attempts ?? DEFAULTS.attempts, initialMs, maxMs: retry.backoff?.maxMs ?? Math.max(initialMs, DEFAULTS.maxMs) }),
+    retry: Object.freeze({ attempts: retryField((r) => r.attempts) ?? DEFAULTS.attempts, initialMs, maxMs: Math.max(initialMs, maxMs) }),
     deadLetter: pick('deadLetter') ?? `${topic}.dlq`,
     timeoutMs: pick('timeoutMs') ?? DEFAULTS.timeoutMs,
     pace: own.pace,

@@ -46,7 +46,7 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
   }
   if (o.pace !== undefined) validatePace(o.pace, who);
   if (o.byKey === true && o.batch !== undefined) {
-    fail('CONFIG_INVALID', who, 'batch', o.batch, 'not combined with byKey (a batch spans keys; use pace.batch for per-key batches)');
+    fail('CONFIG_INVALID', who, 'batch', o.batch, 'left out when byKey is set (a batch spans keys; use pace.batch for per-key batches)');
   }
   return Object.freeze({ ...raw });
 }

@@ -45,6 +45,10 @@ export class MemoryConsumer implements Consumer {
     return waiting;
   }
 
+  async lag(): Promise<number> {
+    return this.backlog();
+  }
+
   assigned(): readonly number[] {
     return this.owned.map((o) => o.partition);
   }
