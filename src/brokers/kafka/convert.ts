@@ -1,0 +1,28 @@
+import type { IHeaders, KafkaMessage } from 'kafkajs';
+import type { Headers, InboundMessage } from '../../core/message.js';
+
+const EMPTY = Buffer.alloc(0);
+
+/** kafkajs headers (Buffers, strings or arrays of them) as Sluice's string headers; a repeated header keeps its last value. */
+export function headersFrom(raw: IHeaders | undefined): Headers {
+  const out: Record<string, string> = {};
+  if (!raw) return out;
+  for (const [name, value] of Object.entries(raw)) {
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    if (last !== undefined) out[name] = typeof last === 'string' ? last : last.toString('utf8');
+  }
+  return out;
+}
+
+/** A kafkajs message as the app's InboundMessage. */
+export function inbound(topic: string, partition: number, m: KafkaMessage): InboundMessage {
+  return {
+    topic,
+    partition,
+    offset: Number(m.offset),
+    key: m.key === null || m.key === undefined ? undefined : m.key.toString('utf8'),
+    headers: headersFrom(m.headers),
+    value: m.value ?? EMPTY,
+    timestamp: Number(m.timestamp),
+  };
+}

@@ -1,0 +1,125 @@
+import { Kafka, Partitioners, logLevel as KafkaLogLevel, type Admin, type KafkaConfig, type LogEntry, type Producer } from 'kafkajs';
+import { jsonLogger } from '../../core/logger.js';
+import { encodeValue, type PublishOptions } from '../../core/message.js';
+import type { Broker, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
+
+/** Settings of a {@link KafkaBroker}. */
+export interface KafkaBrokerOptions {
+  /** Bootstrap servers, `host:port`. */
+  brokers: string[];
+  /** @default 'sluice' */
+  clientId?: string;
+  ssl?: KafkaConfig['ssl'];
+  sasl?: KafkaConfig['sasl'];
+  /** Anything else for the kafkajs client; merged over Sluice's settings. */
+  kafkajs?: Partial<KafkaConfig>;
+  /** Consumer settings; each has a default (see {@link KafkaConsumerSettings}). */
+  consumer?: Partial<KafkaConsumerSettings>;
+  /**
+   * Create topics that do not exist when a subscriber starts or a message is published, with this many
+   * partitions (replication factor 1 unless `replicationFactor` says otherwise). `false` leaves it to the
+   * broker's `auto.create.topics.enable`.
+   * @default false
+   */
+  createTopics?: false | { partitions: number; replicationFactor?: number };
+  /** Where kafkajs's own log goes (warnings and errors). @default JSON lines at SLUICE_LOG_LEVEL */
+  logger?: Logger;
+}
+
+const DEFAULT_CONSUMER: KafkaConsumerSettings = {
+  sessionTimeoutMs: 30_000,
+  rebalanceTimeoutMs: 60_000,
+  heartbeatIntervalMs: 3_000,
+  maxWaitTimeMs: 1_000,
+  commitIntervalMs: 1_000,
+  fromBeginning: true,
+};
+
+/**
+ * Apache Kafka through kafkajs: one kafkajs consumer per subscriber group, eachBatch with manual offsets,
+ * commits of finished work only (per-partition watermarks), back-pressure by holding batches.
+ */
+export class KafkaBroker implements Broker {
+  readonly kind = 'kafka';
+  readonly kafka: Kafka;
+  private producer: Producer | undefined;
+  private admin: Admin | undefined;
+  private connecting: Promise<void> | undefined;
+  private readonly consumers = new Set<KafkaConsumer>();
+  private readonly known = new Set<string>();
+  private readonly log: Logger;
+  private readonly consumerSettings: KafkaConsumerSettings;
+
+  constructor(private readonly options: KafkaBrokerOptions) {
+    if (!Array.isArray(options?.brokers) || options.brokers.length === 0) throw new TypeError('KafkaBroker: brokers must list at least one host:port');
+    this.log = (options.logger ?? jsonLogger()).child({ broker: 'kafka' });
+    this.consumerSettings = { ...DEFAULT_CONSUMER, ...options.consumer };
+    this.kafka = new Kafka({
+      clientId: options.clientId ?? 'sluice',
+      brokers: options.brokers,
+      ssl: options.ssl,
+      sasl: options.sasl,
+      logLevel: KafkaLogLevel.WARN,
+      logCreator: () => (entry: LogEntry) => this.kafkaLog(entry),
+      ...options.kafkajs,
+    });
+  }
+
+  connect(): Promise<void> {
+    this.connecting ??= (async () => {
+      this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: true });
+      this.admin = this.kafka.admin();
+      await Promise.all([this.producer.connect(), this.admin.connect()]);
+    })();
+    return this.connecting;
+  }
+
+  async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
+    await this.connect();
+    await this.ensureTopic(topic);
+    await this.producer!.send({
+      topic,
+      messages: [{ key: options?.key ?? null, value: encodeValue(value), headers: options?.headers ? { ...options.headers } : undefined, partition: options?.partition }],
+    });
+  }
+
+  async consume(request: ConsumeRequest): Promise<Consumer> {
+    await this.connect();
+    await this.ensureTopic(request.topic);
+    const consumer = new KafkaConsumer(this.kafka, this.admin!, request, this.consumerSettings, this.log.child({ group: request.group, topic: request.topic }));
+    this.consumers.add(consumer);
+    await consumer.start();
+    return consumer;
+  }
+
+  /** Creates a topic with `partitions` partitions; an existing topic is left as it is. */
+  async createTopic(name: string, partitions: number, replicationFactor = 1): Promise<void> {
+    await this.connect();
+    await this.admin!.createTopics({ waitForLeaders: true, topics: [{ topic: name, numPartitions: partitions, replicationFactor }] });
+    this.known.add(name);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers].map((c) => c.close()));
+    this.consumers.clear();
+    if (this.connecting) {
+      await this.connecting.catch(() => {});
+      await Promise.all([this.producer?.disconnect(), this.admin?.disconnect()]);
+      this.connecting = undefined;
+    }
+  }
+
+  private async ensureTopic(topic: string): Promise<void> {
+    const create = this.options.createTopics;
+    if (!create || this.known.has(topic)) return;
+    await this.createTopic(topic, create.partitions, create.replicationFactor);
+  }
+
+  private kafkaLog({ level, log }: LogEntry): void {
+    const { message, ...fields } = log;
+    if (level === KafkaLogLevel.ERROR) this.log.error(message, fields);
+    else if (level === KafkaLogLevel.WARN) this.log.warn(message, fields);
+    else this.log.debug(message, fields);
+  }
+}

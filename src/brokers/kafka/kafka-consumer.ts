@@ -1,0 +1,251 @@
+import { PartitionAssigners, type Admin, type Consumer as KafkajsConsumer, type EachBatchPayload, type Kafka } from 'kafkajs';
+import { subscriptionAwareAssigner } from './assigner.js';
+import type { InboundMessage } from '../../core/message.js';
+import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { inbound } from './convert.js';
+import { PartitionFeed } from './partition-feed.js';
+
+/** Consumer settings of a {@link KafkaBroker}; every field has a default. */
+export interface KafkaConsumerSettings {
+  /** @default 30_000 */
+  sessionTimeoutMs: number;
+  /** How long a rebalance waits for members (and Sluice for revoked in-flight work). @default 60_000 */
+  rebalanceTimeoutMs: number;
+  /** @default 3_000 */
+  heartbeatIntervalMs: number;
+  /** How long a fetch waits for data. @default 1_000 */
+  maxWaitTimeMs: number;
+  /** How often finished offsets are committed while batches run. @default 1_000 */
+  commitIntervalMs: number;
+  /** Where a group without committed offsets starts. @default true (the earliest offset) */
+  fromBeginning: boolean;
+}
+
+const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
+const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?: string })?.type ?? '');
+
+/**
+ * One member of a Kafka consumer group reading one topic, through kafkajs's eachBatch.
+ *
+ * A batch is buffered and handed out by `take()` as the app has room; its eachBatch call stays open until
+ * the app has finished every message of it (or gave it up), heartbeating meanwhile. That is the
+ * back-pressure (kafkajs fetches a partition again only after its batch returns) and the revoke hook:
+ * a rebalance reported by a heartbeat revokes everything — the app finishes or abandons the partitions'
+ * in-flight work and commits its watermark — before kafkajs rejoins the group. Offsets are committed only
+ * up to what the app reports finished, never for a partition not owned.
+ */
+export class KafkaConsumer implements Consumer {
+  private consumer: KafkajsConsumer | undefined;
+  private readonly feeds = new Map<number, PartitionFeed>();
+  private assignment = new Set<number>();
+  private cursor = 0;
+  private closing = false;
+  private revoking: Promise<void> | undefined;
+  private commitTimer: NodeJS.Timeout | undefined;
+  private committing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly admin: Admin,
+    private readonly request: ConsumeRequest,
+    private readonly settings: KafkaConsumerSettings,
+    private readonly log: Logger,
+  ) {}
+
+  /** Joins the group; resolves once the first assignment arrived. */
+  async start(): Promise<void> {
+    const s = this.settings;
+    const consumer = (this.consumer = this.kafka.consumer({
+      groupId: this.request.group,
+      sessionTimeout: s.sessionTimeoutMs,
+      rebalanceTimeout: s.rebalanceTimeoutMs,
+      heartbeatInterval: s.heartbeatIntervalMs,
+      maxWaitTimeInMs: s.maxWaitTimeMs,
+      // Ours first; kafkajs's round-robin too, so plain kafkajs members can share the group.
+      partitionAssigners: [subscriptionAwareAssigner, PartitionAssigners.roundRobin],
+    }));
+    const joined = new Promise<void>((resolve) => {
+      consumer.on(consumer.events.GROUP_JOIN, (e) => {
+        this.onJoin(e.payload.memberAssignment[this.request.topic] ?? []);
+        resolve();
+      });
+    });
+    // kafkajs is about to rejoin (a heartbeat outside our batches saw the rebalance): stop handing out.
+    consumer.on(consumer.events.REBALANCING, () => void this.revokeAll().catch((error) => this.log.warn('revoke failed', { error })));
+    consumer.on(consumer.events.CRASH, (e) => this.log.error('kafka consumer crashed', { error: e.payload.error, restart: e.payload.restart }));
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.request.topic, fromBeginning: s.fromBeginning });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: 1024,
+      eachBatch: (payload) => this.eachBatch(payload),
+    });
+    await joined;
+    this.commitTimer = setInterval(() => void this.flush().catch(() => {}), s.commitIntervalMs);
+    this.commitTimer.unref();
+  }
+
+  take(max: number): readonly InboundMessage[] {
+    const out: InboundMessage[] = [];
+    const feeds = [...this.feeds.values()];
+    const n = feeds.length;
+    for (let k = 0; k < n && out.length < max; k++) {
+      const feed = feeds[(this.cursor + k) % n]!;
+      if (!feed.paused && !feed.revoked) feed.takeInto(out, max - out.length);
+    }
+    this.cursor = n > 0 ? (this.cursor + 1) % n : 0;
+    return out;
+  }
+
+  backlog(): number {
+    let waiting = 0;
+    for (const f of this.feeds.values()) if (!f.revoked) waiting += f.buffered();
+    return waiting;
+  }
+
+  async lag(): Promise<number> {
+    if (this.assignment.size === 0 || this.closing) return 0;
+    const [ends, committed] = await Promise.all([
+      this.admin.fetchTopicOffsets(this.request.topic),
+      this.admin.fetchOffsets({ groupId: this.request.group, topics: [this.request.topic] }),
+    ]);
+    const committedOf = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    let lag = 0;
+    for (const end of ends) {
+      if (!this.assignment.has(end.partition)) continue;
+      const c = committedOf.get(end.partition) ?? -1;
+      const position = this.feeds.get(end.partition)?.position ?? (c >= 0 ? c : Number(end.low));
+      lag += Math.max(0, Number(end.high) - position);
+    }
+    return lag;
+  }
+
+  assigned(): readonly number[] {
+    return [...this.assignment];
+  }
+
+  pause(partition: number): void {
+    const f = this.feeds.get(partition);
+    if (f) f.paused = true;
+  }
+
+  resume(partition: number): void {
+    const f = this.feeds.get(partition);
+    if (f?.paused) {
+      f.paused = false;
+      this.request.onReadable();
+    }
+  }
+
+  commit(partition: number, offset: number): void {
+    if (this.assignment.has(partition)) this.feeds.get(partition)?.markCommittable(offset);
+  }
+
+  /** Sends every pending commit of the partitions owned, one request at a time. */
+  flush(): Promise<void> {
+    this.committing = this.committing.then(() => this.sendCommits(), () => this.sendCommits());
+    return this.committing;
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    clearInterval(this.commitTimer);
+    for (const f of this.feeds.values()) f.wake();
+    await this.flush().catch((error) => this.log.warn('final commit failed', { error }));
+    await this.consumer?.disconnect(); // leaves the group
+    this.feeds.clear();
+    this.assignment.clear();
+  }
+
+  private async sendCommits(): Promise<void> {
+    const offsets: { topic: string; partition: number; offset: string }[] = [];
+    const sent: [PartitionFeed, number][] = [];
+    for (const f of this.feeds.values()) {
+      const c = f.committable;
+      if (c === undefined || (f.committed !== undefined && c <= f.committed) || !this.assignment.has(f.partition)) continue;
+      offsets.push({ topic: this.request.topic, partition: f.partition, offset: String(c) });
+      sent.push([f, c]);
+    }
+    if (offsets.length === 0 || !this.consumer) return;
+    try {
+      await this.consumer.commitOffsets(offsets);
+      for (const [f, c] of sent) f.committed = c;
+    } catch (error) {
+      // After a rebalance the commit is refused; what it held is delivered again (at least once).
+      this.log.warn('commit refused', { error, offsets });
+    }
+  }
+
+  private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const p = batch.partition;
+    if (this.closing || !this.assignment.has(p)) return;
+    let feed = this.feeds.get(p);
+    if (!feed) this.feeds.set(p, (feed = new PartitionFeed(p)));
+    if (feed.revoked) return;
+    const messages = batch.messages.map((m) => inbound(this.request.topic, p, m));
+    if (messages.length === 0) {
+      resolveOffset(batch.lastOffset()); // only control records
+      return;
+    }
+    const end = messages[messages.length - 1]!.offset + 1;
+    feed.append(messages);
+    this.request.onReadable();
+    // Hold the batch until the app has taken all of it: kafkajs fetches this partition again only after,
+    // so nothing is read beyond what the app has room for (one batch of read-ahead per partition).
+    while (!this.closing && !feed.revoked && isRunning() && !isStale() && (feed.position ?? -1) < end) {
+      await feed.until(end, this.settings.heartbeatIntervalMs);
+      try {
+        await heartbeat();
+      } catch (error) {
+        if (isRebalance(error)) await this.revokeAll();
+        throw error;
+      }
+    }
+    if (this.closing || feed.revoked || isStale()) return;
+    resolveOffset(batch.lastOffset());
+  }
+
+  /**
+   * A rebalance is coming (eager: every partition goes): stop handing out, let the app settle its
+   * in-flight work and commit, send the commits while still a member of this generation, let go.
+   */
+  private revokeAll(): Promise<void> {
+    this.revoking ??= (async () => {
+      const revoked = [...this.feeds.values()].filter((f) => !f.revoked);
+      for (const f of revoked) {
+        f.revoked = true;
+        f.clear();
+        f.wake();
+      }
+      try {
+        if (revoked.length > 0) {
+          await this.request.onRevoke(revoked.map((f) => f.partition));
+          await this.flush();
+        }
+      } finally {
+        for (const f of revoked) if (this.feeds.get(f.partition) === f) this.feeds.delete(f.partition);
+        this.revoking = undefined;
+      }
+    })();
+    return this.revoking;
+  }
+
+  private onJoin(partitions: readonly number[]): void {
+    // Partitions still held here were revoked without a heartbeat telling us first: the app drops them
+    // (their uncommitted work is delivered again to whoever owns them now).
+    const stale: number[] = [];
+    for (const f of this.feeds.values()) {
+      if (f.revoked) continue; // a revoke is under way for it
+      stale.push(f.partition);
+      f.revoked = true;
+      f.clear();
+      f.wake();
+      this.feeds.delete(f.partition);
+    }
+    this.assignment = new Set(partitions);
+    if (stale.length > 0) void this.request.onRevoke(stale).catch((error) => this.log.warn('revoke failed', { error }));
+    this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });
+  }
+}
