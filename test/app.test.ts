@@ -130,6 +130,28 @@ describe('failure handling', () => {
   });
 });
 
+describe('lanes', () => {
+  it('never idle a worker behind another key: a free worker takes the oldest delivery whose key is not running', async () => {
+    const broker = new MemoryBroker();
+    const c = new Concurrency();
+    const gate = new Gate();
+    const started: string[] = [];
+    const a = app(broker, (b) =>
+      b.include(subscriber('t', async (v: { key: string; n: number }) => { c.enter(); started.push(`${v.key}${v.n}`); await gate.promise; c.leave(); }).workersByKey(4).build()),
+    );
+    await a.start();
+    for (const [key, n] of [['a', 1], ['a', 2], ['b', 1], ['c', 1], ['d', 1]] as const) await broker.publish('t', { key, n }, { key });
+    await c.started.reach(3);
+    await turns(3);
+    expect(started).toEqual(['a1', 'b1', 'c1']); // a2 waits behind a1; d1 is not read: four are in flight
+    gate.open();
+    await a.idle();
+    expect(started.indexOf('a2')).toBeGreaterThan(started.indexOf('a1'));
+    expect(started).toHaveLength(5);
+    await a.stop();
+  });
+});
+
 describe('watermark and rebalance', () => {
   it('commits only up to the lowest delivery still in flight, and pauses the partition at maxUncommitted', async () => {
     const broker = new MemoryBroker();

@@ -3,7 +3,6 @@ import { lanes, pool } from '../src/index.js';
 import { backoffMs } from '../src/dispatch/backoff.js';
 import { Watermark } from '../src/dispatch/watermark.js';
 import { Workers, type JobRunner } from '../src/dispatch/workers.js';
-import { fnv1a32 } from '../src/core/hash.js';
 import { Gate, seeded, turns } from './helpers.js';
 
 describe('Watermark', () => {
@@ -53,38 +52,50 @@ describe('backoff', () => {
 });
 
 describe('strategies', () => {
-  it('lanes hash keys with FNV-1a, not the partitioner, and rotate keyless deliveries', () => {
-    const l = lanes(4);
-    expect(l.route('cust-7')).toBe(fnv1a32('cust-7') % 4);
-    expect([l.route(undefined), l.route(undefined), l.route(undefined), l.route(undefined), l.route(undefined)]).toEqual([0, 1, 2, 3, 0]);
-    expect(fnv1a32('')).toBe(0x811c9dc5);
-    expect(fnv1a32('a')).toBe(0xe40c292c); // the published FNV-1a test vector
+  type J = { key: string | undefined; id: number };
+  const drain = (s: ReturnType<ReturnType<typeof lanes>['scheduler']>) => {
+    const out: number[] = [];
+    for (let j = s.next(); j; j = s.next()) out.push((j as J).id);
+    return out;
+  };
+
+  it('lanes run a key one job at a time, in order, and other keys at once', () => {
+    const s = lanes(4).scheduler<J>();
+    const jobs: J[] = [{ key: 'a', id: 1 }, { key: 'a', id: 2 }, { key: 'b', id: 3 }, { key: undefined, id: 4 }, { key: 'a', id: 5 }];
+    expect(jobs.map((j) => s.push(j))).toEqual([true, false, true, true, false]);
+    expect(drain(s)).toEqual([1, 3, 4]); // a's second waits behind its first
+    s.done(jobs[2]!);
+    expect(drain(s)).toEqual([]);
+    s.done(jobs[0]!);
+    expect(drain(s)).toEqual([2]);
+    s.done(jobs[1]!);
+    expect(drain(s)).toEqual([5]);
+    s.done(jobs[4]!);
+    s.push({ key: 'a', id: 6 });
+    expect(drain(s)).toEqual([6]); // a is free again
   });
 
-  it('spreads 1,000 keys over 16 lanes', () => {
-    const l = lanes(16);
-    const counts = new Array<number>(16).fill(0);
-    for (let k = 0; k < 1000; k++) counts[l.route(`c${k}`)]!++;
-    expect(Math.min(...counts)).toBeGreaterThan(30);
-  });
-
-  it('a pool is one queue for all workers', () => {
-    expect(pool(8)).toMatchObject({ workers: 8, queues: 1, workersPerQueue: 8 });
-    expect(pool(8).route('x')).toBe(0);
+  it('a pool is one FIFO queue for all workers', () => {
+    const s = pool(8).scheduler<J>();
+    for (let id = 1; id <= 3; id++) expect(s.push({ key: 'same', id })).toBe(true);
+    expect(drain(s)).toEqual([1, 2, 3]);
+    expect(pool(8).workers).toBe(8);
   });
 });
 
 describe('Workers', () => {
-  const runner = (gates: Map<number, Gate>, log: number[]): JobRunner<number> => ({
-    begin: (job) => gates.get(job)?.promise,
-    end: (job) => void log.push(job),
+  type J = { key: string | undefined; id: number };
+  const job = (id: number, key?: string): J => ({ id, key });
+  const runner = (gates: Map<number, Gate>, log: number[]): JobRunner<J> => ({
+    begin: (j) => gates.get(j.id)?.promise,
+    end: (j) => void log.push(j.id),
   });
 
   it('runs at most n jobs at once in a pool, finishing in any order', async () => {
     const gates = new Map([1, 2, 3].map((j) => [j, new Gate()]));
     const log: number[] = [];
     const w = new Workers(pool(2), runner(gates, log), () => {}, () => 0);
-    for (const j of [1, 2, 3]) w.push(j, undefined);
+    for (const j of [1, 2, 3]) w.push(job(j));
     expect(w.room()).toBe(-1);
     gates.get(2)!.open();
     await turns(2);
@@ -95,16 +106,13 @@ describe('Workers', () => {
     expect(log).toEqual([2, 3, 1]);
   });
 
-  it('keeps one lane in order while another lane runs', async () => {
+  it('keeps one key in order while another key runs', async () => {
     const gates = new Map([1, 2].map((j) => [j, new Gate()]));
     const log: number[] = [];
-    const l = lanes(2);
-    const w = new Workers(l, runner(gates, log), () => {}, () => 0);
-    const keyA = ['a', 'b', 'c', 'd', 'e'].find((k) => l.route(k) === 0)!;
-    const keyB = ['a', 'b', 'c', 'd', 'e'].find((k) => l.route(k) === 1)!;
-    w.push(1, keyA); // blocks lane 0
-    w.push(2, keyA);
-    w.push(3, keyB);
+    const w = new Workers(lanes(2), runner(gates, log), () => {}, () => 0);
+    w.push(job(1, 'a')); // holds key a
+    w.push(job(2, 'a'));
+    w.push(job(3, 'b'));
     await turns(2);
     expect(log).toEqual([3]);
     gates.get(2)!.open();

@@ -7,6 +7,8 @@ import type { Watermark } from '../dispatch/watermark.js';
  */
 export class Job {
   attempt = 1;
+  /** The partition key the job is dispatched by (the key function's, or the message's). */
+  key: string | undefined = undefined;
   payload: unknown = undefined;
   /** Set once the payload was decoded (the key function may need it before a worker does). */
   decoded = false;

@@ -108,12 +108,13 @@ export class Subscription implements ExecutorHost {
   private dispatch(m: InboundMessage): void {
     const marks = this.track(m);
     const job = new Job(m, marks);
-    this.workers.push(job, this.keyOf(job));
+    if (this.sub.byKey) job.key = this.keyOf(job);
+    this.workers.push(job);
   }
 
   private dispatchBatch(messages: readonly InboundMessage[]): void {
     const batchMarks = messages.map((m) => this.track(m));
-    this.workers.push(new Job(messages[0]!, batchMarks[0]!, messages, batchMarks), undefined);
+    this.workers.push(new Job(messages[0]!, batchMarks[0]!, messages, batchMarks));
   }
 
   private track(m: InboundMessage): Watermark {

@@ -1,35 +1,87 @@
-import { fnv1a32 } from '../core/hash.js';
-
 /**
- * How deliveries are spread over workers: a set of FIFO queues, the workers that drain each, and the
- * choice of queue for a key. A strategy object rather than a subclass, so one worker engine serves both.
+ * How deliveries are spread over n workers: a strategy object (not a subclass) that makes the queue the
+ * workers draw from. Jobs carry their partition key.
  */
+export interface Keyed {
+  readonly key: string | undefined;
+}
+
+/** The queue of one subscription's jobs: what may run next, and what a finished job frees. */
+export interface Scheduler<J extends Keyed> {
+  /** Queues a job; true when it is runnable at once (not waiting behind its key). */
+  push(job: J): boolean;
+  /** The next job a free worker may run, or undefined. */
+  next(): J | undefined;
+  /** A job finished: whatever waited behind it becomes runnable. */
+  done(job: J): void;
+}
+
 export interface DispatchStrategy {
   readonly name: 'pool' | 'lanes';
   /** Workers in all: the most deliveries in flight. */
   readonly workers: number;
-  readonly queues: number;
-  readonly workersPerQueue: number;
-  /** The queue for a delivery with this partition key. */
-  route(key: string | undefined): number;
+  scheduler<J extends Keyed>(): Scheduler<J>;
 }
 
-/** n long-lived workers over one queue: completion in any order. */
+/** n long-lived workers over one FIFO queue: completion in any order. */
 export function pool(n: number): DispatchStrategy {
-  return { name: 'pool', workers: n, queues: 1, workersPerQueue: n, route: () => 0 };
+  return { name: 'pool', workers: n, scheduler: <J extends Keyed>() => new FifoScheduler<J>() };
 }
 
 /**
- * n sequential lanes: lane = FNV-1a(key) mod n, so one key never reorders and keys of different lanes run
- * at once; keyless deliveries rotate over the lanes.
+ * n workers as n sequential lanes by key: a key's deliveries run one at a time, in order; different keys
+ * run at once; keyless deliveries go to whichever worker is free. A lane is bound to a key only while
+ * that key has work in flight: a free worker takes the oldest delivery whose key is not running, so no
+ * worker idles behind another key's backlog (a fixed hash(key) mod n lane would: with 100 lanes, 100
+ * distinct keys land in only ~63 of them).
  */
 export function lanes(n: number): DispatchStrategy {
-  let next = 0;
-  return {
-    name: 'lanes',
-    workers: n,
-    queues: n,
-    workersPerQueue: 1,
-    route: (key) => (key === undefined ? next++ % n : fnv1a32(key) % n),
-  };
+  return { name: 'lanes', workers: n, scheduler: <J extends Keyed>() => new KeyedScheduler<J>() };
+}
+
+class FifoScheduler<J extends Keyed> implements Scheduler<J> {
+  private readonly ready: J[] = [];
+  push(job: J): boolean {
+    this.ready.push(job);
+    return true;
+  }
+  next(): J | undefined {
+    return this.ready.shift();
+  }
+  done(): void {}
+}
+
+/**
+ * Keys with work in flight map to the jobs waiting behind the running one (`null` while none wait, so a
+ * key's first job allocates nothing). Only a key's head job is ever in `ready`.
+ */
+class KeyedScheduler<J extends Keyed> implements Scheduler<J> {
+  private readonly ready: J[] = [];
+  private readonly busy = new Map<string, J[] | null>();
+
+  push(job: J): boolean {
+    const key = job.key;
+    const waiting = key === undefined ? undefined : this.busy.get(key);
+    if (waiting === undefined) {
+      if (key !== undefined) this.busy.set(key, null);
+      this.ready.push(job);
+      return true;
+    }
+    if (waiting === null) this.busy.set(key!, [job]);
+    else waiting.push(job);
+    return false;
+  }
+
+  next(): J | undefined {
+    return this.ready.shift();
+  }
+
+  done(job: J): void {
+    const key = job.key;
+    if (key === undefined) return;
+    const waiting = this.busy.get(key);
+    if (!waiting) return void this.busy.delete(key);
+    this.ready.push(waiting.shift()!);
+    if (waiting.length === 0) this.busy.set(key, null);
+  }
 }

@@ -1,4 +1,4 @@
-import type { DispatchStrategy } from './strategy.js';
+import type { DispatchStrategy, Keyed, Scheduler } from './strategy.js';
 
 /** One worker's seat: what it runs now and since when, so that a hung attempt can be found and replaced. */
 export class Slot<J> {
@@ -6,8 +6,6 @@ export class Slot<J> {
   startedAtMs = 0;
   /** Set when the worker was given up on (its attempt hung): a replacement took its job and its place. */
   abandoned = false;
-
-  constructor(readonly queue: number) {}
 }
 
 /**
@@ -20,21 +18,16 @@ export interface JobRunner<J> {
   end(job: J, slot: Slot<J>, result: unknown, failed: boolean): Promise<void> | void;
 }
 
-interface Queue<J> {
-  readonly jobs: J[];
-  readonly sleepers: (() => void)[];
-}
-
 /**
- * Long-lived workers draining FIFO queues, as the strategy lays them out (one shared queue for a pool, one
- * queue per lane). Handing a job to a worker allocates nothing beyond the job's own slot in the queue: an
- * idle worker parks on a promise, a busy one loops.
+ * n long-lived workers drawing jobs from the strategy's scheduler. Handing a job to a worker allocates
+ * nothing beyond the job's place in the queue: an idle worker parks on a promise, a busy one loops.
  */
-export class Workers<J> {
+export class Workers<J extends Keyed> {
   /** Jobs pushed and not yet finished: queued, running, or waiting to retry. */
   inFlight = 0;
   readonly slots: Slot<J>[] = [];
-  private readonly queues: Queue<J>[];
+  private readonly scheduler: Scheduler<J>;
+  private readonly sleepers: (() => void)[] = [];
   private closed = false;
   private drainWaiters: (() => void)[] = [];
 
@@ -45,10 +38,8 @@ export class Workers<J> {
     private readonly onDone: () => void,
     private readonly now: () => number,
   ) {
-    this.queues = Array.from({ length: strategy.queues }, () => ({ jobs: [], sleepers: [] }));
-    for (let q = 0; q < strategy.queues; q++) {
-      for (let w = 0; w < strategy.workersPerQueue; w++) this.start(new Slot<J>(q), undefined);
-    }
+    this.scheduler = strategy.scheduler<J>();
+    for (let w = 0; w < strategy.workers; w++) this.start(new Slot<J>(), undefined);
   }
 
   /** Free places: the strategy's worker count less what is in flight. */
@@ -56,22 +47,21 @@ export class Workers<J> {
     return this.strategy.workers - this.inFlight;
   }
 
-  push(job: J, key: string | undefined): void {
-    const queue = this.queues[this.strategy.route(key)]!;
+  push(job: J): void {
     this.inFlight++;
-    queue.jobs.push(job);
-    const wake = queue.sleepers.pop();
+    if (!this.scheduler.push(job)) return; // waits behind its key
+    const wake = this.sleepers.pop();
     if (wake) wake();
   }
 
   /**
    * Gives up on a slot whose attempt hangs: the old worker will exit whenever its handler settles, and a
-   * new worker takes the slot's queue, first running `resume` (the job's retry or dead letter).
+   * new worker takes its place, first running `resume` (the job's retry or dead letter).
    */
   replace(slot: Slot<J>, resume: (slot: Slot<J>) => Promise<void> | void): void {
     if (slot.abandoned) return;
     slot.abandoned = true;
-    const fresh = new Slot<J>(slot.queue);
+    const fresh = new Slot<J>();
     fresh.job = slot.job;
     fresh.startedAtMs = this.now();
     this.slots[this.slots.indexOf(slot)] = fresh;
@@ -87,7 +77,7 @@ export class Workers<J> {
   /** Lets idle workers exit; jobs already queued still run. */
   close(): void {
     this.closed = true;
-    for (const q of this.queues) for (const wake of q.sleepers.splice(0)) wake();
+    for (const wake of this.sleepers.splice(0)) wake();
   }
 
   private start(slot: Slot<J>, resume: ((slot: Slot<J>) => Promise<void> | void) | undefined): void {
@@ -96,17 +86,16 @@ export class Workers<J> {
   }
 
   private async loop(slot: Slot<J>, resume: ((slot: Slot<J>) => Promise<void> | void) | undefined): Promise<void> {
-    const queue = this.queues[slot.queue]!;
     if (resume) {
       await resume(slot);
       if (slot.abandoned) return;
       this.finish(slot);
     }
     for (;;) {
-      const job = queue.jobs.shift();
+      const job = this.scheduler.next();
       if (job === undefined) {
         if (this.closed) return;
-        await new Promise<void>((wake) => queue.sleepers.push(wake));
+        await new Promise<void>((wake) => this.sleepers.push(wake));
         continue;
       }
       slot.job = job;
@@ -128,7 +117,9 @@ export class Workers<J> {
   }
 
   private finish(slot: Slot<J>): void {
+    const job = slot.job!;
     slot.job = undefined;
+    this.scheduler.done(job); // what it freed, this worker takes next
     this.inFlight--;
     this.onDone();
     if (this.inFlight === 0 && this.drainWaiters.length > 0) for (const w of this.drainWaiters.splice(0)) w();

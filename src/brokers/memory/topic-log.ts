@@ -40,7 +40,7 @@ export class TopicLog {
   private partitionFor(key: string | undefined): number {
     const n = this.partitions.length;
     if (key === undefined) return this.nextKeyless++ % n;
-    // A Java-style string hash: deliberately not the FNV-1a the lanes use.
+    // A Java-style string hash (Kafka uses murmur2; what matters is that one key keeps one partition).
     let h = 0;
     for (let i = 0; i < key.length; i++) h = (Math.imul(h, 31) + key.charCodeAt(i)) | 0;
     return (h >>> 0) % n;
