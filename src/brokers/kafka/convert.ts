@@ -5,14 +5,16 @@ const EMPTY = Buffer.alloc(0);
 
 /** kafkajs headers (Buffers, strings or arrays of them) as Sluice's string headers; a repeated header keeps its last value. */
 export function headersFrom(raw: IHeaders | undefined): Headers {
-  const out: Record<string, string> = {};
-  if (!raw) return out;
-  for (const [name, value] of Object.entries(raw)) {
+  let out: Record<string, string> | undefined;
+  for (const name in raw) {
+    const value = raw[name];
     const last = Array.isArray(value) ? value[value.length - 1] : value;
-    if (last !== undefined) out[name] = typeof last === 'string' ? last : last.toString('utf8');
+    if (last !== undefined) (out ??= {})[name] = typeof last === 'string' ? last : last.toString('utf8');
   }
-  return out;
+  return out ?? NO_HEADERS;
 }
+
+const NO_HEADERS: Headers = Object.freeze({});
 
 /** A kafkajs message as the app's InboundMessage. */
 export function inbound(topic: string, partition: number, m: KafkaMessage): InboundMessage {

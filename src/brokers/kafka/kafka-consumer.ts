@@ -37,6 +37,8 @@ const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?:
 export class KafkaConsumer implements Consumer {
   private consumer: KafkajsConsumer | undefined;
   private readonly feeds = new Map<number, PartitionFeed>();
+  /** The feeds as an array, for take(); rebuilt when the map changes. */
+  private feedList: PartitionFeed[] = [];
   private assignment = new Set<number>();
   private cursor = 0;
   private closing = false;
@@ -88,7 +90,7 @@ export class KafkaConsumer implements Consumer {
 
   take(max: number): readonly InboundMessage[] {
     const out: InboundMessage[] = [];
-    const feeds = [...this.feeds.values()];
+    const feeds = this.feedList;
     const n = feeds.length;
     for (let k = 0; k < n && out.length < max; k++) {
       const feed = feeds[(this.cursor + k) % n]!;
@@ -156,6 +158,7 @@ export class KafkaConsumer implements Consumer {
     await this.flush().catch((error) => this.log.warn('final commit failed', { error }));
     await this.consumer?.disconnect(); // leaves the group
     this.feeds.clear();
+    this.feedList = [];
     this.assignment.clear();
   }
 
@@ -182,7 +185,10 @@ export class KafkaConsumer implements Consumer {
     const p = batch.partition;
     if (this.closing || !this.assignment.has(p)) return;
     let feed = this.feeds.get(p);
-    if (!feed) this.feeds.set(p, (feed = new PartitionFeed(p)));
+    if (!feed) {
+      this.feeds.set(p, (feed = new PartitionFeed(p)));
+      this.feedList = [...this.feeds.values()];
+    }
     if (feed.revoked) return;
     const messages = batch.messages.map((m) => inbound(this.request.topic, p, m));
     if (messages.length === 0) {
@@ -226,6 +232,7 @@ export class KafkaConsumer implements Consumer {
         }
       } finally {
         for (const f of revoked) if (this.feeds.get(f.partition) === f) this.feeds.delete(f.partition);
+        this.feedList = [...this.feeds.values()];
         this.revoking = undefined;
       }
     })();
@@ -244,6 +251,7 @@ export class KafkaConsumer implements Consumer {
       f.wake();
       this.feeds.delete(f.partition);
     }
+    this.feedList = [...this.feeds.values()];
     this.assignment = new Set(partitions);
     if (stale.length > 0) void this.request.onRevoke(stale).catch((error) => this.log.warn('revoke failed', { error }));
     this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });

@@ -1,0 +1,148 @@
+/**
+ * bench/kafka, on one Kafka broker in one run (started by scripts/kafka/start.mjs unless KAFKA_BROKERS is set):
+ *  (a) 200,000 small JSON messages over 3 partitions: raw kafkajs eachBatch with a no-op handler beside Sluice
+ *      workers(1) and workers(16). Rate from the first message handled to the last.
+ *  (b) a handler that awaits 5 ms, one partition, 20,000 messages over 1,000 keys: raw kafkajs one at a time
+ *      (eachMessage, on the first 1,000 messages: at ~200/s the whole topic would take minutes) beside Sluice
+ *      workersByKey(100), against the ideal 100 / 5 ms = 20,000/s and against 100 bare loops awaiting the
+ *      same 5 ms timer (what this machine's timers allow).
+ *
+ *   npm run bench:kafka
+ */
+import { execFileSync } from 'node:child_process';
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { App, silentLogger, subscriber, type SubscriberBuilder } from '../src/index.js';
+import { KafkaBroker } from '../src/brokers/kafka/index.js';
+
+const N_A = Number(process.env.BENCH_N ?? 200_000);
+const N_B = 20_000;
+const RAW_B = 1_000;
+const KEYS = 1_000;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const run = `${Date.now()}`;
+
+const brokers = process.env.KAFKA_BROKERS ?? /KAFKA_BROKERS=(\S+)/.exec(execFileSync(process.execPath, ['scripts/kafka/start.mjs'], { encoding: 'utf8' }))![1]!;
+const kafka = new Kafka({ clientId: 'bench', brokers: [brokers], logLevel: logLevel.NOTHING });
+const noop = async (_value: unknown): Promise<void> => {};
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function fill(topic: string, partitions: number, n: number, key: (i: number) => string | null): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+  await admin.disconnect();
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  for (let i = 0; i < n; i += 5_000) {
+    const messages = [];
+    for (let j = i; j < Math.min(n, i + 5_000); j++) messages.push({ key: key(j), value: JSON.stringify({ n: j, customer: `c${j % KEYS}`, amount: 1999 }) });
+    await producer.send({ topic, messages });
+  }
+  await producer.disconnect();
+}
+
+/** Counts handled messages; resolves when `n` were, with the rate from the first to the last. */
+function meter(n: number) {
+  let count = 0;
+  let first = 0;
+  let resolve!: (rate: number) => void;
+  const done = new Promise<number>((r) => (resolve = r));
+  return {
+    done,
+    tick(): void {
+      if (count === 0) first = performance.now();
+      if (++count === n) resolve((n - 1) / ((performance.now() - first) / 1000));
+    },
+  };
+}
+
+async function rawBatch(topic: string, n: number): Promise<number> {
+  const m = meter(n);
+  const consumer = kafka.consumer({ groupId: `raw-${topic}-${Math.random().toString(36).slice(2)}`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    partitionsConsumedConcurrently: 3,
+    eachBatch: async ({ batch, resolveOffset }) => {
+      // The hand-rolled loop a team would write: decode, await the handler, resolve.
+      for (const message of batch.messages) {
+        await noop(JSON.parse(message.value!.toString('utf8')));
+        m.tick();
+        resolveOffset(message.offset);
+      }
+    },
+  });
+  const rate = await m.done;
+  await consumer.disconnect();
+  return rate;
+}
+
+async function rawEachMessage(topic: string, n: number): Promise<number> {
+  const m = meter(n);
+  const consumer = kafka.consumer({ groupId: `raw-${topic}`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      JSON.parse(message.value!.toString('utf8'));
+      await sleep(5);
+      m.tick();
+    },
+  });
+  const rate = await m.done;
+  await consumer.disconnect();
+  return rate;
+}
+
+async function sluice(topic: string, n: number, configure: (b: SubscriberBuilder) => SubscriberBuilder, work: (value: unknown) => Promise<void>): Promise<number> {
+  const m = meter(n);
+  const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
+  const app = new App({ name: `sluice-${topic}-${Math.random().toString(36).slice(2)}`, logger: silentLogger }).withBroker(broker, (b) =>
+    b.include(configure(subscriber(topic, async (value: unknown) => {
+      await work(value);
+      m.tick();
+    })).build()),
+  );
+  await app.start();
+  const rate = await m.done;
+  await app.stop();
+  return rate;
+}
+
+async function bareTimers(lanes: number, each: number): Promise<number> {
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: lanes }, async () => { for (let i = 0; i < each; i++) await sleep(5); }));
+  return (lanes * each) / ((performance.now() - t0) / 1000);
+}
+
+const fmt = (r: number) => Math.round(r).toLocaleString('en');
+const topicA = `bench-a-${run}`;
+const topicB = `bench-b-${run}`;
+await fill(topicA, 3, N_A, (i) => `c${i % KEYS}`);
+await fill(topicB, 1, N_B, (i) => `c${i % KEYS}`);
+
+// Rounds alternate the consumers, each reading the whole topic with a fresh group; the best of each counts.
+let raw = 0;
+let w1 = 0;
+let w16 = 0;
+for (let round = 0; round < ROUNDS; round++) {
+  raw = Math.max(raw, await rawBatch(topicA, N_A));
+  w1 = Math.max(w1, await sluice(topicA, N_A, (b) => b.workers(1), noop));
+  w16 = Math.max(w16, await sluice(topicA, N_A, (b) => b.workers(16), noop));
+}
+console.log(`bench/kafka (a): ${N_A.toLocaleString('en')} messages, 3 partitions, no-op handler, best of ${ROUNDS} alternating rounds, node ${process.version}, kafka at ${brokers}`);
+console.log('| consumer | messages/s | ratio to raw kafkajs |');
+console.log('|---|---:|---:|');
+console.log(`| raw kafkajs eachBatch | ${fmt(raw)} | 1.00 |`);
+console.log(`| Sluice workers(1) | ${fmt(w1)} | ${(w1 / raw).toFixed(2)} |`);
+console.log(`| Sluice workers(16) | ${fmt(w16)} | ${(w16 / raw).toFixed(2)} |`);
+
+const rawB = await rawEachMessage(topicB, RAW_B);
+const keyed = await sluice(topicB, N_B, (b) => b.workersByKey(100), () => sleep(5));
+const bare = await bareTimers(100, 200);
+console.log(`\nbench/kafka (b): ${N_B.toLocaleString('en')} messages, 1 partition, ${KEYS} keys, handler awaits 5 ms`);
+console.log('| consumer | messages/s | ratio to ideal 20,000/s | ratio to 100 bare timer loops |');
+console.log('|---|---:|---:|---:|');
+console.log(`| 100 bare loops awaiting 5 ms (no Kafka) | ${fmt(bare)} | ${(bare / 20_000).toFixed(2)} | 1.00 |`);
+console.log(`| raw kafkajs eachMessage, one at a time (first ${RAW_B}) | ${fmt(rawB)} | ${(rawB / 20_000).toFixed(3)} | ${(rawB / bare).toFixed(3)} |`);
+console.log(`| Sluice workersByKey(100) | ${fmt(keyed)} | ${(keyed / 20_000).toFixed(2)} | ${(keyed / bare).toFixed(2)} |`);
