@@ -94,7 +94,7 @@ describe('Workers', () => {
   it('runs at most n jobs at once in a pool, finishing in any order', async () => {
     const gates = new Map([1, 2, 3].map((j) => [j, new Gate()]));
     const log: number[] = [];
-    const w = new Workers(pool(2), runner(gates, log), () => {}, () => 0);
+    const w = new Workers(pool(2), runner(gates, log), () => {});
     for (const j of [1, 2, 3]) w.push(job(j));
     expect(w.room()).toBe(-1);
     gates.get(2)!.open();
@@ -109,7 +109,7 @@ describe('Workers', () => {
   it('keeps one key in order while another key runs', async () => {
     const gates = new Map([1, 2].map((j) => [j, new Gate()]));
     const log: number[] = [];
-    const w = new Workers(lanes(2), runner(gates, log), () => {}, () => 0);
+    const w = new Workers(lanes(2), runner(gates, log), () => {});
     w.push(job(1, 'a')); // holds key a
     w.push(job(2, 'a'));
     w.push(job(3, 'b'));

@@ -50,7 +50,8 @@ export class Executor {
       job.decoded = true;
     }
     if (job.undecodable !== undefined && !(job.batch && (job.payload as unknown[]).length > 0)) return UNDECODABLE;
-    slot.startedAtMs = this.host.clock.now();
+    slot.attempts++;
+    slot.waiting = false;
     const ctx = (job.ctx = new DeliveryContext(job, this.host));
     return this.sub.handler(job.payload, ctx);
   };
@@ -84,7 +85,8 @@ export class Executor {
   /** Attempts after the first, until one ends the job. */
   private async attempts(job: Job, slot: Slot<Job>): Promise<void> {
     for (;;) {
-      slot.startedAtMs = this.host.clock.now();
+      slot.attempts++;
+      slot.waiting = false;
       const ctx = (job.ctx = new DeliveryContext(job, this.host));
       let result: unknown;
       let failed = false;
@@ -157,7 +159,7 @@ export class Executor {
       await this.deadLetterAndSettle(job, slot, `exhausted ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`);
       return false;
     }
-    slot.startedAtMs = Number.POSITIVE_INFINITY; // waiting, not hanging
+    slot.waiting = true; // waiting, not hanging
     const waited = await sleep(this.host.clock, delayMs ?? backoffMs(job.attempt, initialMs, maxMs), this.host.stopSignal);
     if (!waited || job.revoked()) {
       this.host.abandon(job);
@@ -190,7 +192,7 @@ export class Executor {
           break;
         } catch (error) {
           this.log.error('dead-letter publish failed', { subscriber: this.sub.name, topic: target, error });
-          slot.startedAtMs = Number.POSITIVE_INFINITY;
+          slot.waiting = true;
           if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal))) {
             this.host.abandon(job);
             return false;

@@ -48,7 +48,7 @@ export class Subscription implements ExecutorHost {
     this.log = settings.logger.child({ subscriber: sub.name, topic: sub.topic });
     this.executor = new Executor(sub, this, this.log);
     const strategy = sub.byKey ? lanes(sub.workers) : pool(sub.workers);
-    this.workers = new Workers(strategy, this.executor, this.afterJob, () => this.clock.now());
+    this.workers = new Workers(strategy, this.executor, this.afterJob);
   }
 
   async start(): Promise<void> {
@@ -200,7 +200,12 @@ export class Subscription implements ExecutorHost {
     for (const wake of this.revokeWaiters.splice(0)) wake();
   }
 
-  /** Finds attempts that ran past `timeoutMs`: aborts their signal and lets a fresh worker carry on. */
+  /**
+   * The watchdog: every timeoutMs / 4 it looks at each worker; an attempt it finds still running
+   * `timeoutMs` after it first saw it has hung (so a timeout fires between 1 and 1.25 × timeoutMs). It aborts
+   * the attempt's signal and lets a fresh worker carry the job on. Reading no clock per delivery keeps the
+   * hot path cheap.
+   */
   private scheduleSweep(): void {
     const every = Math.max(1, Math.min(1000, Math.ceil(this.sub.timeoutMs / 4)));
     this.sweepTimer = this.clock.setTimer(every, () => {
@@ -208,7 +213,13 @@ export class Subscription implements ExecutorHost {
       const now = this.clock.now();
       for (const slot of this.workers.slots) {
         const job = slot.job;
-        if (!job || now - slot.startedAtMs < this.sub.timeoutMs) continue;
+        if (!job || slot.waiting) continue;
+        if (slot.seenAttempt !== slot.attempts) {
+          slot.seenAttempt = slot.attempts;
+          slot.seenAtMs = now;
+          continue;
+        }
+        if (now - slot.seenAtMs < this.sub.timeoutMs) continue;
         this.log.warn('handler timed out; its attempt counts as failed', { id: `${job.message.topic}/${job.message.partition}/${job.message.offset}`, timeoutMs: this.sub.timeoutMs });
         job.ctx?.abort(new Error(`handler timed out after ${this.sub.timeoutMs} ms`));
         this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));

@@ -3,7 +3,13 @@ import type { DispatchStrategy, Keyed, Scheduler } from './strategy.js';
 /** One worker's seat: what it runs now and since when, so that a hung attempt can be found and replaced. */
 export class Slot<J> {
   job: J | undefined = undefined;
-  startedAtMs = 0;
+  /** Counts the attempts started on this slot; a watchdog that sees the same count twice, far apart, found a hang. */
+  attempts = 0;
+  /** True while the job waits (a retry's backoff) rather than runs. */
+  waiting = false;
+  /** The watchdog's last look: which attempt it saw, and when it first saw it. */
+  seenAttempt = -1;
+  seenAtMs = 0;
   /** Set when the worker was given up on (its attempt hung): a replacement took its job and its place. */
   abandoned = false;
 }
@@ -36,7 +42,6 @@ export class Workers<J extends Keyed> {
     private readonly runner: JobRunner<J>,
     /** Called after each job finished, with the worker free again. */
     private readonly onDone: () => void,
-    private readonly now: () => number,
   ) {
     this.scheduler = strategy.scheduler<J>();
     for (let w = 0; w < strategy.workers; w++) this.start(new Slot<J>(), undefined);
@@ -63,7 +68,6 @@ export class Workers<J extends Keyed> {
     slot.abandoned = true;
     const fresh = new Slot<J>();
     fresh.job = slot.job;
-    fresh.startedAtMs = this.now();
     this.slots[this.slots.indexOf(slot)] = fresh;
     this.start(fresh, resume);
   }

@@ -315,7 +315,9 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       await broker.publish(topic, { key: 'stuck' }, { key: 'stuck' });
       await firstTry.reach(1);
       for (let i = 0; i < 5; i++) await broker.publish(topic, { key: `free${i}` }, { key: `free${i}` });
-      await clock.advance(600);
+      await clock.advance(500);
+      expect(done).not.toContain('stuck#2'); // not before timeoutMs
+      await clock.advance(150); // the watchdog looks every timeoutMs / 4: it fires by 1.25 × timeoutMs
       await app.idle();
       expect(done).toContain('stuck#2');
       expect(done.filter((d) => d.startsWith('free'))).toHaveLength(5);
