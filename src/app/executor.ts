@@ -6,8 +6,7 @@ import type { Clock, Logger } from '../core/ports.js';
 import { backoffMs } from '../dispatch/backoff.js';
 import type { Slot } from '../dispatch/workers.js';
 import type { CompiledSubscriber } from '../spec/compile.js';
-import { DeliveryContext, type ContextHost } from './context.js';
-import type { Job } from './job.js';
+import type { ContextHost, Job } from './job.js';
 
 /** `begin` markers: the job was abandoned, or nothing of it decoded. */
 const ABANDONED = Symbol('abandoned');
@@ -52,8 +51,8 @@ export class Executor {
     if (job.undecodable !== undefined && !(job.batch && (job.payload as unknown[]).length > 0)) return UNDECODABLE;
     slot.attempts++;
     slot.waiting = false;
-    const ctx = (job.ctx = new DeliveryContext(job, this.host));
-    return this.sub.handler(job.payload, ctx);
+    job.beginAttempt();
+    return this.sub.handler(job.payload, job);
   };
 
   /**
@@ -87,11 +86,11 @@ export class Executor {
     for (;;) {
       slot.attempts++;
       slot.waiting = false;
-      const ctx = (job.ctx = new DeliveryContext(job, this.host));
+      job.beginAttempt();
       let result: unknown;
       let failed = false;
       try {
-        result = this.sub.handler(job.payload, ctx);
+        result = this.sub.handler(job.payload, job);
         if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function') result = await result;
       } catch (error) {
         result = error;
@@ -105,7 +104,7 @@ export class Executor {
   /** Acts on one attempt's result. Returns true when the job should be attempted again. */
   private async judge(job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<boolean> {
     if (failed) {
-      this.log.warn('handler failed', { id: `${job.message.topic}/${job.message.partition}/${job.message.offset}`, attempt: job.attempt, error: result });
+      this.log.warn('handler failed', { id: `${job.delivery.topic}/${job.delivery.partition}/${job.delivery.offset}`, attempt: job.attempt, error: result });
       return this.failed(job, slot, reasonOf(result), undefined);
     }
     if (result === undefined || result === null || result === ACK) {
@@ -130,10 +129,10 @@ export class Executor {
     const decode = this.sub.decode;
     if (!job.batch) {
       try {
-        job.payload = decode(job.message.value);
+        job.payload = decode(job.delivery.value);
         return undefined;
       } catch (error) {
-        return [[job.message, `DECODE_FAILED: ${reasonOf(error)}`]];
+        return [[job.delivery, `DECODE_FAILED: ${reasonOf(error)}`]];
       }
     }
     const payloads: unknown[] = [];
@@ -170,7 +169,7 @@ export class Executor {
   }
 
   private async deadLetterAndSettle(job: Job, slot: Slot<Job>, reason: string): Promise<void> {
-    const messages = job.batch ?? [job.message];
+    const messages = job.batch ?? [job.delivery];
     if (await this.deadLetter(job, slot, messages.map((m) => [m, reason]))) this.host.settle(job);
   }
 

@@ -1,11 +1,27 @@
-import type { InboundMessage } from '../core/message.js';
+import type { Context, RunInfo } from '../core/context.js';
+import { messageId, type Headers, type InboundMessage, type MessageInfo } from '../core/message.js';
+import type { Logger } from '../core/ports.js';
 import type { Watermark } from '../dispatch/watermark.js';
 
+/** What a job needs from the subscription that made it, to serve as the handler's context. */
+export interface ContextHost {
+  readonly log: Logger;
+  /** Aborted when shutdown's time ran out. */
+  readonly shutdownSignal: AbortSignal;
+  publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void>;
+}
+
+function info(m: InboundMessage, attempt: number): MessageInfo {
+  return { topic: m.topic, key: m.key, headers: m.headers, partition: m.partition, offset: m.offset, id: messageId(m), timestamp: m.timestamp, attempt };
+}
+
 /**
- * One unit of work for a worker: a delivery, or a batch of them. It carries its attempt count and the
- * watermark of each message's partition, so that its settlement is counted where it belongs.
+ * One unit of work for a worker — a delivery, or a batch of them — and the handler's `ctx` for it: one
+ * object per delivery, whose parts a handler does not read (message info, the signal) are built on first
+ * access. It carries its attempt count and each message's partition watermark, so that its settlement is
+ * counted where it belongs.
  */
-export class Job {
+export class Job implements Context {
   attempt = 1;
   /** The partition key the job is dispatched by (the key function's, or the message's). */
   key: string | undefined = undefined;
@@ -14,12 +30,14 @@ export class Job {
   decoded = false;
   /** Messages that did not decode, each with its reason; they go to the dead-letter topic. */
   undecodable: [InboundMessage, string][] | undefined = undefined;
-  /** The context of the attempt running now: aborted when the attempt's time runs out. */
-  ctx: { abort(reason: unknown): void } | undefined = undefined;
+  readonly run: RunInfo | undefined = undefined;
+  /** The current attempt's signal source, made when a handler first reads `signal`. */
+  private controller: AbortController | undefined = undefined;
 
   constructor(
+    private readonly host: ContextHost,
     /** The delivery, or the first of the batch. */
-    readonly message: InboundMessage,
+    readonly delivery: InboundMessage,
     readonly marks: Watermark,
     /** For batch handlers: every message of the batch, and each one's watermark. */
     readonly batch?: readonly InboundMessage[],
@@ -31,5 +49,41 @@ export class Job {
     if (!this.batchMarks) return this.marks.revoked;
     for (const m of this.batchMarks) if (!m.revoked) return false;
     return true;
+  }
+
+  /** A new attempt begins: it gets a signal of its own. */
+  beginAttempt(): void {
+    this.controller = undefined;
+  }
+
+  /** Aborts the current attempt's `signal` (its time ran out). A handler that never read it is unaffected. */
+  abort(reason: unknown): void {
+    this.controller?.abort(reason);
+  }
+
+  // Context, as the handler sees it.
+
+  get message(): MessageInfo {
+    return info(this.delivery, this.attempt);
+  }
+
+  get messages(): readonly MessageInfo[] {
+    return (this.batch ?? [this.delivery]).map((m) => info(m, this.attempt));
+  }
+
+  get log(): Logger {
+    return this.host.log;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.host.shutdownSignal.aborted) this.controller.abort(this.host.shutdownSignal.reason);
+    }
+    return this.controller.signal;
+  }
+
+  publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void> {
+    return this.host.publish(topic, value, options);
   }
 }

@@ -107,14 +107,14 @@ export class Subscription implements ExecutorHost {
 
   private dispatch(m: InboundMessage): void {
     const marks = this.track(m);
-    const job = new Job(m, marks);
+    const job = new Job(this, m, marks);
     if (this.sub.byKey) job.key = this.keyOf(job);
     this.workers.push(job);
   }
 
   private dispatchBatch(messages: readonly InboundMessage[]): void {
     const batchMarks = messages.map((m) => this.track(m));
-    this.workers.push(new Job(messages[0]!, batchMarks[0]!, messages, batchMarks));
+    this.workers.push(new Job(this, messages[0]!, batchMarks[0]!, messages, batchMarks));
   }
 
   private track(m: InboundMessage): Watermark {
@@ -130,21 +130,21 @@ export class Subscription implements ExecutorHost {
 
   private keyOf(job: Job): string | undefined {
     const keyFn = this.sub.key;
-    if (!keyFn) return job.message.key;
+    if (!keyFn) return job.delivery.key;
     try {
       // The key function reads the decoded value: decode once here, the executor reuses it.
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
-      if (job.undecodable !== undefined) return job.message.key;
-      return keyFn({ value: job.payload, key: job.message.key, headers: job.message.headers, topic: job.message.topic }) ?? undefined;
+      if (job.undecodable !== undefined) return job.delivery.key;
+      return keyFn({ value: job.payload, key: job.delivery.key, headers: job.delivery.headers, topic: job.delivery.topic }) ?? undefined;
     } catch (error) {
       this.log.warn('key function threw; the message key is used instead', { error });
-      return job.message.key;
+      return job.delivery.key;
     }
   }
 
   settle(job: Job): void {
-    if (!job.batch) return this.complete(job.marks, job.message.offset);
+    if (!job.batch) return this.complete(job.marks, job.delivery.offset);
     job.batch.forEach((m, i) => this.complete(job.batchMarks![i]!, m.offset));
   }
 
@@ -220,8 +220,8 @@ export class Subscription implements ExecutorHost {
           continue;
         }
         if (now - slot.seenAtMs < this.sub.timeoutMs) continue;
-        this.log.warn('handler timed out; its attempt counts as failed', { id: `${job.message.topic}/${job.message.partition}/${job.message.offset}`, timeoutMs: this.sub.timeoutMs });
-        job.ctx?.abort(new Error(`handler timed out after ${this.sub.timeoutMs} ms`));
+        this.log.warn('handler timed out; its attempt counts as failed', { id: `${job.delivery.topic}/${job.delivery.partition}/${job.delivery.offset}`, timeoutMs: this.sub.timeoutMs });
+        job.abort(new Error(`handler timed out after ${this.sub.timeoutMs} ms`));
         this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));
       }
       this.scheduleSweep();
@@ -241,7 +241,7 @@ export class Subscription implements ExecutorHost {
     if (!finished) {
       this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted', { inFlight: this.workers.inFlight });
       this.shutdownController.abort(new Error('shutdown timeout'));
-      for (const slot of this.workers.slots) slot.job?.ctx?.abort(this.shutdownSignal.reason);
+      for (const slot of this.workers.slots) slot.job?.abort(this.shutdownSignal.reason);
       // A handler that honours the signal ends now; one that does not is left behind.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
