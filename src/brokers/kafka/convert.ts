@@ -16,15 +16,35 @@ export function headersFrom(raw: IHeaders | undefined): Headers {
 
 const NO_HEADERS: Headers = Object.freeze({});
 
-/** A kafkajs message as the app's InboundMessage. */
-export function inbound(topic: string, partition: number, m: KafkaMessage): InboundMessage {
-  return {
-    topic,
-    partition,
-    offset: Number(m.offset),
-    key: m.key === null || m.key === undefined ? undefined : m.key.toString('utf8'),
-    headers: headersFrom(m.headers),
-    value: m.value ?? EMPTY,
-    timestamp: Number(m.timestamp),
-  };
+/**
+ * A kafkajs message as the app's InboundMessage. Key, headers and timestamp are converted on first read:
+ * a pool whose handler reads only the value never pays for them.
+ */
+export class KafkaInbound implements InboundMessage {
+  readonly offset: number;
+  readonly value: Uint8Array;
+  private convertedKey: string | undefined | null = null;
+  private convertedHeaders: Headers | undefined;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    private readonly raw: KafkaMessage,
+  ) {
+    this.offset = Number(raw.offset);
+    this.value = raw.value ?? EMPTY;
+  }
+
+  get key(): string | undefined {
+    if (this.convertedKey === null) this.convertedKey = this.raw.key === null || this.raw.key === undefined ? undefined : this.raw.key.toString('utf8');
+    return this.convertedKey;
+  }
+
+  get headers(): Headers {
+    return (this.convertedHeaders ??= headersFrom(this.raw.headers));
+  }
+
+  get timestamp(): number {
+    return Number(this.raw.timestamp);
+  }
 }

@@ -2,7 +2,7 @@ import { PartitionAssigners, type Admin, type Consumer as KafkajsConsumer, type 
 import { subscriptionAwareAssigner } from './assigner.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
-import { inbound } from './convert.js';
+import { KafkaInbound } from './convert.js';
 import { PartitionFeed } from './partition-feed.js';
 
 /** Consumer settings of a {@link KafkaBroker}; every field has a default. */
@@ -190,7 +190,7 @@ export class KafkaConsumer implements Consumer {
       this.feedList = [...this.feeds.values()];
     }
     if (feed.revoked) return;
-    const messages = batch.messages.map((m) => inbound(this.request.topic, p, m));
+    const messages = batch.messages.map((m) => new KafkaInbound(this.request.topic, p, m));
     if (messages.length === 0) {
       resolveOffset(batch.lastOffset()); // only control records
       return;
