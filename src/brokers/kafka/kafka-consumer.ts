@@ -89,12 +89,19 @@ export class KafkaConsumer implements Consumer {
   }
 
   take(max: number): readonly InboundMessage[] {
+    // Drain one partition's batch before moving to the next: its eachBatch returns sooner, so kafkajs
+    // fetches that partition again while the others' batches are still being worked on.
     const out: InboundMessage[] = [];
     const feeds = this.feedList;
     const n = feeds.length;
     for (let k = 0; k < n && out.length < max; k++) {
       const feed = feeds[(this.cursor + k) % n]!;
-      if (!feed.paused && !feed.revoked) feed.takeInto(out, max - out.length);
+      if (feed.paused || feed.revoked) continue;
+      feed.takeInto(out, max - out.length);
+      if (out.length === max) {
+        this.cursor = (this.cursor + k) % n;
+        return out;
+      }
     }
     this.cursor = n > 0 ? (this.cursor + 1) % n : 0;
     return out;
