@@ -71,6 +71,35 @@ export interface Consumer {
   close(): Promise<void>;
 }
 
+/**
+ * One shard's append-only log of opaque records, numbered by LSN from 1 without gaps.
+ *
+ * A store promises:
+ * - `append` resolves with the record's LSN only once the record is durable (on a file store: written
+ *   and fdatasynced), and appends become durable in LSN order;
+ * - after a crash, `replay` yields every record whose append resolved, in LSN order, each once, and
+ *   nothing that was not appended; records whose append had not resolved may be there or not, but only
+ *   as an unbroken prefix of what was appended;
+ * - a failed fsync is fatal: the log refuses every later append (the host crashes and recovers), and
+ *   an fsync is never retried.
+ */
+export interface ShardLog {
+  readonly shard: number;
+  append(record: Uint8Array): Promise<number>;
+  /** The LSN of the last durable record, 0 when there is none. */
+  durableLsn(): number;
+  /** Calls `visit` for every durable record with LSN >= `fromLsn`, in LSN order. */
+  replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void>;
+}
+
+/** Durable storage: a fixed number of shard logs. Open once, before use; close once, at the end. */
+export interface Store {
+  readonly shards: number;
+  open(): Promise<void>;
+  log(shard: number): ShardLog;
+  close(): Promise<void>;
+}
+
 /** A cancellable timer handle. */
 export interface Timer {
   cancel(): void;

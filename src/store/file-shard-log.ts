@@ -1,0 +1,129 @@
+import { promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { SluiceError } from '../core/errors.js';
+import type { ShardLog } from '../core/ports.js';
+import { encodeFrame, readFrame } from './frame.js';
+import { listSegments, recover, segmentName, syncDirectory } from './segments.js';
+
+interface Pending {
+  readonly lsn: number;
+  readonly frame: Buffer;
+  readonly resolve: (lsn: number) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * One shard's log in a directory of segment files. One writer with group commit: appends made while a
+ * write + fdatasync is under way wait and share the next one. A segment is rolled past `segmentBytes`
+ * (the directory is fsynced when one is created). A failed write or fsync is fatal: every pending and later
+ * append is refused, and `onFatal` is told; the fsync is never retried.
+ */
+export class FileShardLog implements ShardLog {
+  private handle: FileHandle | undefined;
+  private tailBytes = 0;
+  private nextLsn = 1;
+  private durable = 0;
+  private pending: Pending[] = [];
+  private flushing = false;
+  private failed: unknown;
+
+  constructor(
+    readonly shard: number,
+    private readonly dir: string,
+    private readonly segmentBytes: number,
+    private readonly onFatal: (error: unknown) => void,
+  ) {}
+
+  async open(): Promise<void> {
+    await fs.mkdir(this.dir, { recursive: true });
+    const segments = await listSegments(this.dir);
+    const { nextLsn, tailBytes } = await recover(this.dir, segments);
+    this.nextLsn = nextLsn;
+    this.durable = nextLsn - 1;
+    const last = segments.at(-1);
+    if (last && last.firstLsn <= nextLsn) {
+      this.handle = await fs.open(last.file, 'a');
+      this.tailBytes = tailBytes;
+    }
+  }
+
+  durableLsn(): number {
+    return this.durable;
+  }
+
+  append(record: Uint8Array): Promise<number> {
+    if (this.failed !== undefined) return Promise.reject(this.failed);
+    const lsn = this.nextLsn++;
+    const frame = encodeFrame(lsn, record);
+    return new Promise((resolve, reject) => {
+      this.pending.push({ lsn, frame, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  async replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void> {
+    const segments = await listSegments(this.dir);
+    for (let i = 0; i < segments.length; i++) {
+      const next = segments[i + 1];
+      if (next && next.firstLsn <= fromLsn) continue;
+      const buf = await fs.readFile(segments[i]!.file);
+      let expected = segments[i]!.firstLsn;
+      for (let pos = 0; pos < buf.length && expected <= this.durable; expected++) {
+        const frame = readFrame(buf, pos, expected);
+        if (!frame.ok) throw new SluiceError('STORE_CORRUPT', `store ${this.dir}: bad record at LSN ${expected} during replay`);
+        if (frame.lsn >= fromLsn) visit(frame.lsn, frame.payload);
+        pos = frame.next;
+      }
+    }
+  }
+
+  /** Waits for pending appends, then closes the file. */
+  async close(): Promise<void> {
+    while (this.flushing) await new Promise<void>((resolve) => setImmediate(resolve));
+    await this.handle?.close();
+    this.handle = undefined;
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.pending.length > 0 && this.failed === undefined) {
+        const batch = this.pending;
+        this.pending = [];
+        const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((p) => p.frame));
+        try {
+          if (!this.handle || (this.tailBytes > 0 && this.tailBytes + bytes.length > this.segmentBytes)) await this.roll(batch[0]!.lsn);
+          await writeAll(this.handle!, bytes);
+          await this.handle!.datasync();
+        } catch (error) {
+          this.fail(error, batch);
+          return;
+        }
+        this.tailBytes += bytes.length;
+        this.durable = batch[batch.length - 1]!.lsn;
+        for (const p of batch) p.resolve(p.lsn);
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async roll(firstLsn: number): Promise<void> {
+    await this.handle?.close();
+    this.handle = await fs.open(path.join(this.dir, segmentName(firstLsn)), 'a');
+    this.tailBytes = 0;
+    await syncDirectory(this.dir);
+  }
+
+  private fail(error: unknown, batch: Pending[]): void {
+    const fatal = new SluiceError('STORE_CORRUPT', `store ${this.dir}: a write or fsync failed; the log refuses further appends (restart to recover)`, { cause: error });
+    this.failed = fatal;
+    for (const p of [...batch, ...this.pending.splice(0)]) p.reject(fatal);
+    this.onFatal(fatal);
+  }
+}
+
+async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let done = 0; done < bytes.length; ) done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
+}

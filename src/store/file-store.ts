@@ -1,0 +1,82 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { SluiceError, show } from '../core/errors.js';
+import type { ShardLog, Store } from '../core/ports.js';
+import { FileShardLog } from './file-shard-log.js';
+import { lockDirectory } from './lock.js';
+import { syncDirectory } from './segments.js';
+
+/** Settings of {@link fileStore}. */
+export interface FileStoreOptions {
+  /** The directory; the app's default is `.sluice/<app name>` under the working directory. */
+  dir: string;
+  /** Shard logs; a key's shard is `shardOf(key, shards)`. Fixed for the life of the directory. @default 4 */
+  shards?: number;
+  /** A segment file is rolled past this size. @default 64 MiB */
+  segmentBytes?: number;
+  /**
+   * Called when a write or fsync fails. The log refuses every later append; the only way on is to crash
+   * and recover from what is durable. @default throws the error on the next tick, ending the process
+   */
+  onFatal?: (error: unknown) => void;
+}
+
+/**
+ * The embedded default store: per shard, segment files of length-prefixed, CRC32C-checked records with
+ * group commit, torn-tail recovery and a lock against a second process.
+ */
+export function fileStore(options: FileStoreOptions): Store {
+  return new FileStore(options);
+}
+
+class FileStore implements Store {
+  readonly shards: number;
+  private readonly logs: FileShardLog[];
+  private release: (() => Promise<void>) | undefined;
+
+  constructor(private readonly options: FileStoreOptions) {
+    const shards = options.shards ?? 4;
+    if (!Number.isInteger(shards) || shards < 1) throw new SluiceError('CONFIG_INVALID', `fileStore: shards must be a positive integer, got ${show(shards)}`);
+    const segmentBytes = options.segmentBytes ?? 64 * 1024 * 1024;
+    if (!Number.isInteger(segmentBytes) || segmentBytes < 1024) throw new SluiceError('CONFIG_INVALID', `fileStore: segmentBytes must be an integer >= 1024, got ${show(segmentBytes)}`);
+    this.shards = shards;
+    const onFatal = options.onFatal ?? ((error: unknown) => process.nextTick(() => { throw error; }));
+    this.logs = Array.from({ length: shards }, (_, i) => new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal));
+  }
+
+  async open(): Promise<void> {
+    await fs.mkdir(this.options.dir, { recursive: true });
+    this.release = await lockDirectory(this.options.dir);
+    await this.checkShardCount();
+    await Promise.all(this.logs.map((l) => l.open()));
+  }
+
+  log(shard: number): ShardLog {
+    const log = this.logs[shard];
+    if (!log) throw new RangeError(`fileStore: no shard ${shard} (it has ${this.shards})`);
+    return log;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.logs.map((l) => l.close()));
+    await this.release?.();
+    this.release = undefined;
+  }
+
+  /** A directory made with another shard count would send keys to the wrong shards: refuse it. */
+  private async checkShardCount(): Promise<void> {
+    const file = path.join(this.options.dir, 'SHARDS');
+    const found = await fs.readFile(file, 'utf8').catch(() => undefined);
+    if (found === undefined) {
+      const handle = await fs.open(file, 'w');
+      await handle.writeFile(String(this.shards));
+      await handle.sync();
+      await handle.close();
+      await syncDirectory(this.options.dir);
+      return;
+    }
+    if (Number(found) !== this.shards) {
+      throw new SluiceError('CONFIG_INVALID', `fileStore: ${this.options.dir} was made with ${found.trim()} shards, got shards ${this.shards}`);
+    }
+  }
+}

@@ -1,0 +1,88 @@
+import { SluiceError, show } from '../core/errors.js';
+import type { ShardLog, Store } from '../core/ports.js';
+
+/**
+ * A store in memory, for tests. Appends become durable together on the next turn of the event loop (a
+ * group commit); `crash()` returns a new store holding only what was durable, as a process restarted
+ * after a crash would find it.
+ */
+export interface MemoryStore extends Store {
+  crash(): MemoryStore;
+}
+
+export function memoryStore(options: { shards?: number } = {}): MemoryStore {
+  const shards = options.shards ?? 4;
+  if (!Number.isInteger(shards) || shards < 1) throw new SluiceError('CONFIG_INVALID', `memoryStore: shards must be a positive integer, got ${show(shards)}`);
+  return new InMemoryStore(Array.from({ length: shards }, () => []));
+}
+
+class InMemoryStore implements MemoryStore {
+  readonly shards: number;
+  private readonly logs: MemoryShardLog[];
+
+  constructor(durable: Uint8Array[][]) {
+    this.shards = durable.length;
+    this.logs = durable.map((records, i) => new MemoryShardLog(i, records));
+  }
+
+  async open(): Promise<void> {}
+  async close(): Promise<void> {}
+
+  log(shard: number): ShardLog {
+    const log = this.logs[shard];
+    if (!log) throw new RangeError(`memoryStore: no shard ${shard} (it has ${this.shards})`);
+    return log;
+  }
+
+  crash(): MemoryStore {
+    for (const l of this.logs) l.lost = true;
+    return new InMemoryStore(this.logs.map((l) => l.durableRecords()));
+  }
+}
+
+class MemoryShardLog implements ShardLog {
+  private readonly records: Uint8Array[];
+  private durable: number;
+  private scheduled = false;
+  private waiting: { lsn: number; resolve: (lsn: number) => void }[] = [];
+  /** Set by a crash: this instance is gone, its pending appends never resolve. */
+  lost = false;
+
+  constructor(
+    readonly shard: number,
+    durable: Uint8Array[],
+  ) {
+    this.records = [...durable];
+    this.durable = durable.length;
+  }
+
+  append(record: Uint8Array): Promise<number> {
+    if (this.lost) return new Promise(() => {});
+    this.records.push(Uint8Array.from(record));
+    const lsn = this.records.length;
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.commit());
+    }
+    return new Promise((resolve) => this.waiting.push({ lsn, resolve }));
+  }
+
+  durableLsn(): number {
+    return this.durable;
+  }
+
+  async replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void> {
+    for (let lsn = Math.max(1, fromLsn); lsn <= this.durable; lsn++) visit(lsn, this.records[lsn - 1]!);
+  }
+
+  durableRecords(): Uint8Array[] {
+    return this.records.slice(0, this.durable);
+  }
+
+  private commit(): void {
+    this.scheduled = false;
+    if (this.lost) return;
+    this.durable = this.records.length;
+    for (const w of this.waiting.splice(0)) w.resolve(w.lsn);
+  }
+}

@@ -1,0 +1,81 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { SluiceError } from '../core/errors.js';
+import { anyFrameAfter, readFrame } from './frame.js';
+
+/** A segment file: named by the LSN of its first record. */
+export interface Segment {
+  readonly file: string;
+  readonly firstLsn: number;
+}
+
+const SUFFIX = '.seg';
+export const segmentName = (firstLsn: number): string => `${String(firstLsn).padStart(20, '0')}${SUFFIX}`;
+
+/** The segments of a shard directory, oldest first. */
+export async function listSegments(dir: string): Promise<Segment[]> {
+  const names = (await fs.readdir(dir)).filter((n) => n.endsWith(SUFFIX)).sort();
+  return names.map((n) => ({ file: path.join(dir, n), firstLsn: Number(n.slice(0, -SUFFIX.length)) }));
+}
+
+/** Fsyncs a directory, so that a file created, renamed or removed in it survives a crash. */
+export async function syncDirectory(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Recovers a shard's segments: checks every frame (length, CRC, the next LSN in sequence). A bad frame with
+ * nothing good after it is a torn tail, cut off here (the file is truncated and synced); a bad frame with
+ * good records after it — in this segment or a later one — is corruption: `STORE_CORRUPT`, and nothing is
+ * changed. Returns the LSN the next record gets and the bytes in the last segment.
+ */
+export async function recover(dir: string, segments: readonly Segment[]): Promise<{ nextLsn: number; tailBytes: number }> {
+  let expected = segments[0]?.firstLsn ?? 1;
+  let tailBytes = 0;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (segment.firstLsn !== expected) {
+      throw new SluiceError('STORE_CORRUPT', `store ${dir}: segment ${path.basename(segment.file)} starts at LSN ${segment.firstLsn}, expected ${expected}`);
+    }
+    const buf = await fs.readFile(segment.file);
+    let pos = 0;
+    while (pos < buf.length) {
+      const frame = readFrame(buf, pos, expected);
+      if (!frame.ok) break;
+      expected++;
+      pos = frame.next;
+    }
+    tailBytes = pos;
+    if (pos === buf.length) continue;
+    // A bad frame at `pos`.
+    const later = segments.slice(i + 1);
+    if (anyFrameAfter(buf, pos + 1, expected) || (await anyGoodSegment(later, expected))) {
+      throw new SluiceError('STORE_CORRUPT', `store ${dir}: bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}) with good records after it`);
+    }
+    await truncate(segment.file, pos);
+    for (const s of later) await fs.rm(s.file, { force: true }); // empty or garbage only
+    if (later.length > 0) await syncDirectory(dir);
+    break;
+  }
+  return { nextLsn: expected, tailBytes };
+}
+
+async function anyGoodSegment(segments: readonly Segment[], minLsn: number): Promise<boolean> {
+  for (const s of segments) if (anyFrameAfter(await fs.readFile(s.file), 0, minLsn)) return true;
+  return false;
+}
+
+async function truncate(file: string, length: number): Promise<void> {
+  const handle = await fs.open(file, 'r+');
+  try {
+    await handle.truncate(length);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

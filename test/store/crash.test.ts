@@ -1,0 +1,70 @@
+/**
+ * Durability by crashing: a child appends with acknowledgements and is killed with SIGKILL at a random
+ * moment, again and again on the same directory. After each kill the log must hold every acknowledged
+ * record at its LSN, nothing twice, nothing that was never appended, and LSNs without gaps.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fileStore } from '../../src/index.js';
+import { seeded } from '../helpers.js';
+
+const ITERATIONS = Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200);
+
+/** Runs the child until it has acknowledged `acks` appends (or died), kills it, returns what it acknowledged. */
+function runAndKill(dir: string, tag: string, acks: number): Promise<Map<string, string>> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['test/fixtures/store-appender.mjs', dir, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const acked = new Map<string, string>();
+    let buffer = '';
+    let stderr = '';
+    let killed = false;
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => {
+      buffer += d.toString();
+      const lines = buffer.split('\n');
+      buffer = lines.pop()!;
+      for (const line of lines) {
+        const [word, shard, lsn, payload] = line.split(' ');
+        if (word === 'ack') acked.set(`${shard}/${lsn}`, payload!);
+        if (!killed && acked.size >= acks) {
+          killed = true;
+          child.kill('SIGKILL');
+        }
+      }
+    });
+    child.on('exit', (_code, signal) => (signal === 'SIGKILL' ? resolve(acked) : reject(new Error(`child exited by itself: ${stderr}`))));
+  });
+}
+
+describe('file store under SIGKILL', () => {
+  it(`keeps every acknowledged record across ${ITERATIONS} kills at random moments`, async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-crash-'));
+    const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 11));
+    const everAcked = new Map<string, string>();
+    for (let i = 0; i < ITERATIONS; i++) {
+      const acked = await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 120));
+      for (const [at, payload] of acked) everAcked.set(at, payload);
+      const store = fileStore({ dir, shards: 2, segmentBytes: 4096 });
+      await store.open(); // recovers; takes over the dead child's lock
+      const seen = new Set<string>();
+      for (let shard = 0; shard < 2; shard++) {
+        let expected = 1;
+        await store.log(shard).replay(1, (lsn, record) => {
+          expect(lsn).toBe(expected++); // no gaps
+          const payload = Buffer.from(record).toString();
+          expect(payload).toMatch(/^r\d+:\d+:\d+$/); // nothing that was never appended
+          expect(seen.has(payload)).toBe(false); // nothing twice
+          seen.add(payload);
+          const ack = everAcked.get(`${shard}/${lsn}`);
+          if (ack !== undefined) expect(payload).toBe(ack);
+        });
+        expect(store.log(shard).durableLsn()).toBe(expected - 1);
+      }
+      for (const [at, payload] of everAcked) expect(seen.has(payload), `acknowledged ${at} ${payload} lost`).toBe(true);
+      await store.close();
+    }
+  }, 600_000);
+});

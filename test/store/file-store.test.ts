@@ -1,0 +1,171 @@
+import { promises as fs, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SluiceError, fileStore, memoryStore, shardOf, type Store } from '../../src/index.js';
+
+const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'sluice-store-'));
+const text = (r: Uint8Array) => Buffer.from(r).toString();
+
+async function contents(store: Store, shard = 0): Promise<string[]> {
+  const out: string[] = [];
+  await store.log(shard).replay(1, (_lsn, r) => out.push(text(r)));
+  return out;
+}
+
+async function writeRecords(dir: string, n: number, segmentBytes = 1024): Promise<void> {
+  const store = fileStore({ dir, shards: 1, segmentBytes });
+  await store.open();
+  // In groups of ten: each group shares one write and fsync (group commit); a segment rolls between groups.
+  for (let i = 0; i < n; i += 10) {
+    await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => store.log(0).append(Buffer.from(`record-${i + j}`))));
+  }
+  await store.close();
+}
+
+async function segmentFiles(dir: string): Promise<string[]> {
+  const d = path.join(dir, 'shard-0');
+  return (await fs.readdir(d)).filter((f) => f.endsWith('.seg')).sort().map((f) => path.join(d, f));
+}
+
+const reopen = async (dir: string, segmentBytes = 1024) => {
+  const store = fileStore({ dir, shards: 1, segmentBytes });
+  await store.open();
+  return store;
+};
+
+describe('fileStore', () => {
+  it('appends with LSNs from 1, in order, and replays them after a reopen', async () => {
+    const dir = tmp();
+    const store = fileStore({ dir, shards: 2 });
+    await store.open();
+    const lsns = await Promise.all(['a', 'b', 'c'].map((r) => store.log(1).append(Buffer.from(r))));
+    expect(lsns).toEqual([1, 2, 3]);
+    expect(store.log(1).durableLsn()).toBe(3);
+    await store.close();
+    const again = fileStore({ dir, shards: 2 });
+    await again.open();
+    expect(await contents(again, 1)).toEqual(['a', 'b', 'c']);
+    expect(await again.log(1).append(Buffer.from('d'))).toBe(4);
+    const from3: number[] = [];
+    await again.log(1).replay(3, (lsn) => from3.push(lsn));
+    expect(from3).toEqual([3, 4]);
+    await again.close();
+  });
+
+  it('rolls segments and replays across them', async () => {
+    const dir = tmp();
+    await writeRecords(dir, 300, 1024);
+    expect((await segmentFiles(dir)).length).toBeGreaterThan(3);
+    const store = await reopen(dir);
+    expect(await contents(store)).toEqual(Array.from({ length: 300 }, (_, i) => `record-${i}`));
+    await store.close();
+  });
+
+  it('cuts a torn tail (a record half written) and goes on from there', async () => {
+    const dir = tmp();
+    await writeRecords(dir, 10, 1 << 20);
+    const [file] = await segmentFiles(dir);
+    const { size } = await fs.stat(file!);
+    await fs.truncate(file!, size - 5);
+    const store = await reopen(dir, 1 << 20);
+    expect(await contents(store)).toEqual(Array.from({ length: 9 }, (_, i) => `record-${i}`));
+    expect(await store.log(0).append(Buffer.from('next'))).toBe(10);
+    await store.close();
+  });
+
+  it('cuts a zero-filled tail', async () => {
+    const dir = tmp();
+    await writeRecords(dir, 10, 1 << 20);
+    const [file] = await segmentFiles(dir);
+    await fs.appendFile(file!, Buffer.alloc(4096));
+    const store = await reopen(dir, 1 << 20);
+    expect((await contents(store)).length).toBe(10);
+    await store.close();
+  });
+
+  it('refuses a flipped bit followed by good records with STORE_CORRUPT, and changes nothing', async () => {
+    const dir = tmp();
+    await writeRecords(dir, 10, 1 << 20);
+    const [file] = await segmentFiles(dir);
+    const bytes = await fs.readFile(file!);
+    bytes[40] = bytes[40]! ^ 0x01; // inside the second record
+    await fs.writeFile(file!, bytes);
+    await expect(reopen(dir, 1 << 20)).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    expect((await fs.readFile(file!)).equals(bytes)).toBe(true);
+  });
+
+  it('refuses a damaged segment that later segments follow', async () => {
+    const dir = tmp();
+    await writeRecords(dir, 200, 1024);
+    const [first] = await segmentFiles(dir);
+    const { size } = await fs.stat(first!);
+    await fs.truncate(first!, size - 3);
+    await expect(reopen(dir)).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+  });
+
+  it('lets one process at a time open a directory, and takes over the lock of a dead one', async () => {
+    const dir = tmp();
+    const store = fileStore({ dir, shards: 1 });
+    await store.open();
+    await expect(fileStore({ dir, shards: 1 }).open()).rejects.toThrow(/already open/);
+    await store.close();
+    await fs.writeFile(path.join(dir, 'LOCK'), '999999999'); // a pid that does not run
+    const next = fileStore({ dir, shards: 1 });
+    await next.open();
+    await next.close();
+    await fs.writeFile(path.join(dir, 'LOCK'), '1'); // init: alive, not us
+    await expect(fileStore({ dir, shards: 1 }).open()).rejects.toThrow(/in use by process 1/);
+  });
+
+  it('refuses a directory made with another shard count', async () => {
+    const dir = tmp();
+    const store = fileStore({ dir, shards: 2 });
+    await store.open();
+    await store.close();
+    await expect(fileStore({ dir, shards: 3 }).open()).rejects.toThrow(/made with 2 shards, got shards 3/);
+  });
+
+  it('treats a failed write as fatal: pending and later appends are refused, never retried', async () => {
+    const dir = tmp();
+    const fatal: unknown[] = [];
+    const store = fileStore({ dir, shards: 1, onFatal: (e) => fatal.push(e) });
+    await store.open();
+    await store.log(0).append(Buffer.from('ok'));
+    const log = store.log(0) as unknown as { handle: { close(): Promise<void> } };
+    await log.handle.close(); // the next write fails
+    await expect(store.log(0).append(Buffer.from('lost'))).rejects.toBeInstanceOf(SluiceError);
+    await expect(store.log(0).append(Buffer.from('after'))).rejects.toBeInstanceOf(SluiceError);
+    expect(fatal).toHaveLength(1);
+  });
+
+  it('checks its settings', () => {
+    expect(() => fileStore({ dir: tmp(), shards: 0 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
+    expect(() => fileStore({ dir: tmp(), segmentBytes: 10 })).toThrow(/segmentBytes/);
+  });
+});
+
+describe('memoryStore', () => {
+  it('keeps through a crash exactly what was durable', async () => {
+    const store = memoryStore({ shards: 1 });
+    await store.log(0).append(Buffer.from('a'));
+    const pending = store.log(0).append(Buffer.from('b')); // not yet committed
+    const after = store.crash();
+    expect(await contents(after)).toEqual(['a']);
+    let resolved = false;
+    void pending.then(() => (resolved = true));
+    await new Promise((r) => setImmediate(r));
+    expect(resolved).toBe(false); // the crashed process never heard back
+    expect(await after.log(0).append(Buffer.from('c'))).toBe(2);
+  });
+});
+
+describe('shardOf', () => {
+  it('is stable and spreads keys', () => {
+    expect(shardOf('cust-7', 4)).toBe(shardOf('cust-7', 4));
+    const counts = [0, 0, 0, 0];
+    for (let i = 0; i < 4000; i++) counts[shardOf(`k${i}`, 4)]!++;
+    expect(Math.min(...counts)).toBeGreaterThan(800);
+    expect(shardOf('a', 1 << 30)).toBe(0xe40c292c % (1 << 30)); // FNV-1a's published vector for "a"
+  });
+});
