@@ -1,0 +1,37 @@
+/**
+ * The shard's rules, at the top as h11 keeps its own: everything that affects a transition is a record,
+ * and `ShardCore.apply` is the only transition. A record carries its time (`at`, stamped by the host when
+ * it was appended); the core reads no clock, does no I/O and never awaits, so replaying the log rebuilds
+ * exactly the state that live appends built.
+ */
+
+/** One record of a shard log: something that happened to one key. */
+export interface ShardRecord {
+  readonly key: string;
+  /** Milliseconds since the epoch, stamped by the host when the record was made. */
+  readonly at: number;
+  /** What happened, in the rules' own vocabulary; `timer` is the core's: the key's timer fired. */
+  readonly type: string;
+  readonly data?: unknown;
+}
+
+/** What a transition may do besides returning the next state. */
+export interface Effects<O> {
+  /** Queue an output (a run to dispatch, a receipt to answer): it leaves once the record is durable. */
+  output(value: O): void;
+  /** Set the key's one timer to `atMs` (replacing any), or clear it with `undefined`. */
+  timer(atMs: number | undefined): void;
+}
+
+/** A coordinator's semantics (pace's debounce, batch, …): pure functions of state and record. */
+export interface Rules<S, O> {
+  /** The state of a key with no history. */
+  initial(key: string): S;
+  /** The transition. Must not read a clock or do I/O: time is `record.at`. */
+  apply(state: S, record: ShardRecord, effects: Effects<O>): S;
+  /** True when the key holds nothing worth keeping (no timer is set): its state is dropped. */
+  retired(state: S): boolean;
+}
+
+/** The record type the core appends when a key's timer comes due. */
+export const TIMER = 'timer';

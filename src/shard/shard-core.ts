@@ -1,0 +1,145 @@
+import { TIMER, type Effects, type Rules, type ShardRecord } from './rules.js';
+import { TimerWheel } from './timer-wheel.js';
+
+/** Something the core tells its host about, as it happens (for metrics and logs). */
+export type ShardEvent = { readonly type: 'applied'; readonly lsn: number; readonly key: string; readonly record: string } | { readonly type: 'retired'; readonly key: string };
+
+/** Settings of a {@link ShardCore}. */
+export interface ShardCoreOptions {
+  /** The wheel's bucket width. @default 10 */
+  tickMs?: number;
+  /** Timers further out wait outside the wheel until a sweep brings them in. @default 60_000 */
+  horizonMs?: number;
+  /** Where time starts for the wheel (the host's clock when the core is made). */
+  nowMs: number;
+}
+
+interface Queued<O> {
+  readonly lsn: number;
+  readonly value: O;
+}
+
+/**
+ * The pure state of one shard: every key's coordinator state, derived from the shard's records by
+ * `apply`, the only transition — called as each record is appended and again for each record replayed
+ * after a crash, so live and recovered state cannot differ. Outputs wait in LSN order until `release`
+ * says their record is durable. Timers: `due(now)` names the keys whose timer has come, in bounded chunks;
+ * the host appends a `timer` record for each and applies it like any other.
+ */
+export class ShardCore<S, O> {
+  private readonly states = new Map<string, S>();
+  private readonly timers = new Map<string, number>();
+  /** Timers beyond the wheel's horizon, by key. */
+  private readonly far = new Map<string, number>();
+  private readonly wheel: TimerWheel;
+  private readonly queue: Queued<O>[] = [];
+  private lastLsn = 0;
+  private readonly listeners: ((event: ShardEvent) => void)[] = [];
+
+  constructor(
+    private readonly rules: Rules<S, O>,
+    options: ShardCoreOptions,
+  ) {
+    this.wheel = new TimerWheel(options.tickMs ?? 10, options.horizonMs ?? 60_000, options.nowMs);
+  }
+
+  /** The one transition. `lsn` must exceed the last applied; the record's `at` is its time. */
+  apply(lsn: number, record: ShardRecord): void {
+    if (!(lsn > this.lastLsn)) throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
+    this.lastLsn = lsn;
+    const key = record.key;
+    let timer = this.timers.get(key);
+    let timerChanged = false;
+    const queue = this.queue;
+    const effects: Effects<O> = {
+      output: (value) => void queue.push({ lsn, value }),
+      timer: (atMs) => {
+        timer = atMs;
+        timerChanged = true;
+      },
+    };
+    if (record.type === TIMER) {
+      // A timer record clears the timer it fired; the rules may set the next one.
+      timer = undefined;
+      timerChanged = true;
+    }
+    const next = this.rules.apply(this.states.get(key) ?? this.rules.initial(key), record, effects);
+    if (timerChanged) this.setTimer(key, timer, record.at);
+    this.emit({ type: 'applied', lsn, key, record: record.type });
+    if (this.rules.retired(next) && timer === undefined) {
+      if (this.states.delete(key)) this.emit({ type: 'retired', key });
+    } else this.states.set(key, next);
+  }
+
+  /** Outputs whose records are durable (LSN <= `durableLsn`), in LSN order; each is handed out once. */
+  release(durableLsn: number): O[] {
+    let n = 0;
+    while (n < this.queue.length && this.queue[n]!.lsn <= durableLsn) n++;
+    return this.queue.splice(0, n).map((q) => q.value);
+  }
+
+  /** Up to `max` keys whose timer is due at `nowMs`, oldest first: the host appends a `timer` record for each. */
+  due(nowMs: number, max: number): string[] {
+    this.promote(nowMs);
+    return this.wheel.due(nowMs, max, (key) => this.timers.get(key));
+  }
+
+  /** The key's timer, if one is set. */
+  timerOf(key: string): number | undefined {
+    return this.timers.get(key);
+  }
+
+  /** The earliest timer, for the host's one Node timer (never more than the horizon away). */
+  nextDueMs(): number | undefined {
+    let min: number | undefined;
+    for (const at of this.timers.values()) if (min === undefined || at < min) min = at;
+    return min;
+  }
+
+  state(key: string): S | undefined {
+    return this.states.get(key);
+  }
+
+  /** Keys with state. */
+  keys(): IterableIterator<string> {
+    return this.states.keys();
+  }
+
+  get appliedLsn(): number {
+    return this.lastLsn;
+  }
+
+  /** Outputs waiting for their records to become durable. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  onEvent(listener: (event: ShardEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private setTimer(key: string, atMs: number | undefined, nowMs: number): void {
+    this.far.delete(key);
+    if (atMs === undefined) {
+      this.timers.delete(key);
+      return;
+    }
+    this.timers.set(key, atMs);
+    if (this.wheel.within(atMs, nowMs)) this.wheel.add(key, atMs);
+    else this.far.set(key, atMs);
+  }
+
+  /** Brings timers that came within the horizon into the wheel. */
+  private promote(nowMs: number): void {
+    if (this.far.size === 0) return;
+    for (const [key, at] of this.far) {
+      if (!this.wheel.within(at, nowMs)) continue;
+      this.far.delete(key);
+      this.wheel.add(key, at);
+    }
+  }
+
+  private emit(event: ShardEvent): void {
+    for (const l of this.listeners) l(event);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Timers due within a horizon, in buckets of `tickMs`. A timer later than the horizon is not held here:
+ * its owner keeps it and hands it over when a sweep finds it within reach. Cancelling is lazy: a key's entry
+ * is checked against its current timer when the bucket comes due.
+ */
+export class TimerWheel {
+  private readonly buckets = new Map<number, string[]>();
+  /** The first bucket not yet fully handed out. */
+  private cursor: number;
+
+  constructor(
+    private readonly tickMs: number,
+    readonly horizonMs: number,
+    nowMs: number,
+  ) {
+    this.cursor = Math.floor(nowMs / tickMs);
+  }
+
+  /** True when a timer at `atMs` belongs in the wheel now (not beyond the horizon). */
+  within(atMs: number, nowMs: number): boolean {
+    return atMs - nowMs <= this.horizonMs;
+  }
+
+  add(key: string, atMs: number): void {
+    const bucket = Math.max(this.cursor, Math.floor(atMs / this.tickMs));
+    const list = this.buckets.get(bucket);
+    if (list) list.push(key);
+    else this.buckets.set(bucket, [key]);
+  }
+
+  /**
+   * Hands out up to `max` keys whose timers are due by `nowMs`, oldest bucket first; the rest stay for the
+   * next call, so a mass wake runs in bounded chunks. `timerOf(key)` is the key's current timer: an entry
+   * whose key no longer has a timer in this bucket was cancelled or moved, and is dropped.
+   */
+  due(nowMs: number, max: number, timerOf: (key: string) => number | undefined): string[] {
+    const out: string[] = [];
+    const picked = new Set<string>();
+    const last = Math.floor(nowMs / this.tickMs);
+    while (this.cursor <= last && out.length < max) {
+      const list = this.buckets.get(this.cursor);
+      if (!list) {
+        this.cursor++;
+        continue;
+      }
+      const later: string[] = [];
+      while (list.length > 0 && out.length < max) {
+        const key = list.pop()!;
+        const at = timerOf(key);
+        if (at === undefined || Math.max(this.cursor, Math.floor(at / this.tickMs)) !== this.cursor || picked.has(key)) continue;
+        if (at <= nowMs) {
+          picked.add(key);
+          out.push(key);
+        } else later.push(key);
+      }
+      list.push(...later);
+      if (list.length === 0) {
+        this.buckets.delete(this.cursor);
+        this.cursor++;
+      } else if (later.length === list.length) break; // what is left in this bucket is not due yet
+    }
+    return out;
+  }
+
+  /** Timers held (cancelled ones included until their bucket is reached). */
+  size(): number {
+    let n = 0;
+    for (const list of this.buckets.values()) n += list.length;
+    return n;
+  }
+}

@@ -1,0 +1,124 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ShardCore } from '../../src/shard/shard-core.js';
+import { TIMER, type Rules, type ShardRecord } from '../../src/shard/rules.js';
+
+/** Test rules: each event counts and sets a timer 100 ms on; the timer outputs the count and resets it. */
+interface Counter {
+  count: number;
+  events: string[];
+}
+type Out = { key: string; kind: 'seen' | 'fired'; count: number; tag: string };
+const rules: Rules<Counter, Out> = {
+  initial: () => ({ count: 0, events: [] }),
+  apply(state, record, fx) {
+    if (record.type === TIMER) {
+      fx.output({ key: record.key, kind: 'fired', count: state.count, tag: `timer@${record.at}` });
+      return { count: 0, events: [] };
+    }
+    const tag = String(record.data);
+    fx.output({ key: record.key, kind: 'seen', count: state.count + 1, tag });
+    fx.timer(record.at + 100);
+    return { count: state.count + 1, events: [...state.events, tag] };
+  },
+  retired: (s) => s.count === 0,
+};
+
+const snapshot = (core: ShardCore<Counter, Out>) =>
+  [...core.keys()].sort().map((k) => ({ key: k, state: core.state(k), timer: core.timerOf(k) }));
+
+/** A run of records for a few keys; each step moves time forward a little. */
+const recordsArb = fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd'), dt: fc.integer({ min: 0, max: 80 }), timer: fc.boolean() }), { maxLength: 120 });
+
+function materialise(steps: { key: string; dt: number; timer: boolean }[]): ShardRecord[] {
+  let at = 1_000;
+  return steps.map((s, i) => ({ key: s.key, at: (at += s.dt), type: s.timer ? TIMER : 'event', data: `e${i}` }));
+}
+
+describe('ShardCore', () => {
+  it('live state equals the state rebuilt by replaying the log, at every crash point', () => {
+    fc.assert(
+      fc.property(recordsArb, fc.nat(), (steps, crashSeed) => {
+        const records = materialise(steps);
+        const live = new ShardCore(rules, { nowMs: 1_000 });
+        const crashAt = records.length === 0 ? 0 : crashSeed % (records.length + 1);
+        let atCrash: ReturnType<typeof snapshot> = [];
+        records.forEach((r, i) => {
+          live.apply(i + 1, r);
+          if (i + 1 === crashAt) atCrash = snapshot(live);
+        });
+        const replayed = new ShardCore(rules, { nowMs: 1_000 });
+        records.slice(0, crashAt).forEach((r, i) => replayed.apply(i + 1, r));
+        expect(snapshot(replayed)).toEqual(crashAt === 0 ? [] : atCrash);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('releases no output before its record is durable, and each exactly once, in order', () => {
+    fc.assert(
+      fc.property(recordsArb, fc.array(fc.nat(), { maxLength: 40 }), (steps, lags) => {
+        const records = materialise(steps);
+        // The reference: what each record outputs, applied and released one by one.
+        const reference = new ShardCore(rules, { nowMs: 1_000 });
+        const perRecord = records.map((r, i) => (reference.apply(i + 1, r), reference.release(i + 1)));
+        const outputsUpTo = (lsn: number) => perRecord.slice(0, lsn).flat();
+        const core = new ShardCore(rules, { nowMs: 1_000 });
+        const released: Out[] = [];
+        let durable = 0;
+        records.forEach((r, i) => {
+          core.apply(i + 1, r);
+          // The durable position trails the applied one by a random lag, and only moves forward.
+          const lag = lags.length === 0 ? 0 : lags[i % lags.length]! % 5;
+          durable = Math.max(durable, i + 1 - lag);
+          released.push(...core.release(durable));
+          expect(released).toEqual(outputsUpTo(durable)); // exactly the durable records' outputs, nothing later
+        });
+        released.push(...core.release(records.length));
+        expect(released).toEqual(outputsUpTo(records.length));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('refuses a record applied twice or out of order', () => {
+    const core = new ShardCore(rules, { nowMs: 0 });
+    core.apply(1, { key: 'a', at: 1, type: 'event' });
+    expect(() => core.apply(1, { key: 'a', at: 1, type: 'event' })).toThrow(/apply once, in order/);
+  });
+
+  it('names due timers in bounded chunks, oldest first, and retires keys with nothing left', () => {
+    const core = new ShardCore(rules, { nowMs: 0, tickMs: 10, horizonMs: 1_000 });
+    for (let i = 0; i < 250; i++) core.apply(i + 1, { key: `k${i}`, at: i, type: 'event', data: `e${i}` });
+    expect(core.due(99, 100)).toEqual([]); // the first is due at 100
+    const first = core.due(400, 100);
+    expect(first).toHaveLength(100);
+    expect(first.slice(0, 10).every((k) => Number(k.slice(1)) < 10)).toBe(true); // oldest buckets first
+    let lsn = 250;
+    for (const key of first) core.apply(++lsn, { key, at: 400, type: TIMER });
+    expect(core.state(first[0]!)).toBeUndefined(); // retired: no count, no timer
+    const rest = [...core.due(400, 1_000)];
+    expect(rest).toHaveLength(150);
+    expect(new Set([...first, ...rest]).size).toBe(250);
+  });
+
+  it('keeps timers beyond the horizon outside the wheel until they come within it', () => {
+    const farRules: Rules<{ at: number }, string> = {
+      initial: () => ({ at: 0 }),
+      apply: (s, r, fx) => (r.type === TIMER ? (fx.output(r.key), { at: 0 }) : (fx.timer(r.at + 10 * 60_000), { at: r.at })),
+      retired: (s) => s.at === 0,
+    };
+    const core = new ShardCore(farRules, { nowMs: 0, tickMs: 10, horizonMs: 60_000 });
+    core.apply(1, { key: 'late', at: 0, type: 'event' });
+    expect(core.due(9 * 60_000, 10)).toEqual([]);
+    expect(core.due(10 * 60_000, 10)).toEqual(['late']);
+  });
+
+  it('drops a cancelled or moved timer', () => {
+    const core = new ShardCore(rules, { nowMs: 0, tickMs: 10, horizonMs: 1_000 });
+    core.apply(1, { key: 'a', at: 0, type: 'event' }); // timer at 100
+    core.apply(2, { key: 'a', at: 50, type: 'event' }); // moved to 150
+    expect(core.due(120, 10)).toEqual([]);
+    expect(core.due(150, 10)).toEqual(['a']);
+  });
+});
