@@ -85,7 +85,13 @@ export interface Consumer {
  */
 export interface ShardLog {
   readonly shard: number;
+  /**
+   * Appends a record. Its LSN is fixed by the call (LSNs are given in call order: `assignedLsn()` right
+   * after the call is this record's); the promise resolves with it once the record is durable.
+   */
   append(record: Uint8Array): Promise<number>;
+  /** The LSN given to the latest `append` call, durable or not (0 before any). */
+  assignedLsn(): number;
   /** The LSN of the last durable record, 0 when there is none. */
   durableLsn(): number;
   /** Calls `visit` for every durable record with LSN >= `fromLsn`, in LSN order. */

@@ -89,11 +89,16 @@ export class ShardCore<S, O> {
     return this.timers.get(key);
   }
 
-  /** The earliest timer, for the host's one Node timer (never more than the horizon away). */
-  nextDueMs(): number | undefined {
-    let min: number | undefined;
-    for (const at of this.timers.values()) if (min === undefined || at < min) min = at;
-    return min;
+  /**
+   * When the host should next call `due`: the earliest bucket of the wheel, or — while timers wait beyond
+   * the horizon — half a horizon from `nowMs` at the latest, so that a sweep brings them in. Undefined when
+   * no timer is set. Never more than the horizon away, so a Node timer can always hold it.
+   */
+  nextDueMs(nowMs: number): number | undefined {
+    const wheel = this.wheel.earliestMs((key) => this.timers.get(key));
+    const sweep = this.far.size > 0 ? nowMs + this.wheel.horizonMs / 2 : undefined;
+    if (wheel === undefined) return sweep;
+    return sweep === undefined ? wheel : Math.min(wheel, sweep);
   }
 
   state(key: string): S | undefined {

@@ -62,6 +62,32 @@ export class TimerWheel {
     return out;
   }
 
+  /**
+   * The earliest live timer in the wheel, or undefined. Entries of the earliest bucket are checked against
+   * `timerOf` (dropping stale ones), so the answer is exact, not a bucket's start.
+   */
+  earliestMs(timerOf: (key: string) => number | undefined): number | undefined {
+    while (this.buckets.size > 0) {
+      let first = Number.POSITIVE_INFINITY;
+      for (const b of this.buckets.keys()) if (b < first) first = b;
+      const list = this.buckets.get(first)!;
+      const bucket = Math.max(first, this.cursor);
+      let min = Number.POSITIVE_INFINITY;
+      const live = list.filter((key) => {
+        const at = timerOf(key);
+        if (at === undefined || Math.max(this.cursor, Math.floor(at / this.tickMs)) !== bucket) return false;
+        if (at < min) min = at;
+        return true;
+      });
+      if (live.length > 0) {
+        this.buckets.set(first, live);
+        return min;
+      }
+      this.buckets.delete(first);
+    }
+    return undefined;
+  }
+
   /** Timers held (cancelled ones included until their bucket is reached). */
   size(): number {
     let n = 0;

@@ -52,8 +52,12 @@ export class FileShardLog implements ShardLog {
     return this.durable;
   }
 
+  assignedLsn(): number {
+    return this.nextLsn - 1;
+  }
+
   append(record: Uint8Array): Promise<number> {
-    if (this.failed !== undefined) return Promise.reject(this.failed);
+    if (this.failed !== undefined) throw this.failed;
     const lsn = this.nextLsn++;
     const frame = encodeFrame(lsn, record);
     return new Promise((resolve, reject) => {

@@ -71,6 +71,10 @@ class MemoryShardLog implements ShardLog {
     return this.durable;
   }
 
+  assignedLsn(): number {
+    return this.records.length;
+  }
+
   async replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void> {
     for (let lsn = Math.max(1, fromLsn); lsn <= this.durable; lsn++) visit(lsn, this.records[lsn - 1]!);
   }

@@ -1,0 +1,108 @@
+import { SluiceError } from '../core/errors.js';
+import type { Clock, ShardLog, Timer } from '../core/ports.js';
+import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
+import { ShardCore } from '../shard/shard-core.js';
+
+/** Settings of a {@link ShardHost}. */
+export interface ShardHostOptions<S, O> {
+  readonly log: ShardLog;
+  readonly rules: Rules<S, O>;
+  readonly clock: Clock;
+  /** Receives each output once its record is durable, in LSN order. */
+  readonly onOutput: (output: O) => void;
+  /**
+   * After recovery, what a key's state still owes (a run started and not finished): replayed records'
+   * outputs are not handed out again, since they may have left before the crash; this says what must.
+   */
+  readonly resume?: (key: string, state: S) => O[];
+  /** Timers fired per turn of the event loop, so a mass wake starts its first runs before loading the rest. @default 1_000 */
+  readonly chunk?: number;
+  readonly tickMs?: number;
+  readonly horizonMs?: number;
+}
+
+const encode = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
+const decode = (bytes: Uint8Array): ShardRecord => {
+  const [key, at, type, data] = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as [string, number, string, unknown];
+  return data === undefined ? { key, at, type } : { key, at, type, data };
+};
+
+/**
+ * The I/O around a pure {@link ShardCore}: appends each record to the shard's log and applies it at once
+ * (the log gives its LSN), hands out outputs as the log makes their records durable, fires due timers as
+ * `timer` records in bounded chunks, and on open rebuilds the core by replaying the log.
+ */
+export class ShardHost<S, O> {
+  readonly core: ShardCore<S, O>;
+  private timer: Timer | undefined;
+  private armedAt = Number.POSITIVE_INFINITY;
+  private failed: unknown;
+  private closed = false;
+
+  constructor(private readonly options: ShardHostOptions<S, O>) {
+    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs });
+  }
+
+  /** Replays the log into the core, hands out what recovered keys still owe, and arms the timers. */
+  async open(): Promise<void> {
+    await this.options.log.replay(1, (lsn, bytes) => this.core.apply(lsn, decode(bytes)));
+    this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
+    if (this.options.resume) {
+      for (const key of [...this.core.keys()]) for (const o of this.options.resume(key, this.core.state(key)!)) this.options.onOutput(o);
+    }
+    this.arm();
+  }
+
+  /**
+   * Appends a record (stamped with the clock's time unless it has one) and applies it. Resolves with its
+   * LSN once it is durable, after its outputs were handed out.
+   */
+  async append(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<number> {
+    if (this.failed !== undefined) throw this.failed;
+    const stamped: ShardRecord = { ...record, at: record.at ?? this.options.clock.now() };
+    const log = this.options.log;
+    const durable = log.append(encode(stamped));
+    this.core.apply(log.assignedLsn(), stamped);
+    this.arm();
+    try {
+      const lsn = await durable;
+      for (const o of this.core.release(log.durableLsn())) this.options.onOutput(o);
+      return lsn;
+    } catch (error) {
+      // Applied but not durable: live state is ahead of the log. Only a restart (replay) is safe now.
+      this.failed ??= new SluiceError('STORE_CORRUPT', 'shard log failed; restart to recover', { cause: error });
+      throw this.failed;
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    this.timer?.cancel();
+  }
+
+  /** Keeps one clock timer at the core's next due time. */
+  private arm(): void {
+    if (this.closed) return;
+    const now = this.options.clock.now();
+    const next = this.core.nextDueMs(now);
+    if (next === undefined || next >= this.armedAt) return;
+    this.timer?.cancel();
+    this.armedAt = next;
+    this.timer = this.options.clock.setTimer(Math.max(0, next - now), () => {
+      this.armedAt = Number.POSITIVE_INFINITY;
+      this.timer = undefined;
+      this.fire();
+    });
+  }
+
+  /** Fires due timers, a chunk per turn of the event loop. */
+  private fire(): void {
+    if (this.closed || this.failed !== undefined) return;
+    const now = this.options.clock.now();
+    const chunk = this.options.chunk ?? 1_000;
+    const keys = this.core.due(now, chunk);
+    for (const key of keys) void this.append({ key, type: TIMER, at: now }).catch(() => {});
+    if (keys.length === chunk) setImmediate(() => this.fire());
+    else this.arm();
+  }
+}

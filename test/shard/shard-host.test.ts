@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, memoryStore, settle } from '../../src/index.js';
+import { TIMER, type Rules } from '../../src/shard/rules.js';
+import { ShardHost } from '../../src/store/shard-host.js';
+
+/** Test rules: events count up and set a timer 100 ms on; the timer outputs the count and retires the key. */
+type Out = { key: string; kind: 'seen' | 'fired' | 'resumed'; count: number };
+const rules: Rules<{ count: number }, Out> = {
+  initial: () => ({ count: 0 }),
+  apply(state, record, fx) {
+    if (record.type === TIMER) {
+      fx.output({ key: record.key, kind: 'fired', count: state.count });
+      return { count: 0 };
+    }
+    fx.output({ key: record.key, kind: 'seen', count: state.count + 1 });
+    fx.timer(record.at + 100);
+    return { count: state.count + 1 };
+  },
+  retired: (s) => s.count === 0,
+};
+
+function host(store = memoryStore({ shards: 1 }), clock = new ManualClock(1_000), chunk?: number) {
+  const outputs: Out[] = [];
+  const h = new ShardHost({
+    log: store.log(0),
+    rules,
+    clock,
+    chunk,
+    onOutput: (o) => outputs.push(o),
+    resume: (key, state) => [{ key, kind: 'resumed', count: state.count }],
+  });
+  return { h, outputs, store, clock };
+}
+
+describe('ShardHost', () => {
+  it('applies at once and hands out outputs only when their record is durable', async () => {
+    const { h, outputs } = host();
+    await h.open();
+    const pending = h.append({ key: 'a', type: 'event' });
+    expect(h.core.state('a')).toEqual({ count: 1 }); // applied at once
+    expect(outputs).toEqual([]); // not durable yet
+    expect(await pending).toBe(1);
+    expect(outputs).toEqual([{ key: 'a', kind: 'seen', count: 1 }]);
+  });
+
+  it('fires timers on the clock, as records', async () => {
+    const { h, outputs, clock, store } = host();
+    await h.open();
+    await h.append({ key: 'a', type: 'event' });
+    await h.append({ key: 'a', type: 'event' });
+    await clock.advance(99);
+    expect(outputs.filter((o) => o.kind === 'fired')).toEqual([]);
+    await clock.advance(1);
+    await settle();
+    expect(outputs.filter((o) => o.kind === 'fired')).toEqual([{ key: 'a', kind: 'fired', count: 2 }]);
+    expect(h.core.state('a')).toBeUndefined(); // retired
+    expect(store.log(0).durableLsn()).toBe(3); // the firing is a record of its own
+  });
+
+  it('recovers the state from the log after a crash, and resumes what keys still owe', async () => {
+    const first = host();
+    await first.h.open();
+    await first.h.append({ key: 'a', type: 'event' });
+    await first.h.append({ key: 'b', type: 'event' });
+    void first.h.append({ key: 'b', type: 'event' }).catch(() => {}); // not durable when the crash comes
+    const crashed = first.store.crash();
+    first.h.close();
+    const second = host(crashed, first.clock);
+    await second.h.open();
+    expect(second.h.core.state('a')).toEqual({ count: 1 });
+    expect(second.h.core.state('b')).toEqual({ count: 1 });
+    expect(second.outputs.sort((x, y) => x.key.localeCompare(y.key))).toEqual([
+      { key: 'a', kind: 'resumed', count: 1 },
+      { key: 'b', kind: 'resumed', count: 1 },
+    ]);
+    await second.clock.advance(100); // recovered timers still fire
+    await settle();
+    expect(second.outputs.filter((o) => o.kind === 'fired')).toHaveLength(2);
+  });
+
+  it('wakes a mass of due timers in bounded chunks, one per turn of the event loop', async () => {
+    const { h, outputs, clock } = host(undefined, undefined, 100);
+    await h.open();
+    await Promise.all(Array.from({ length: 1_000 }, (_, i) => h.append({ key: `k${i}`, type: 'event' })));
+    // Count the timer records applied in each synchronous burst.
+    const bursts: number[] = [];
+    let burst = 0;
+    h.core.onEvent((e) => {
+      if (e.type !== 'applied' || e.record !== TIMER) return;
+      if (burst++ === 0) queueMicrotask(() => void (bursts.push(burst), (burst = 0)));
+    });
+    await clock.advance(100);
+    await settle(30);
+    expect(outputs.filter((o) => o.kind === 'fired')).toHaveLength(1_000);
+    expect(bursts.reduce((x, y) => x + y, 0)).toBe(1_000);
+    expect(Math.max(...bursts)).toBeLessThanOrEqual(100);
+  });
+});
