@@ -14,8 +14,8 @@ export class SystemClock implements Clock {
     const due = Date.now() + Math.max(0, delayMs);
     const arm = (): void => {
       const left = due - Date.now();
-      if (left <= 0) return void fire();
-      handle = setTimeout(left > MAX_NODE_TIMEOUT_MS ? arm : fire, Math.min(left, MAX_NODE_TIMEOUT_MS));
+      // Never synchronously: a timer due now still fires on a later turn, as the caller expects.
+      handle = setTimeout(left > MAX_NODE_TIMEOUT_MS ? arm : fire, Math.min(Math.max(0, left), MAX_NODE_TIMEOUT_MS));
       handle.unref();
     };
     arm();

@@ -33,6 +33,9 @@ export class ShardCore<S, O> {
   private readonly far = new Map<string, number>();
   private readonly wheel: TimerWheel;
   private readonly queue: Queued<O>[] = [];
+  /** The earliest wheel timer, kept as timers are added; recomputed only after one was removed or moved. */
+  private earliest: number | undefined = undefined;
+  private earliestStale = false;
   private lastLsn = 0;
   private readonly listeners: ((event: ShardEvent) => void)[] = [];
 
@@ -95,7 +98,11 @@ export class ShardCore<S, O> {
    * no timer is set. Never more than the horizon away, so a Node timer can always hold it.
    */
   nextDueMs(nowMs: number): number | undefined {
-    const wheel = this.wheel.earliestMs((key) => this.timers.get(key));
+    if (this.earliestStale) {
+      this.earliest = this.wheel.earliestMs((key) => this.timers.get(key));
+      this.earliestStale = false;
+    }
+    const wheel = this.earliest;
     const sweep = this.far.size > 0 ? nowMs + this.wheel.horizonMs / 2 : undefined;
     if (wheel === undefined) return sweep;
     return sweep === undefined ? wheel : Math.min(wheel, sweep);
@@ -125,13 +132,19 @@ export class ShardCore<S, O> {
 
   private setTimer(key: string, atMs: number | undefined, nowMs: number): void {
     this.far.delete(key);
+    if (this.timers.has(key)) this.earliestStale = true; // removed or moved: the earliest may have gone
     if (atMs === undefined) {
       this.timers.delete(key);
       return;
     }
     this.timers.set(key, atMs);
-    if (this.wheel.within(atMs, nowMs)) this.wheel.add(key, atMs);
+    if (this.wheel.within(atMs, nowMs)) this.addToWheel(key, atMs);
     else this.far.set(key, atMs);
+  }
+
+  private addToWheel(key: string, atMs: number): void {
+    this.wheel.add(key, atMs);
+    if (!this.earliestStale && (this.earliest === undefined || atMs < this.earliest)) this.earliest = atMs;
   }
 
   /** Brings timers that came within the horizon into the wheel. */
@@ -140,7 +153,7 @@ export class ShardCore<S, O> {
     for (const [key, at] of this.far) {
       if (!this.wheel.within(at, nowMs)) continue;
       this.far.delete(key);
-      this.wheel.add(key, at);
+      this.addToWheel(key, at);
     }
   }
 

@@ -38,6 +38,7 @@ export class ShardHost<S, O> {
   private armedAt = Number.POSITIVE_INFINITY;
   private failed: unknown;
   private closed = false;
+  private firing = false;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
     this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs });
@@ -82,7 +83,7 @@ export class ShardHost<S, O> {
 
   /** Keeps one clock timer at the core's next due time. */
   private arm(): void {
-    if (this.closed) return;
+    if (this.closed || this.firing) return;
     const now = this.options.clock.now();
     const next = this.core.nextDueMs(now);
     if (next === undefined || next >= this.armedAt) return;
@@ -101,7 +102,12 @@ export class ShardHost<S, O> {
     const now = this.options.clock.now();
     const chunk = this.options.chunk ?? 1_000;
     const keys = this.core.due(now, chunk);
-    for (const key of keys) void this.append({ key, type: TIMER, at: now }).catch(() => {});
+    this.firing = true; // the appends below must not re-arm: this loop goes on by itself
+    try {
+      for (const key of keys) void this.append({ key, type: TIMER, at: now }).catch(() => {});
+    } finally {
+      this.firing = false;
+    }
     if (keys.length === chunk) setImmediate(() => this.fire());
     else this.arm();
   }

@@ -27,7 +27,7 @@ function host(store = memoryStore({ shards: 1 }), clock = new ManualClock(1_000)
     clock,
     chunk,
     onOutput: (o) => outputs.push(o),
-    resume: (key, state) => [{ key, kind: 'resumed', count: state.count }],
+    resume: (key, state) => [{ key, kind: 'resumed' as const, count: state.count }],
   });
   return { h, outputs, store, clock };
 }

@@ -1,0 +1,92 @@
+/**
+ * bench/shard, in one run:
+ *  (a) heap bytes per parked key with a pending timer at 1,000,000 keys: the ParkedTable beside a plain
+ *      Map<string, { snapshotLsn, timerAtMs }> of the same keys (key strings included on both sides);
+ *  (b) a mass wake of 1,000,000 due timers through ShardHost over memoryStore: the time from the wake to the
+ *      first output handed out, and the longest event-loop stall while they fire (monitorEventLoopDelay),
+ *      beside the same stall measure over a bare loop that runs the same number of setImmediate turns.
+ *
+ *   npm run bench:shard        (node needs --expose-gc; the npm script passes it)
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { SystemClock, memoryStore } from '../src/index.js';
+import { ParkedTable } from '../src/shard/parked-table.js';
+import { TIMER, type Rules } from '../src/shard/rules.js';
+import { ShardHost } from '../src/store/shard-host.js';
+
+const N = Number(process.env.BENCH_N ?? 1_000_000);
+const gc = (globalThis as { gc?: () => void }).gc ?? (() => { throw new Error('run with --expose-gc'); });
+const used = () => { gc(); gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers; };
+
+// (a) Each structure builds its own key strings; after a full GC only what it retains counts.
+const before = used();
+const table = new ParkedTable();
+for (let i = 0; i < N; i++) table.set(`key-${i}`, i + 1, 1_800_000_000_000 + i);
+const tableBytes = (used() - before) / N;
+const before2 = used();
+const map = new Map<string, { snapshotLsn: number; timerAtMs: number }>();
+for (let i = 0; i < N; i++) map.set(`key-${i}`, { snapshotLsn: i + 1, timerAtMs: 1_800_000_000_000 + i });
+const mapBytes = (used() - before2) / N;
+if (table.size !== N || map.size !== N) throw new Error('lost keys');
+map.clear();
+console.log(`bench/shard (a): ${N.toLocaleString('en')} parked keys with a timer, node ${process.version}`);
+console.log('| structure | heap bytes per key (keys included) | ratio to Map |');
+console.log('|---|---:|---:|');
+console.log(`| Map<string, { snapshotLsn, timerAtMs }> | ${mapBytes.toFixed(1)} | 1.00 |`);
+console.log(`| ParkedTable | ${tableBytes.toFixed(1)} | ${(tableBytes / mapBytes).toFixed(2)} |`);
+
+// (b)
+type Out = { key: string };
+const rules: Rules<{ at: number }, Out> = {
+  initial: () => ({ at: 0 }),
+  apply: (s, r, fx) => (r.type === TIMER ? (fx.output({ key: r.key }), { at: 0 }) : (fx.timer(r.at), { at: r.at })),
+  retired: (s) => s.at === 0,
+};
+// Load N keys whose timers come due in ten minutes; then "restart" ten minutes later (a clock that jumps),
+// replay the log into a fresh host, and let every overdue timer fire.
+class JumpClock extends SystemClock {
+  offsetMs = 0;
+  override now(): number {
+    return super.now() + this.offsetMs;
+  }
+}
+const clock = new JumpClock();
+const store = memoryStore({ shards: 1 });
+const loader = new ShardHost({ log: store.log(0), rules, clock, onOutput: () => {} });
+await loader.open();
+const dueAt = clock.now() + 600_000;
+for (let i = 0; i < N; i += 10_000) {
+  await Promise.all(Array.from({ length: Math.min(10_000, N - i) }, (_, j) => loader.append({ key: `k${i + j}`, type: 'event', at: dueAt })));
+}
+loader.close();
+clock.offsetMs = 600_000;
+let fired = 0;
+let firstAt = 0;
+let done!: () => void;
+const all = new Promise<void>((r) => (done = r));
+const keepAlive = setInterval(() => {}, 1 << 30); // the system clock's timers do not hold the process
+const host = new ShardHost({ log: store.log(0), rules, clock, onOutput: () => { if (fired++ === 0) firstAt = performance.now(); if (fired === N) done(); } });
+await host.open(); // replays N records; their timers are all overdue
+const h = monitorEventLoopDelay({ resolution: 1 });
+const wakeAt = performance.now();
+h.enable();
+await all;
+h.disable();
+const stallMs = h.max / 1e6;
+const firstMs = firstAt - wakeAt;
+const totalMs = performance.now() - wakeAt;
+// Baseline: the same stall measure over a bare loop of as many turns as the wake took chunks.
+const turns = Math.ceil(N / 1_000);
+const hb = monitorEventLoopDelay({ resolution: 1 });
+hb.enable();
+for (let t = 0; t < turns; t++) await new Promise<void>((r) => setImmediate(() => { for (let i = 0; i < 1_000; i++) JSON.stringify({ i }); r(); }));
+hb.disable();
+console.log(`\nbench/shard (b): restart with ${N.toLocaleString('en')} overdue timers (chunks of 1,000 per turn), ShardHost over memoryStore`);
+console.log('| measure | value |');
+console.log('|---|---:|');
+console.log(`| first output after open() returned | ${firstMs.toFixed(1)} ms |`);
+console.log(`| longest event-loop stall during the wake | ${stallMs.toFixed(1)} ms |`);
+console.log(`| longest stall, bare loop of ${turns} turns of 1,000 JSON.stringify | ${(hb.max / 1e6).toFixed(1)} ms |`);
+console.log(`| all ${N.toLocaleString('en')} fired | ${(totalMs / 1000).toFixed(2)} s (${Math.round(N / (totalMs / 1000)).toLocaleString('en')}/s) |`);
+host.close();
+clearInterval(keepAlive);
