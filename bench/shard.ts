@@ -15,6 +15,7 @@ import { TIMER, type Rules } from '../src/shard/rules.js';
 import { ShardHost } from '../src/store/shard-host.js';
 
 const N = Number(process.env.BENCH_N ?? 1_000_000);
+const CHUNK = Number(process.env.BENCH_CHUNK ?? 1_000);
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => { throw new Error('run with --expose-gc'); });
 const used = () => { gc(); gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers; };
 
@@ -65,7 +66,7 @@ let firstAt = 0;
 let done!: () => void;
 const all = new Promise<void>((r) => (done = r));
 const keepAlive = setInterval(() => {}, 1 << 30); // the system clock's timers do not hold the process
-const host = new ShardHost({ log: store.log(0), rules, clock, onOutput: () => { if (fired++ === 0) firstAt = performance.now(); if (fired === N) done(); } });
+const host = new ShardHost({ log: store.log(0), rules, clock, chunk: CHUNK, onOutput: () => { if (fired++ === 0) firstAt = performance.now(); if (fired === N) done(); } });
 await host.open(); // replays N records; their timers are all overdue
 const h = monitorEventLoopDelay({ resolution: 1 });
 const wakeAt = performance.now();
@@ -76,17 +77,17 @@ const stallMs = h.max / 1e6;
 const firstMs = firstAt - wakeAt;
 const totalMs = performance.now() - wakeAt;
 // Baseline: the same stall measure over a bare loop of as many turns as the wake took chunks.
-const turns = Math.ceil(N / 1_000);
+const turns = Math.ceil(N / CHUNK);
 const hb = monitorEventLoopDelay({ resolution: 1 });
 hb.enable();
-for (let t = 0; t < turns; t++) await new Promise<void>((r) => setImmediate(() => { for (let i = 0; i < 1_000; i++) JSON.stringify({ i }); r(); }));
+for (let t = 0; t < turns; t++) await new Promise<void>((r) => setImmediate(() => { for (let i = 0; i < CHUNK; i++) JSON.stringify({ i }); r(); }));
 hb.disable();
-console.log(`\nbench/shard (b): restart with ${N.toLocaleString('en')} overdue timers (chunks of 1,000 per turn), ShardHost over memoryStore`);
+console.log(`\nbench/shard (b): restart with ${N.toLocaleString('en')} overdue timers (chunks of ${CHUNK.toLocaleString("en")} per turn), ShardHost over memoryStore`);
 console.log('| measure | value |');
 console.log('|---|---:|');
 console.log(`| first output after open() returned | ${firstMs.toFixed(1)} ms |`);
 console.log(`| longest event-loop stall during the wake | ${stallMs.toFixed(1)} ms |`);
-console.log(`| longest stall, bare loop of ${turns} turns of 1,000 JSON.stringify | ${(hb.max / 1e6).toFixed(1)} ms |`);
+console.log(`| longest stall, bare loop of ${turns} turns of ${CHUNK} JSON.stringify | ${(hb.max / 1e6).toFixed(1)} ms |`);
 console.log(`| all ${N.toLocaleString('en')} fired | ${(totalMs / 1000).toFixed(2)} s (${Math.round(N / (totalMs / 1000)).toLocaleString('en')}/s) |`);
 host.close();
 clearInterval(keepAlive);

@@ -5,20 +5,22 @@
  * at 2^24 entries). Entries are grouped in chunks of 1,024 slots, each knowing (a lower bound of) its
  * earliest timer, so a sweep for timers coming due skips the chunks with none.
  */
+/** A slot's tag: 0 empty, 1 deleted, else 2 + (the top bits of the key's hash) — the slot is full. */
 const EMPTY = 0;
-const FULL = 1;
-const DELETED = 2;
+const DELETED = 1;
+const tagOf = (hash: number): number => 2 + ((hash >>> 24) % 254);
 const CHUNK_BITS = 10;
 const MAX_LOAD = 0.75;
 
 export class ParkedTable {
   private capacity: number;
-  /** The top byte of each key's hash: most probes that miss end here, without touching the arena. */
+  /** Per slot: empty, deleted, or full with a byte of the key's hash (most missing probes end there). */
   private tags!: Uint8Array;
-  private state!: Uint8Array;
   private keyOffset!: Uint32Array;
   private keyLength!: Uint16Array;
-  private lsns!: Float64Array;
+  /** Snapshot LSNs in 48 bits: the low 32 here, the high 16 in `lsnHigh`. */
+  private lsnLow!: Uint32Array;
+  private lsnHigh!: Uint16Array;
   private timers!: Float64Array;
   private chunkMin!: Float64Array;
   private arena: Buffer;
@@ -42,14 +44,13 @@ export class ParkedTable {
     let slot = this.find(hash, bytes);
     if (slot < 0) {
       slot = this.freeSlot(hash);
-      if (this.state[slot] === EMPTY) this.used++;
-      this.state[slot] = FULL;
-      this.tags[slot] = hash >>> 24;
+      if (this.tags[slot] === EMPTY) this.used++;
+      this.tags[slot] = tagOf(hash);
       this.keyOffset[slot] = this.store(bytes);
       this.keyLength[slot] = bytes;
       this.size++;
     }
-    this.lsns[slot] = snapshotLsn;
+    this.setLsn(slot, snapshotLsn);
     this.timers[slot] = timerAtMs;
     const chunk = slot >>> CHUNK_BITS;
     if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
@@ -58,7 +59,7 @@ export class ParkedTable {
   /** The parked key's snapshot LSN, or undefined when it is not parked. */
   snapshotLsn(key: string): number | undefined {
     const slot = this.lookup(key);
-    return slot < 0 ? undefined : this.lsns[slot];
+    return slot < 0 ? undefined : this.lsnAt(slot);
   }
 
   /** The parked key's timer (`NaN` for none), or undefined when it is not parked. */
@@ -71,7 +72,7 @@ export class ParkedTable {
   delete(key: string): boolean {
     const slot = this.lookup(key);
     if (slot < 0) return false;
-    this.state[slot] = DELETED;
+    this.tags[slot] = DELETED;
     this.size--;
     return true;
   }
@@ -87,7 +88,7 @@ export class ParkedTable {
       let min = Number.POSITIVE_INFINITY;
       const end = (c + 1) << CHUNK_BITS;
       for (let slot = c << CHUNK_BITS; slot < end; slot++) {
-        if (this.state[slot] !== FULL) continue;
+        if (this.tags[slot]! < 2) continue;
         const at = this.timers[slot]!;
         if (at <= untilMs) visit(this.keyAt(slot), at);
         else if (at < min) min = at;
@@ -98,7 +99,7 @@ export class ParkedTable {
 
   /** Bytes held by the table's arrays and key arena (what a parked key costs). */
   bytes(): number {
-    return this.capacity * (1 + 1 + 4 + 2 + 8 + 8) + this.chunkMin.byteLength + this.arena.byteLength;
+    return this.capacity * (1 + 4 + 2 + 4 + 2 + 8) + this.chunkMin.byteLength + this.arena.byteLength;
   }
 
   private lookup(key: string): number {
@@ -116,9 +117,9 @@ export class ParkedTable {
   private find(hash: number, length: number): number {
     const mask = this.capacity - 1;
     for (let slot = hash & mask, probes = 0; probes < this.capacity; slot = (slot + 1) & mask, probes++) {
-      const s = this.state[slot];
-      if (s === EMPTY) return -1;
-      if (s === FULL && this.tags[slot] === hash >>> 24 && this.keyLength[slot] === length) {
+      const tag = this.tags[slot];
+      if (tag === EMPTY) return -1;
+      if (tag === tagOf(hash) && this.keyLength[slot] === length) {
         const off = this.keyOffset[slot]!;
         if (this.scratch.compare(this.arena, off, off + length, 0, length) === 0) return slot;
       }
@@ -129,8 +130,18 @@ export class ParkedTable {
   private freeSlot(hash: number): number {
     const mask = this.capacity - 1;
     let slot = hash & mask;
-    while (this.state[slot] === FULL) slot = (slot + 1) & mask;
+    while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
     return slot;
+  }
+
+  private setLsn(slot: number, lsn: number): void {
+    if (!(Number.isInteger(lsn) && lsn >= 0 && lsn < 2 ** 48)) throw new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${lsn}`);
+    this.lsnLow[slot] = lsn % 0x1_0000_0000;
+    this.lsnHigh[slot] = Math.floor(lsn / 0x1_0000_0000);
+  }
+
+  private lsnAt(slot: number): number {
+    return this.lsnLow[slot]! + this.lsnHigh[slot]! * 0x1_0000_0000;
   }
 
   private store(length: number): number {
@@ -152,17 +163,17 @@ export class ParkedTable {
 
   private allocate(capacity: number): void {
     this.tags = new Uint8Array(capacity);
-    this.state = new Uint8Array(capacity);
     this.keyOffset = new Uint32Array(capacity);
     this.keyLength = new Uint16Array(capacity);
-    this.lsns = new Float64Array(capacity);
+    this.lsnLow = new Uint32Array(capacity);
+    this.lsnHigh = new Uint16Array(capacity);
     this.timers = new Float64Array(capacity);
     this.chunkMin = new Float64Array(capacity >>> CHUNK_BITS).fill(Number.POSITIVE_INFINITY);
   }
 
   /** Rehashes into `capacity` slots, dropping tombstones and compacting the key arena. */
   private resize(capacity: number): void {
-    const old = { capacity: this.capacity, state: this.state, keyOffset: this.keyOffset, keyLength: this.keyLength, lsns: this.lsns, timers: this.timers, arena: this.arena };
+    const old = { capacity: this.capacity, tags: this.tags, keyOffset: this.keyOffset, keyLength: this.keyLength, lsnLow: this.lsnLow, lsnHigh: this.lsnHigh, timers: this.timers, arena: this.arena };
     this.capacity = capacity;
     this.allocate(capacity);
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, this.arenaUsed));
@@ -170,19 +181,19 @@ export class ParkedTable {
     this.used = 0;
     const mask = capacity - 1;
     for (let i = 0; i < old.capacity; i++) {
-      if (old.state[i] !== FULL) continue;
+      if (old.tags[i]! < 2) continue;
       const length = old.keyLength[i]!;
       const hash = hashBytes(old.arena, length, old.keyOffset[i]!);
       let slot = hash & mask;
-      while (this.state[slot] === FULL) slot = (slot + 1) & mask;
+      while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
       const off = this.arenaUsed;
       old.arena.copy(this.arena, off, old.keyOffset[i]!, old.keyOffset[i]! + length);
       this.arenaUsed += length;
-      this.state[slot] = FULL;
-      this.tags[slot] = hash >>> 24;
+      this.tags[slot] = old.tags[i]!;
       this.keyOffset[slot] = off;
       this.keyLength[slot] = length;
-      this.lsns[slot] = old.lsns[i]!;
+      this.lsnLow[slot] = old.lsnLow[i]!;
+      this.lsnHigh[slot] = old.lsnHigh[i]!;
       this.timers[slot] = old.timers[i]!;
       const chunk = slot >>> CHUNK_BITS;
       if (old.timers[i]! < this.chunkMin[chunk]!) this.chunkMin[chunk] = old.timers[i]!;
