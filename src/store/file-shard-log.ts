@@ -3,7 +3,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import type { ShardLog } from '../core/ports.js';
-import { encodeFrame, readFrame } from './frame.js';
+import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
 import { listSegments, recover, segmentName, syncDirectory } from './segments.js';
 
 interface Pending {
@@ -37,11 +37,10 @@ export class FileShardLog implements ShardLog {
 
   async open(): Promise<void> {
     await fs.mkdir(this.dir, { recursive: true });
-    const segments = await listSegments(this.dir);
-    const { nextLsn, tailBytes } = await recover(this.dir, segments);
+    const { nextLsn, tailBytes } = await recover(this.dir, await listSegments(this.dir));
     this.nextLsn = nextLsn;
     this.durable = nextLsn - 1;
-    const last = segments.at(-1);
+    const last = (await listSegments(this.dir)).at(-1); // recovery may have removed segments
     if (last && last.firstLsn <= nextLsn) {
       this.handle = await fs.open(last.file, 'a');
       this.tailBytes = tailBytes;
@@ -58,11 +57,19 @@ export class FileShardLog implements ShardLog {
 
   append(record: Uint8Array): Promise<number> {
     if (this.failed !== undefined) throw this.failed;
+    // Checked before an LSN is given: a refused record must not leave a gap.
+    if (!(record instanceof Uint8Array)) throw new TypeError(`ShardLog.append: a record is a Uint8Array, got ${typeof record}`);
+    if (record.length > MAX_RECORD_BYTES) throw new RangeError(`ShardLog.append: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${record.length}`);
     const lsn = this.nextLsn++;
     const frame = encodeFrame(lsn, record);
     return new Promise((resolve, reject) => {
       this.pending.push({ lsn, frame, resolve, reject });
-      if (!this.flushing) void this.flush();
+      if (!this.flushing) {
+        // Start the write a turn later: appenders that just heard back join this group instead of
+        // waiting behind a write of one.
+        this.flushing = true;
+        setImmediate(() => void this.flush());
+      }
     });
   }
 

@@ -47,7 +47,7 @@ describe('file store under SIGKILL', () => {
     for (let i = 0; i < ITERATIONS; i++) {
       const acked = await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 120));
       for (const [at, payload] of acked) everAcked.set(at, payload);
-      const store = fileStore({ dir, shards: 2, segmentBytes: 4096 });
+      const store = fileStore({ dir, shards: 2, segmentBytes: 32768 });
       await store.open(); // recovers; takes over the dead child's lock
       const seen = new Set<string>();
       for (let shard = 0; shard < 2; shard++) {

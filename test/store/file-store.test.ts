@@ -139,6 +139,19 @@ describe('fileStore', () => {
     expect(fatal).toHaveLength(1);
   });
 
+  it('refuses a bad record before giving it an LSN, so no gap is left', async () => {
+    const dir = tmp();
+    const store = fileStore({ dir, shards: 1 });
+    await store.open();
+    expect(() => store.log(0).append(undefined as never)).toThrow(TypeError);
+    expect(() => store.log(0).append(Buffer.alloc(64 * 1024 * 1024 + 1))).toThrow(/at most/);
+    expect(await store.log(0).append(Buffer.from('next'))).toBe(1);
+    await store.close();
+    const again = await reopen(dir);
+    expect(await contents(again)).toEqual(['next']);
+    await again.close();
+  });
+
   it('checks its settings', () => {
     expect(() => fileStore({ dir: tmp(), shards: 0 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     expect(() => fileStore({ dir: tmp(), segmentBytes: 10 })).toThrow(/segmentBytes/);
