@@ -1,6 +1,6 @@
 import { sleep } from '../core/clock.js';
 import { SluiceError, reasonOf } from '../core/errors.js';
-import { ERROR_HEADER, type Headers, type InboundMessage } from '../core/message.js';
+import { ERROR_HEADER, messageId, type Headers, type InboundMessage } from '../core/message.js';
 import { HandlerOutcome } from '../core/outcome.js';
 import type { Clock, Logger } from '../core/ports.js';
 import { backoffMs } from '../dispatch/backoff.js';
@@ -104,7 +104,7 @@ export class Executor {
   /** Acts on one attempt's result. Returns true when the job should be attempted again. */
   private async judge(job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<boolean> {
     if (failed) {
-      this.log.warn('handler failed', { id: `${job.delivery.topic}/${job.delivery.partition}/${job.delivery.offset}`, attempt: job.attempt, error: result });
+      this.log.warn('handler failed', { id: messageId(job.delivery), attempt: job.attempt, error: result });
       return this.failed(job, slot, reasonOf(result), undefined);
     }
     if (result === undefined || result === null || result === ACK) {
@@ -182,7 +182,7 @@ export class Executor {
     const target = this.sub.deadLetter;
     for (const [m, reason] of entries) {
       if (target === false) {
-        this.log.warn('delivery dropped (deadLetter: false)', { subscriber: this.sub.name, id: `${m.topic}/${m.partition}/${m.offset}`, reason });
+        this.log.warn('delivery dropped (deadLetter: false)', { subscriber: this.sub.name, id: messageId(m), reason });
         continue;
       }
       for (let tries = 1; ; tries++) {
@@ -198,7 +198,7 @@ export class Executor {
           }
         }
       }
-      this.log.warn('delivery dead-lettered', { subscriber: this.sub.name, topic: target, id: `${m.topic}/${m.partition}/${m.offset}`, reason });
+      this.log.warn('delivery dead-lettered', { subscriber: this.sub.name, topic: target, id: messageId(m), reason });
     }
     return true;
   }

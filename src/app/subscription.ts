@@ -1,4 +1,4 @@
-import type { InboundMessage, Headers } from '../core/message.js';
+import { messageId, type Headers, type InboundMessage } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
 import { lanes, pool } from '../dispatch/strategy.js';
 import { Watermark } from '../dispatch/watermark.js';
@@ -70,11 +70,6 @@ export class Subscription implements ExecutorHost {
   /** Messages in the broker that this member has not taken yet (0 once stopped). */
   async lag(): Promise<number> {
     return this.stopping || !this.consumer ? 0 : this.consumer.lag();
-  }
-
-  /** Deliveries handed to workers and not finished. */
-  inFlight(): number {
-    return this.workers.inFlight;
   }
 
   publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void> {
@@ -220,7 +215,7 @@ export class Subscription implements ExecutorHost {
           continue;
         }
         if (now - slot.seenAtMs < this.sub.timeoutMs) continue;
-        this.log.warn('handler timed out; its attempt counts as failed', { id: `${job.delivery.topic}/${job.delivery.partition}/${job.delivery.offset}`, timeoutMs: this.sub.timeoutMs });
+        this.log.warn('handler timed out; its attempt counts as failed', { id: messageId(job.delivery), timeoutMs: this.sub.timeoutMs });
         job.abort(new Error(`handler timed out after ${this.sub.timeoutMs} ms`));
         this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));
       }
