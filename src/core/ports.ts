@@ -96,6 +96,13 @@ export interface ShardLog {
   durableLsn(): number;
   /** Calls `visit` for every durable record with LSN >= `fromLsn`, in LSN order. */
   replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void>;
+  /**
+   * Stores a snapshot of the state that the records up to `lsn` (durable) built, replacing the previous
+   * one atomically; records up to `lsn` may then be deleted. Resolves once the snapshot is durable.
+   */
+  writeSnapshot(lsn: number, state: Uint8Array): Promise<void>;
+  /** The latest snapshot, or undefined. Replay continues from its `lsn + 1`. */
+  readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined>;
 }
 
 /** Durable storage: a fixed number of shard logs. Open once, before use; close once, at the end. */

@@ -81,6 +81,24 @@ export class ShardCore<S, O> {
     return this.queue.splice(0, n).map((q) => q.value);
   }
 
+  /**
+   * Every key's state and timer as of the last applied record, for a snapshot. Outputs still waiting are
+   * not part of it: snapshot only when `waiting` is 0.
+   */
+  exportState(): { lsn: number; keys: [string, S, number | null][] } {
+    return { lsn: this.lastLsn, keys: [...this.states].map(([k, s]) => [k, s, this.timers.get(k) ?? null]) };
+  }
+
+  /** Starts from a snapshot instead of from nothing: before any record is applied. */
+  importState(snapshot: { lsn: number; keys: readonly (readonly [string, S, number | null])[] }, nowMs: number): void {
+    if (this.lastLsn !== 0) throw new RangeError('ShardCore.importState: the core has applied records already');
+    this.lastLsn = snapshot.lsn;
+    for (const [key, state, timer] of snapshot.keys) {
+      this.states.set(key, state);
+      if (timer !== null) this.setTimer(key, timer, nowMs);
+    }
+  }
+
   /** Up to `max` keys whose timer is due at `nowMs`, oldest first: the host appends a `timer` record for each. */
   due(nowMs: number, max: number): string[] {
     this.promote(nowMs);

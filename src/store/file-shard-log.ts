@@ -5,6 +5,7 @@ import { SluiceError } from '../core/errors.js';
 import type { ShardLog } from '../core/ports.js';
 import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
 import { listSegments, recover, segmentName, syncDirectory } from './segments.js';
+import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
 
 interface Pending {
   readonly lsn: number;
@@ -87,6 +88,23 @@ export class FileShardLog implements ShardLog {
         pos = frame.next;
       }
     }
+  }
+
+  /**
+   * Writes the snapshot (atomically), then deletes the segments it makes dead: those whose records all lie
+   * at or below `lsn`. The segment being written is always kept.
+   */
+  async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
+    if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
+    await writeSnapshotFile(this.dir, lsn, state);
+    const segments = await listSegments(this.dir);
+    const dead = segments.filter((s, i) => i < segments.length - 1 && segments[i + 1]!.firstLsn <= lsn + 1);
+    for (const s of dead) await fs.rm(s.file);
+    if (dead.length > 0) await syncDirectory(this.dir);
+  }
+
+  readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
+    return readSnapshotFile(this.dir);
   }
 
   /** Waits for pending appends, then closes the file. */

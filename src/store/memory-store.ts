@@ -20,9 +20,9 @@ class InMemoryStore implements MemoryStore {
   readonly shards: number;
   private readonly logs: MemoryShardLog[];
 
-  constructor(durable: Uint8Array[][]) {
+  constructor(durable: Uint8Array[][], snapshots: ({ lsn: number; state: Uint8Array } | undefined)[] = []) {
     this.shards = durable.length;
-    this.logs = durable.map((records, i) => new MemoryShardLog(i, records));
+    this.logs = durable.map((records, i) => new MemoryShardLog(i, records, snapshots[i]));
   }
 
   async open(): Promise<void> {}
@@ -36,7 +36,7 @@ class InMemoryStore implements MemoryStore {
 
   crash(): MemoryStore {
     for (const l of this.logs) l.lost = true;
-    return new InMemoryStore(this.logs.map((l) => l.durableRecords()));
+    return new InMemoryStore(this.logs.map((l) => l.durableRecords()), this.logs.map((l) => l.snapshotForCrash()));
   }
 }
 
@@ -51,9 +51,11 @@ class MemoryShardLog implements ShardLog {
   constructor(
     readonly shard: number,
     durable: Uint8Array[],
+    snapshot?: { lsn: number; state: Uint8Array },
   ) {
     this.records = [...durable];
     this.durable = durable.length;
+    this.snapshot = snapshot;
   }
 
   append(record: Uint8Array): Promise<number> {
@@ -73,6 +75,21 @@ class MemoryShardLog implements ShardLog {
 
   assignedLsn(): number {
     return this.records.length;
+  }
+
+  private snapshot: { lsn: number; state: Uint8Array } | undefined;
+
+  async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
+    if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
+    this.snapshot = { lsn, state: Uint8Array.from(state) };
+  }
+
+  async readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
+    return this.snapshot;
+  }
+
+  snapshotForCrash(): { lsn: number; state: Uint8Array } | undefined {
+    return this.snapshot;
   }
 
   async replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void> {

@@ -19,6 +19,11 @@ export interface ShardHostOptions<S, O> {
   readonly chunk?: number;
   readonly tickMs?: number;
   readonly horizonMs?: number;
+  /**
+   * Take a snapshot (whole-shard state, JSON) after this many records, at the next moment when everything
+   * applied is durable and handed out; the log then deletes the segments it made dead. @default 10_000
+   */
+  readonly snapshotEvery?: number;
 }
 
 const encode = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
@@ -39,14 +44,23 @@ export class ShardHost<S, O> {
   private failed: unknown;
   private closed = false;
   private firing = false;
+  private snapshotLsn = 0;
+  private snapshotting = false;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
     this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs });
   }
 
-  /** Replays the log into the core, hands out what recovered keys still owe, and arms the timers. */
+  /** Loads the snapshot, replays the log after it, hands out what recovered keys still owe, arms the timers. */
   async open(): Promise<void> {
-    await this.options.log.replay(1, (lsn, bytes) => this.core.apply(lsn, decode(bytes)));
+    const snapshot = await this.options.log.readSnapshot();
+    if (snapshot) {
+      const { lsn, keys } = JSON.parse(Buffer.from(snapshot.state).toString('utf8')) as ReturnType<ShardCore<S, O>['exportState']>;
+      if (lsn !== snapshot.lsn) throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
+      this.core.importState({ lsn, keys }, this.options.clock.now());
+      this.snapshotLsn = lsn;
+    }
+    await this.options.log.replay(this.core.appliedLsn + 1, (lsn, bytes) => this.core.apply(lsn, decode(bytes)));
     this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
     if (this.options.resume) {
       for (const key of [...this.core.keys()]) for (const o of this.options.resume(key, this.core.state(key)!)) this.options.onOutput(o);
@@ -68,11 +82,30 @@ export class ShardHost<S, O> {
     try {
       const lsn = await durable;
       for (const o of this.core.release(log.durableLsn())) this.options.onOutput(o);
+      if (this.core.appliedLsn - this.snapshotLsn >= (this.options.snapshotEvery ?? 10_000)) void this.snapshot().catch(() => {});
       return lsn;
     } catch (error) {
       // Applied but not durable: live state is ahead of the log. Only a restart (replay) is safe now.
       this.failed ??= new SluiceError('STORE_CORRUPT', 'shard log failed; restart to recover', { cause: error });
       throw this.failed;
+    }
+  }
+
+  /**
+   * Writes a snapshot of the whole shard if everything applied is durable and handed out (returns false
+   * otherwise, or while one is being written); the log then deletes the segments it covers.
+   */
+  async snapshot(): Promise<boolean> {
+    const log = this.options.log;
+    if (this.snapshotting || this.core.appliedLsn !== log.durableLsn() || this.core.waiting > 0) return false;
+    this.snapshotting = true;
+    try {
+      const state = this.core.exportState();
+      await log.writeSnapshot(state.lsn, Buffer.from(JSON.stringify(state)));
+      this.snapshotLsn = state.lsn;
+      return true;
+    } finally {
+      this.snapshotting = false;
     }
   }
 

@@ -78,6 +78,25 @@ describe('ShardHost', () => {
     expect(second.outputs.filter((o) => o.kind === 'fired')).toHaveLength(2);
   });
 
+  it('snapshots the shard and recovers from the snapshot plus the records after it', async () => {
+    const store = memoryStore({ shards: 1 });
+    const clock = new ManualClock(1_000);
+    const outputs: Out[] = [];
+    const first = new ShardHost({ log: store.log(0), rules, clock, onOutput: (o) => outputs.push(o), snapshotEvery: 5 });
+    await first.open();
+    for (let i = 0; i < 7; i++) await first.append({ key: `k${i % 3}`, type: 'event' });
+    await settle();
+    const snap = await store.log(0).readSnapshot();
+    expect(snap?.lsn).toBe(5); // taken once five records were durable and handed out
+    await first.append({ key: 'k0', type: 'event' });
+    const live = [...first.core.keys()].sort().map((k) => [k, first.core.state(k), first.core.timerOf(k)]);
+    first.close();
+    const second = new ShardHost({ log: store.crash().log(0), rules, clock, onOutput: () => {} });
+    await second.open();
+    expect([...second.core.keys()].sort().map((k) => [k, second.core.state(k), second.core.timerOf(k)])).toEqual(live);
+    expect(second.core.appliedLsn).toBe(8);
+  });
+
   it('wakes a mass of due timers in bounded chunks, one per turn of the event loop', async () => {
     const { h, outputs, clock } = host(undefined, undefined, 100);
     await h.open();

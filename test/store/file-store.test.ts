@@ -152,6 +152,34 @@ describe('fileStore', () => {
     await again.close();
   });
 
+  it('keeps a snapshot atomically and deletes the segments it makes dead', async () => {
+    const dir = tmp();
+    await writeRecords(dir, 300, 1024);
+    const before = await segmentFiles(dir);
+    const store = await reopen(dir);
+    await store.log(0).writeSnapshot(250, Buffer.from('state@250'));
+    const after = await segmentFiles(dir);
+    expect(after.length).toBeLessThan(before.length);
+    expect(after.at(-1)).toBe(before.at(-1)); // the segment being written stays
+    const snap = await store.log(0).readSnapshot();
+    expect({ lsn: snap!.lsn, state: text(snap!.state) }).toEqual({ lsn: 250, state: 'state@250' });
+    await store.close();
+    const again = await reopen(dir);
+    const rest: number[] = [];
+    await again.log(0).replay(251, (lsn) => rest.push(lsn));
+    expect(rest).toEqual(Array.from({ length: 50 }, (_, i) => 251 + i)); // everything after the snapshot is still there
+    expect(await again.log(0).append(Buffer.from('x'))).toBe(301);
+    await expect(again.log(0).writeSnapshot(400, Buffer.from('too soon'))).rejects.toThrow(/not durable/);
+    await again.close();
+    const file = path.join(dir, 'shard-0', 'snapshot');
+    const bytes = await fs.readFile(file);
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
+    await fs.writeFile(file, bytes);
+    const damaged = await reopen(dir);
+    await expect(damaged.log(0).readSnapshot()).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    await damaged.close();
+  });
+
   it('checks its settings', () => {
     expect(() => fileStore({ dir: tmp(), shards: 0 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     expect(() => fileStore({ dir: tmp(), segmentBytes: 10 })).toThrow(/segmentBytes/);

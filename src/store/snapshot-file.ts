@@ -1,0 +1,41 @@
+import { crc32c } from '@node-rs/crc32';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { SluiceError } from '../core/errors.js';
+import { syncDirectory } from './segments.js';
+
+/** A snapshot file: `[lsn u64][crc32c u32][length u32][state]`; the CRC covers LSN and state. */
+const HEADER = 16;
+const NAME = 'snapshot';
+
+/** Writes the snapshot atomically: a temp file, fsynced, renamed over the old one, the directory fsynced. */
+export async function writeSnapshotFile(dir: string, lsn: number, state: Uint8Array): Promise<void> {
+  const buf = Buffer.allocUnsafe(HEADER + state.length);
+  buf.writeUInt32LE(lsn % 0x1_0000_0000, 0);
+  buf.writeUInt32LE(Math.floor(lsn / 0x1_0000_0000), 4);
+  buf.writeUInt32LE(state.length, 12);
+  buf.set(state, HEADER);
+  buf.writeUInt32LE(crc32c(Buffer.concat([buf.subarray(0, 8), buf.subarray(12)])), 8);
+  const temp = path.join(dir, `${NAME}.tmp`);
+  const handle = await fs.open(temp, 'w');
+  try {
+    await handle.writeFile(buf);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(temp, path.join(dir, NAME));
+  await syncDirectory(dir);
+}
+
+/** Reads the snapshot; a damaged one is `STORE_CORRUPT` (it was renamed into place whole, so it never tears). */
+export async function readSnapshotFile(dir: string): Promise<{ lsn: number; state: Buffer } | undefined> {
+  const buf = await fs.readFile(path.join(dir, NAME)).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (!buf) return undefined;
+  const ok = buf.length >= HEADER && buf.readUInt32LE(12) === buf.length - HEADER && crc32c(Buffer.concat([buf.subarray(0, 8), buf.subarray(12)])) === buf.readUInt32LE(8);
+  if (!ok) throw new SluiceError('STORE_CORRUPT', `store ${dir}: the snapshot is damaged`);
+  return { lsn: buf.readUInt32LE(0) + buf.readUInt32LE(4) * 0x1_0000_0000, state: buf.subarray(HEADER) };
+}
