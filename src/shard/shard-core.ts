@@ -130,6 +130,11 @@ export class ShardCore<S, O> {
     return this.states.get(key);
   }
 
+  /** How many keys have state. */
+  get keyCount(): number {
+    return this.states.size;
+  }
+
   /** Keys with state. */
   keys(): IterableIterator<string> {
     return this.states.keys();

@@ -20,8 +20,9 @@ export interface ShardHostOptions<S, O> {
   readonly tickMs?: number;
   readonly horizonMs?: number;
   /**
-   * Take a snapshot (whole-shard state, JSON) after this many records, at the next moment when everything
-   * applied is durable and handed out; the log then deletes the segments it made dead. @default 10_000
+   * Take a snapshot (whole-shard state, JSON) after this many records (and at least twice as many records
+   * as keys held), at the next moment when everything applied is durable and handed out; the log then
+   * deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
 }
@@ -82,13 +83,22 @@ export class ShardHost<S, O> {
     try {
       const lsn = await durable;
       for (const o of this.core.release(log.durableLsn())) this.options.onOutput(o);
-      if (this.core.appliedLsn - this.snapshotLsn >= (this.options.snapshotEvery ?? 10_000)) void this.snapshot().catch(() => {});
+      if (this.snapshotDue()) void this.snapshot().catch(() => {});
       return lsn;
     } catch (error) {
       // Applied but not durable: live state is ahead of the log. Only a restart (replay) is safe now.
       this.failed ??= new SluiceError('STORE_CORRUPT', 'shard log failed; restart to recover', { cause: error });
       throw this.failed;
     }
+  }
+
+  /**
+   * A whole-shard snapshot costs time in proportion to the keys held, so it is taken after `snapshotEvery`
+   * records or twice as many records as keys, whichever is more: its cost spread over the records it covers.
+   */
+  private snapshotDue(): boolean {
+    const since = this.core.appliedLsn - this.snapshotLsn;
+    return since >= (this.options.snapshotEvery ?? 10_000) && since >= 2 * this.core.keyCount;
   }
 
   /**
