@@ -14,6 +14,20 @@ export interface ShardCoreOptions {
   nowMs: number;
 }
 
+/** A shard snapshot: every key's state and timer (null for none) as of `lsn`. */
+export interface ShardSnapshot<S> {
+  readonly lsn: number;
+  readonly keys: readonly (readonly [string, S, number | null])[];
+}
+
+interface SnapshotCapture<S> {
+  readonly lsn: number;
+  readonly keys: string[];
+  next: number;
+  /** State and timer of keys changed since the snapshot began, as they were then. */
+  readonly before: Map<string, [S | undefined, number | null]>;
+}
+
 interface Queued<O> {
   readonly lsn: number;
   readonly value: O;
@@ -38,6 +52,8 @@ export class ShardCore<S, O> {
   private earliestStale = false;
   private lastLsn = 0;
   private readonly listeners: ((event: ShardEvent) => void)[] = [];
+  /** A snapshot being written in chunks: the states it must see, as of its LSN, for keys changed since. */
+  private capture: SnapshotCapture<S> | undefined;
 
   constructor(
     private readonly rules: Rules<S, O>,
@@ -51,6 +67,7 @@ export class ShardCore<S, O> {
     if (!(lsn > this.lastLsn)) throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
     this.lastLsn = lsn;
     const key = record.key;
+    if (this.capture && !this.capture.before.has(key)) this.capture.before.set(key, [this.states.get(key), this.timers.get(key) ?? null]);
     let timer = this.timers.get(key);
     let timerChanged = false;
     const queue = this.queue;
@@ -82,15 +99,35 @@ export class ShardCore<S, O> {
   }
 
   /**
-   * Every key's state and timer as of the last applied record, for a snapshot. Outputs still waiting are
-   * not part of it: snapshot only when `waiting` is 0.
+   * Starts a snapshot of the state as of the last applied record, to be serialised a chunk at a time while
+   * records go on being applied (a key changed meanwhile is seen as it was). Only one at a time.
    */
-  exportState(): { lsn: number; keys: [string, S, number | null][] } {
-    return { lsn: this.lastLsn, keys: [...this.states].map(([k, s]) => [k, s, this.timers.get(k) ?? null]) };
+  beginSnapshot(): { readonly lsn: number } {
+    if (this.capture) throw new Error('ShardCore.beginSnapshot: a snapshot is under way');
+    this.capture = { lsn: this.lastLsn, keys: [...this.states.keys()], next: 0, before: new Map() };
+    return this.capture;
+  }
+
+  /** The next (up to) `max` entries of the snapshot under way, as JSON texts; empty when it is done. */
+  snapshotChunk(max: number): string[] {
+    const c = this.capture;
+    if (!c) throw new Error('ShardCore.snapshotChunk: no snapshot under way');
+    const out: string[] = [];
+    for (; c.next < c.keys.length && out.length < max; c.next++) {
+      const key = c.keys[c.next]!;
+      const before = c.before.get(key);
+      const state = before ? before[0] : this.states.get(key);
+      if (state !== undefined) out.push(JSON.stringify([key, state, before ? before[1] : (this.timers.get(key) ?? null)]));
+    }
+    return out;
+  }
+
+  endSnapshot(): void {
+    this.capture = undefined;
   }
 
   /** Starts from a snapshot instead of from nothing: before any record is applied. */
-  importState(snapshot: { lsn: number; keys: readonly (readonly [string, S, number | null])[] }, nowMs: number): void {
+  importState(snapshot: ShardSnapshot<S>, nowMs: number): void {
     if (this.lastLsn !== 0) throw new RangeError('ShardCore.importState: the core has applied records already');
     this.lastLsn = snapshot.lsn;
     for (const [key, state, timer] of snapshot.keys) {

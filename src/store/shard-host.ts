@@ -1,7 +1,7 @@
 import { SluiceError } from '../core/errors.js';
 import type { Clock, ShardLog, Timer } from '../core/ports.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
-import { ShardCore } from '../shard/shard-core.js';
+import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
 
 /** Settings of a {@link ShardHost}. */
 export interface ShardHostOptions<S, O> {
@@ -26,6 +26,9 @@ export interface ShardHostOptions<S, O> {
    */
   readonly snapshotEvery?: number;
 }
+
+/** Keys serialised per turn of the event loop while a snapshot is written. */
+const SNAPSHOT_CHUNK = 5_000;
 
 const encode = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
 const decode = (bytes: Uint8Array): ShardRecord => {
@@ -56,7 +59,7 @@ export class ShardHost<S, O> {
   async open(): Promise<void> {
     const snapshot = await this.options.log.readSnapshot();
     if (snapshot) {
-      const { lsn, keys } = JSON.parse(Buffer.from(snapshot.state).toString('utf8')) as ReturnType<ShardCore<S, O>['exportState']>;
+      const { lsn, keys } = JSON.parse(Buffer.from(snapshot.state).toString('utf8')) as ShardSnapshot<S>;
       if (lsn !== snapshot.lsn) throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
       this.core.importState({ lsn, keys }, this.options.clock.now());
       this.snapshotLsn = lsn;
@@ -110,9 +113,19 @@ export class ShardHost<S, O> {
     if (this.snapshotting || this.core.appliedLsn !== log.durableLsn() || this.core.waiting > 0) return false;
     this.snapshotting = true;
     try {
-      const state = this.core.exportState();
-      await log.writeSnapshot(state.lsn, Buffer.from(JSON.stringify(state)));
-      this.snapshotLsn = state.lsn;
+      // Serialised a chunk per turn of the event loop, so that a large shard never holds it for long.
+      const { lsn } = this.core.beginSnapshot();
+      const parts: string[] = [];
+      try {
+        for (let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK); chunk.length > 0; chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)) {
+          parts.push(chunk.join(','));
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+      } finally {
+        this.core.endSnapshot();
+      }
+      await log.writeSnapshot(lsn, Buffer.from(`{"lsn":${lsn},"keys":[${parts.filter((p) => p !== '').join(',')}]}`));
+      this.snapshotLsn = lsn;
       return true;
     } finally {
       this.snapshotting = false;
