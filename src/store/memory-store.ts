@@ -60,7 +60,7 @@ class MemoryShardLog implements ShardLog {
 
   append(record: Uint8Array): Promise<number> {
     if (this.lost) return new Promise(() => {});
-    this.records.push(Uint8Array.from(record));
+    this.records.push(Buffer.from(record));
     const lsn = this.records.length;
     if (!this.scheduled) {
       this.scheduled = true;
@@ -81,7 +81,7 @@ class MemoryShardLog implements ShardLog {
 
   async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
     if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
-    this.snapshot = { lsn, state: Uint8Array.from(state) };
+    this.snapshot = { lsn, state: Buffer.from(state) }; // a copy (memcpy), as a file would be
   }
 
   async readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {

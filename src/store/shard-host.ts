@@ -115,16 +115,17 @@ export class ShardHost<S, O> {
     try {
       // Serialised a chunk per turn of the event loop, so that a large shard never holds it for long.
       const { lsn } = this.core.beginSnapshot();
-      const parts: string[] = [];
+      const parts: Buffer[] = [Buffer.from(`{"lsn":${lsn},"keys":[`)];
       try {
         for (let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK); chunk.length > 0; chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)) {
-          parts.push(chunk.join(','));
+          parts.push(Buffer.from((parts.length > 1 ? ',' : '') + chunk.join(',')));
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
       } finally {
         this.core.endSnapshot();
       }
-      await log.writeSnapshot(lsn, Buffer.from(`{"lsn":${lsn},"keys":[${parts.filter((p) => p !== '').join(',')}]}`));
+      parts.push(Buffer.from(']}'));
+      await log.writeSnapshot(lsn, Buffer.concat(parts));
       this.snapshotLsn = lsn;
       return true;
     } finally {

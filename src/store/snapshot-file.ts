@@ -8,6 +8,9 @@ import { syncDirectory } from './segments.js';
 const HEADER = 16;
 const NAME = 'snapshot';
 
+/** CRC32C of the LSN and of length + state, without copying them together. */
+const checksum = (buf: Buffer): number => crc32c(buf.subarray(12), crc32c(buf.subarray(0, 8)));
+
 /** Writes the snapshot atomically: a temp file, fsynced, renamed over the old one, the directory fsynced. */
 export async function writeSnapshotFile(dir: string, lsn: number, state: Uint8Array): Promise<void> {
   const buf = Buffer.allocUnsafe(HEADER + state.length);
@@ -15,7 +18,7 @@ export async function writeSnapshotFile(dir: string, lsn: number, state: Uint8Ar
   buf.writeUInt32LE(Math.floor(lsn / 0x1_0000_0000), 4);
   buf.writeUInt32LE(state.length, 12);
   buf.set(state, HEADER);
-  buf.writeUInt32LE(crc32c(Buffer.concat([buf.subarray(0, 8), buf.subarray(12)])), 8);
+  buf.writeUInt32LE(checksum(buf), 8);
   const temp = path.join(dir, `${NAME}.tmp`);
   const handle = await fs.open(temp, 'w');
   try {
@@ -35,7 +38,7 @@ export async function readSnapshotFile(dir: string): Promise<{ lsn: number; stat
     throw error;
   });
   if (!buf) return undefined;
-  const ok = buf.length >= HEADER && buf.readUInt32LE(12) === buf.length - HEADER && crc32c(Buffer.concat([buf.subarray(0, 8), buf.subarray(12)])) === buf.readUInt32LE(8);
+  const ok = buf.length >= HEADER && buf.readUInt32LE(12) === buf.length - HEADER && checksum(buf) === buf.readUInt32LE(8);
   if (!ok) throw new SluiceError('STORE_CORRUPT', `store ${dir}: the snapshot is damaged`);
   return { lsn: buf.readUInt32LE(0) + buf.readUInt32LE(4) * 0x1_0000_0000, state: buf.subarray(HEADER) };
 }
