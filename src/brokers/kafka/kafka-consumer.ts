@@ -212,7 +212,13 @@ export class KafkaConsumer implements Consumer {
       try {
         await heartbeat();
       } catch (error) {
-        if (isRebalance(error)) await this.revokeAll();
+        if (!isRebalance(error)) {
+          // A heartbeat that failed otherwise (a slow coordinator, a timeout) is tried again next round;
+          // throwing it would make kafkajs retry the whole batch with backoff, or crash the consumer.
+          this.log.debug('heartbeat failed', { error });
+          continue;
+        }
+        await this.revokeAll();
         throw error;
       }
     }
