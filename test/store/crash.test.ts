@@ -9,34 +9,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fileStore } from '../../src/index.js';
+import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
 
 const ITERATIONS = Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200);
 
-/** Runs the child until it has acknowledged `acks` appends (or died), kills it, returns what it acknowledged. */
-function runAndKill(dir: string, tag: string, acks: number): Promise<Map<string, string>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['test/fixtures/store-appender.mjs', dir, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const acked = new Map<string, string>();
-    let buffer = '';
-    let stderr = '';
-    let killed = false;
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      const lines = buffer.split('\n');
-      buffer = lines.pop()!;
-      for (const line of lines) {
-        const [word, shard, lsn, payload] = line.split(' ');
-        if (word === 'ack') acked.set(`${shard}/${lsn}`, payload!);
-        if (!killed && acked.size >= acks) {
-          killed = true;
-          child.kill('SIGKILL');
-        }
-      }
-    });
-    child.on('exit', (_code, signal) => (signal === 'SIGKILL' ? resolve(acked) : reject(new Error(`child exited by itself: ${stderr}`))));
-  });
+/** Runs the appender until it has acknowledged `acks` appends, kills it, returns what it acknowledged by `shard/lsn`. */
+async function runAndKill(dir: string, tag: string, acks: number): Promise<Map<string, string>> {
+  const acked = await killAfterAcks('test/fixtures/store-appender.mjs', [dir, tag], acks);
+  return new Map(acked.map(([shard, lsn, payload]) => [`${shard}/${lsn}`, payload!]));
 }
 
 describe('file store lock', () => {

@@ -4,7 +4,6 @@
  * hold every acknowledged event exactly once, in the order each key received them, and two hosts opened
  * one after the other (replaying the same log) must agree.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,30 +11,15 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, fileStore } from '../../src/index.js';
 import type { Rules } from '../../src/shard/rules.js';
 import { ShardHost } from '../../src/store/shard-host.js';
+import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
 
 const ITERATIONS = Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200) / 4;
 const rules: Rules<string[], never> = { initial: () => [], apply: (s, r) => [...s, r.data as string], retired: () => false };
 
-function runAndKill(dir: string, tag: string, acks: number): Promise<[string, string][]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['test/fixtures/shard-host-child.mjs', dir, tag], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const acked: [string, string][] = [];
-    let buffer = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout.on('data', (d: Buffer) => {
-      buffer += d.toString();
-      const lines = buffer.split('\n');
-      buffer = lines.pop()!;
-      for (const line of lines) {
-        const [word, key, id] = line.split(' ');
-        if (word === 'ack') acked.push([key!, id!]);
-        if (acked.length >= acks && !child.killed) child.kill('SIGKILL');
-      }
-    });
-    child.on('exit', (_c, signal) => (signal === 'SIGKILL' ? resolve(acked) : reject(new Error(`child exited by itself: ${stderr}`))));
-  });
+async function runAndKill(dir: string, tag: string, acks: number): Promise<[string, string][]> {
+  const acked = await killAfterAcks('test/fixtures/shard-host-child.mjs', [dir, tag], acks);
+  return acked.map(([key, id]) => [key!, id!]);
 }
 
 async function openState(dir: string): Promise<Map<string, string[]>> {
