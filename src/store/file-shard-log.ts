@@ -4,7 +4,8 @@ import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import type { ShardLog } from '../core/ports.js';
 import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
-import { listSegments, recover, segmentName, syncDirectory } from './segments.js';
+import { listSegments, recover, segmentName } from './segments.js';
+import { syncDirectory } from './sync-file.js';
 import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
 
 interface Pending {

@@ -4,7 +4,7 @@ import { SluiceError, show } from '../core/errors.js';
 import type { ShardLog, Store } from '../core/ports.js';
 import { FileShardLog } from './file-shard-log.js';
 import { lockDirectory } from './lock.js';
-import { syncDirectory } from './segments.js';
+import { syncDirectory, writeFileSynced } from './sync-file.js';
 
 /** Settings of {@link fileStore}. */
 export interface FileStoreOptions {
@@ -68,10 +68,7 @@ class FileStore implements Store {
     const file = path.join(this.options.dir, 'SHARDS');
     const found = await fs.readFile(file, 'utf8').catch(() => undefined);
     if (found === undefined) {
-      const handle = await fs.open(file, 'w');
-      await handle.writeFile(String(this.shards));
-      await handle.sync();
-      await handle.close();
+      await writeFileSynced(file, String(this.shards));
       await syncDirectory(this.options.dir);
       return;
     }

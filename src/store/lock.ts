@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { writeFileSynced } from './sync-file.js';
 
 const alive = (pid: number): boolean => {
   try {
@@ -19,10 +20,7 @@ export async function lockDirectory(dir: string): Promise<() => Promise<void>> {
   const file = path.join(dir, 'LOCK');
   for (let tries = 0; tries < 3; tries++) {
     try {
-      const handle = await fs.open(file, 'wx');
-      await handle.writeFile(String(process.pid));
-      await handle.sync();
-      await handle.close();
+      await writeFileSynced(file, String(process.pid), 'wx');
       return async () => void (await fs.rm(file, { force: true }));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;

@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { anyFrameAfter, readFrame } from './frame.js';
+import { syncDirectory } from './sync-file.js';
 
 /** A segment file: named by the LSN of its first record. */
 export interface Segment {
@@ -16,16 +17,6 @@ export const segmentName = (firstLsn: number): string => `${String(firstLsn).pad
 export async function listSegments(dir: string): Promise<Segment[]> {
   const names = (await fs.readdir(dir)).filter((n) => n.endsWith(SUFFIX)).sort();
   return names.map((n) => ({ file: path.join(dir, n), firstLsn: Number(n.slice(0, -SUFFIX.length)) }));
-}
-
-/** Fsyncs a directory, so that a file created, renamed or removed in it survives a crash. */
-export async function syncDirectory(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { crc32c } from '@node-rs/crc32';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
-import { syncDirectory } from './segments.js';
+import { syncDirectory, writeFileSynced } from './sync-file.js';
 
 /** A snapshot file: `[lsn u64][crc32c u32][length u32][state]`; the CRC covers LSN and state. */
 const HEADER = 16;
@@ -20,13 +20,7 @@ export async function writeSnapshotFile(dir: string, lsn: number, state: Uint8Ar
   buf.set(state, HEADER);
   buf.writeUInt32LE(checksum(buf), 8);
   const temp = path.join(dir, `${NAME}.tmp`);
-  const handle = await fs.open(temp, 'w');
-  try {
-    await handle.writeFile(buf);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await writeFileSynced(temp, buf);
   await fs.rename(temp, path.join(dir, NAME));
   await syncDirectory(dir);
 }
