@@ -51,6 +51,11 @@ export function encodeValue(value: unknown): Buffer {
   return Buffer.from(json === undefined ? 'null' : json, 'utf8');
 }
 
+/** Bytes read as UTF-8 text, without copying them. */
+export function utf8(bytes: Uint8Array): string {
+  return (bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('utf8');
+}
+
 /** The broker identity of a message: `topic/partition/offset`. */
 export function messageId(m: Pick<InboundMessage, 'topic' | 'partition' | 'offset'>): string {
   return `${m.topic}/${m.partition}/${m.offset}`;

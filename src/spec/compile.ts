@@ -1,4 +1,5 @@
 import { SluiceError, show } from '../core/errors.js';
+import { utf8 } from '../core/message.js';
 import type { Handler, KeyFn, PaceOptions, SharedOptions, SubscriberOptions } from './options.js';
 import type { Mounted } from './router.js';
 
@@ -69,8 +70,7 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
 
 /** The default decoder: UTF-8 JSON. */
 export function decodeJson(raw: Uint8Array): unknown {
-  const text = raw instanceof Buffer ? raw.toString('utf8') : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
-  return JSON.parse(text);
+  return JSON.parse(utf8(raw));
 }
 
 function decoderOf(decode: SubscriberOptions['decode']): (raw: Uint8Array) => unknown {

@@ -74,8 +74,11 @@ export interface SubscriberOptions<T = any> {
   timeoutMs?: number;
 }
 
+/** The settings a router (or the app) may give as defaults to what it includes. */
+export const SHARED_OPTION_NAMES = ['workers', 'byKey', 'group', 'retry', 'deadLetter', 'timeoutMs', 'decode'] as const;
+
 /** The subset of settings a router (or the app) may give as defaults to what it includes. */
-export type SharedOptions = Pick<SubscriberOptions, 'workers' | 'byKey' | 'group' | 'retry' | 'deadLetter' | 'timeoutMs' | 'decode'>;
+export type SharedOptions = Pick<SubscriberOptions, (typeof SHARED_OPTION_NAMES)[number]>;
 
 /** Every option name, for rejecting misspelled ones. */
 export const OPTION_NAMES: ReadonlySet<string> = new Set([

@@ -1,7 +1,7 @@
 import { SluiceError, show } from '../core/errors.js';
 import { SubscriberBuilder } from './builder.js';
 import { hasSubscribers, specsOf } from './decorators.js';
-import type { RetryOptions, SharedOptions } from './options.js';
+import { SHARED_OPTION_NAMES, type RetryOptions, type SharedOptions } from './options.js';
 import { SubscriberSpec } from './spec.js';
 import { validateOptions } from './validate.js';
 
@@ -67,8 +67,8 @@ export class Router {
     const who = `router${prefix ? ` "${prefix}"` : ''}`;
     if (prefix !== undefined && typeof prefix !== 'string') throw new SluiceError('CONFIG_INVALID', `${who}: prefix must be a string, got ${show(prefix)}`);
     for (const field of Object.keys(rest)) {
-      if (!['workers', 'byKey', 'group', 'retry', 'deadLetter', 'timeoutMs', 'decode'].includes(field)) {
-        throw new SluiceError('CONFIG_INVALID', `${who}: ${field} is not a router setting (prefix, workers, byKey, group, retry, deadLetter, timeoutMs, decode), got ${show((rest as Record<string, unknown>)[field])}`);
+      if (!(SHARED_OPTION_NAMES as readonly string[]).includes(field)) {
+        throw new SluiceError('CONFIG_INVALID', `${who}: ${field} is not a router setting (prefix, ${SHARED_OPTION_NAMES.join(', ')}), got ${show((rest as Record<string, unknown>)[field])}`);
       }
     }
     return Object.freeze({ ...validateOptions(rest, who), ...(prefix !== undefined ? { prefix } : {}) });

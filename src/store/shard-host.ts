@@ -1,4 +1,5 @@
 import { SluiceError } from '../core/errors.js';
+import { utf8 } from '../core/message.js';
 import type { Clock, ShardLog, Timer } from '../core/ports.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
@@ -32,7 +33,7 @@ const SNAPSHOT_CHUNK = 5_000;
 
 const encode = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
 const decode = (bytes: Uint8Array): ShardRecord => {
-  const [key, at, type, data] = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as [string, number, string, unknown];
+  const [key, at, type, data] = JSON.parse(utf8(bytes)) as [string, number, string, unknown];
   return data === undefined ? { key, at, type } : { key, at, type, data };
 };
 
@@ -59,7 +60,7 @@ export class ShardHost<S, O> {
   async open(): Promise<void> {
     const snapshot = await this.options.log.readSnapshot();
     if (snapshot) {
-      const { lsn, keys } = JSON.parse(Buffer.from(snapshot.state).toString('utf8')) as ShardSnapshot<S>;
+      const { lsn, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
       if (lsn !== snapshot.lsn) throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
       this.core.importState({ lsn, keys }, this.options.clock.now());
       this.snapshotLsn = lsn;

@@ -1,4 +1,4 @@
-import { type InboundMessage, type PublishOptions } from '../../core/message.js';
+import { utf8, type InboundMessage, type PublishOptions } from '../../core/message.js';
 import type { Broker, ConsumeRequest, Consumer } from '../../core/ports.js';
 import { GroupTopic } from './group.js';
 import { MemoryConsumer } from './memory-consumer.js';
@@ -116,7 +116,7 @@ export class MemoryBroker implements Broker {
 }
 
 function decodeForInspection(bytes: Uint8Array): unknown {
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  const text = utf8(bytes);
   try {
     return JSON.parse(text);
   } catch {
