@@ -48,7 +48,7 @@ export class Subscription implements ExecutorHost {
     this.log = settings.logger.child({ subscriber: sub.name, topic: sub.topic });
     this.executor = new Executor(sub, this, this.log);
     const strategy = sub.byKey ? lanes(sub.workers) : pool(sub.workers);
-    this.workers = new Workers(strategy, this.executor, this.afterJob);
+    this.workers = new Workers(strategy, this.executor, this.pump); // a finished job frees room: read again
   }
 
   async start(): Promise<void> {
@@ -161,10 +161,6 @@ export class Subscription implements ExecutorHost {
       consumer.resume(marks.partition);
     }
   }
-
-  private readonly afterJob = (): void => {
-    this.pump();
-  };
 
   /** Partitions taken away: stop dispatching them, wait for their in-flight work (bounded), commit. */
   private async revoke(partitions: readonly number[]): Promise<void> {
