@@ -29,6 +29,9 @@ const PIDFILE = path.join(RUN, 'kafka.pid');
 const CLUSTER_ID = 'c2x1aWNlLWthZmthLWRldg'; // fixed: base64url("sluice-kafka-dev"), 16 bytes
 const TIMEOUT_MS = Number(process.env.KAFKA_START_TIMEOUT_MS || 120_000);
 const BOOTSTRAP = `${HOST}:${PORT}`;
+// --fresh: when this run starts the broker, it starts on an empty data directory (a running broker is
+// reused as it is). The test setup asks for it so old topics and groups do not pile up across runs.
+const FRESH = process.argv.includes('--fresh');
 
 const say = (msg) => process.stderr.write(`[kafka] ${msg}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -44,9 +47,11 @@ function alive(pid) { // a zombie (exited, not yet reaped) counts as dead
 const isBroker = (pid) => {
   try { return alive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka'); } catch { return alive(pid); }
 };
-function logTail(lines = 60) {
-  try { return fs.readFileSync(LOG, 'utf8').split('\n').slice(-lines).join('\n'); } catch { return '(no log)'; }
+const STARTED = /Kafka Server started|started \(kafka\.server\.KafkaRaftServer\)/;
+function readLog() {
+  try { return fs.readFileSync(LOG, 'utf8'); } catch { return ''; }
 }
+const logTail = (lines = 60) => readLog().split('\n').slice(-lines).join('\n') || '(no log)';
 
 // One Kafka request (header v1) over a raw socket. Resolves the response body after the correlation
 // id (a Buffer), 'down' if nothing listens on the port, or 'other' if something not Kafka answered.
@@ -203,6 +208,7 @@ async function main() {
       say(`broker pid ${pid} is already starting; waiting for it`);
     } else {
       fetchJars();
+      if (FRESH) { say(`--fresh: removing ${DATA}`); fs.rmSync(DATA, { recursive: true, force: true }); }
       writeConfig();
       if (!fs.existsSync(path.join(DATA, 'meta.properties'))) {
         say(`formatting ${DATA} (cluster id ${CLUSTER_ID})`);
@@ -221,12 +227,15 @@ async function main() {
     }
   }
 
+  // The whole log is searched, and a match remembered: a broker with much old data logs thousands of
+  // lines (one per stored group) after the "started" line.
+  let started = !pid;
   while (Date.now() - t0 < TIMEOUT_MS) {
     if (pid && !alive(pid)) {
       fs.rmSync(PIDFILE, { force: true });
       die(`broker exited during startup; log tail:\n${logTail()}`);
     }
-    const started = !pid || /Kafka Server started|started \(kafka\.server\.KafkaRaftServer\)/.test(logTail(400));
+    started ||= STARTED.test(readLog());
     if (started && (await apiVersions()) === 'kafka' && (await clientsReady())) {
       say(`broker ready on ${BOOTSTRAP} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       console.log(`KAFKA_BROKERS=${BOOTSTRAP}`);

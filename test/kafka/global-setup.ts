@@ -31,7 +31,7 @@ export async function setup(project: TestProject): Promise<void> {
     return;
   }
   const running = await answers('127.0.0.1', 9092);
-  const started = spawnSync(process.execPath, ['scripts/kafka/start.mjs'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 });
+  const started = spawnSync(process.execPath, ['scripts/kafka/start.mjs', '--fresh'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 });
   const address = /KAFKA_BROKERS=(\S+)/.exec(started.stdout ?? '')?.[1];
   if (started.status === 0 && address) {
     startedHere = !running;
