@@ -21,6 +21,11 @@ export interface Effects<O> {
   output(value: O): void;
   /** Set the key's one timer to `atMs` (replacing any), or clear it with `undefined`. */
   timer(atMs: number | undefined): void;
+  /**
+   * Answer the appender of this record (a receipt): the host hands it back once the record is durable.
+   * Not an output: a replayed record's reply goes nowhere.
+   */
+  reply(value: unknown): void;
 }
 
 /** A coordinator's semantics (pace's debounce, batch, …): pure functions of state and record. */

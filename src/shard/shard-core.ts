@@ -62,14 +62,18 @@ export class ShardCore<S, O> {
     this.wheel = new TimerWheel(options.tickMs ?? 10, options.horizonMs ?? 60_000, options.nowMs);
   }
 
-  /** The one transition. `lsn` must exceed the last applied; the record's `at` is its time. */
-  apply(lsn: number, record: ShardRecord): void {
+  /**
+   * The one transition. `lsn` must exceed the last applied; the record's `at` is its time. Returns what
+   * the rules replied to the record's appender, if anything.
+   */
+  apply(lsn: number, record: ShardRecord): unknown {
     if (!(lsn > this.lastLsn)) throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
     this.lastLsn = lsn;
     const key = record.key;
     if (this.capture && !this.capture.before.has(key)) this.capture.before.set(key, [this.states.get(key), this.timers.get(key) ?? null]);
     let timer = this.timers.get(key);
     let timerChanged = false;
+    let reply: unknown = undefined;
     const queue = this.queue;
     const effects: Effects<O> = {
       output: (value) => void queue.push({ lsn, value }),
@@ -77,6 +81,7 @@ export class ShardCore<S, O> {
         timer = atMs;
         timerChanged = true;
       },
+      reply: (value) => void (reply = value),
     };
     if (record.type === TIMER) {
       // A timer record clears the timer it fired; the rules may set the next one.
@@ -89,6 +94,7 @@ export class ShardCore<S, O> {
     if (this.rules.retired(next) && timer === undefined) {
       if (this.states.delete(key)) this.emit({ type: 'retired', key });
     } else this.states.set(key, next);
+    return reply;
   }
 
   /** Outputs whose records are durable (LSN <= `durableLsn`), in LSN order; each is handed out once. */

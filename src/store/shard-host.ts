@@ -26,6 +26,8 @@ export interface ShardHostOptions<S, O> {
    * deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
+  /** Called after each append became durable (or failed), its outputs handed out. */
+  readonly onSettled?: () => void;
 }
 
 /** Keys serialised per turn of the event loop while a snapshot is written. */
@@ -51,6 +53,7 @@ export class ShardHost<S, O> {
   private firing = false;
   private snapshotLsn = 0;
   private snapshotting = false;
+  private pendingAppends = 0;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
     this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs });
@@ -78,22 +81,38 @@ export class ShardHost<S, O> {
    * LSN once it is durable, after its outputs were handed out.
    */
   async append(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<number> {
+    return (await this.submit(record)).lsn;
+  }
+
+  /**
+   * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable.
+   */
+  async submit(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     if (this.failed !== undefined) throw this.failed;
     const stamped: ShardRecord = { ...record, at: record.at ?? this.options.clock.now() };
     const log = this.options.log;
     const durable = log.append(encode(stamped));
-    this.core.apply(log.assignedLsn(), stamped);
+    this.pendingAppends++;
+    const reply = this.core.apply(log.assignedLsn(), stamped);
     this.arm();
     try {
       const lsn = await durable;
       for (const o of this.core.release(log.durableLsn())) this.options.onOutput(o);
       if (this.snapshotDue()) void this.snapshot().catch(() => {});
-      return lsn;
+      return { lsn, reply };
     } catch (error) {
       // Applied but not durable: live state is ahead of the log. Only a restart (replay) is safe now.
       this.failed ??= new SluiceError('STORE_CORRUPT', 'shard log failed; restart to recover', { cause: error });
       throw this.failed;
+    } finally {
+      this.pendingAppends--;
+      this.options.onSettled?.();
     }
+  }
+
+  /** Records appended (by `append` or by a firing timer) and not yet durable. */
+  get pending(): number {
+    return this.pendingAppends;
   }
 
   /**
