@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
-import { App, DEFAULTS, MemoryBroker, Router, SluiceError, SubscriberBuilder, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
+import { App, DEFAULTS, MAX_BATCH, MemoryBroker, Router, SluiceError, SubscriberBuilder, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
 
 const app = () => new App({ name: 'spec-app', logger: silentLogger });
 const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
@@ -180,8 +180,17 @@ describe('mounting', () => {
     expect(compiled(a).h!.workers).toBe(3);
   });
 
-  it('refuses pace until the shard log exists, saying so', () => {
-    expectError(() => app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).pace({ debounce: '1s' }))), 'CONFIG_INVALID', /pace is not available/);
+  it('refuses pace settings this version does not run, or that contradict each other, at mount', () => {
+    const paced = (pace: object, batchMax?: number) => () =>
+      app().withBroker(new MemoryBroker(), (b) => b.include(batchMax === undefined ? subscriber('a', h).pace(pace) : subscriber('a', h).pace(pace).batch({ max: batchMax })));
+    expectError(paced({ perMinute: 3, debounce: '1s' }), 'CONFIG_INVALID', /pace\.perMinute is not available in this version yet/);
+    expectError(paced({ debounce: '1s', batch: { max: 3 } }), 'CONFIG_INVALID', /debounce and pace\.batch exclude each other/);
+    expectError(paced({ batch: { max: MAX_BATCH + 1 } }), 'CONFIG_INVALID', new RegExp(`at most MAX_BATCH \\(${MAX_BATCH}\\), got ${MAX_BATCH + 1}`));
+    expectError(paced({ debounce: { window: '10s', maxWait: '5s' } }), 'CONFIG_INVALID', /maxWait must be at least the window \(10000 ms\), got "5s"/);
+    expectError(paced({ dedup: '1 minute' }), 'CONFIG_INVALID', /pace needs debounce or batch/);
+    expectError(paced({ batch: {} }, 5), 'CONFIG_INVALID', /batch must not be combined with pace/);
+    expectError(paced({ debounce: 'soon' }), 'PACE_BAD_DURATION', /pace\.debounce: "soon" is not a duration/);
+    expect(() => paced({ debounce: { window: '1s', maxWait: '1 minute' }, dedup: '5 minutes' })()).not.toThrow();
   });
 });
 

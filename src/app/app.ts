@@ -1,10 +1,15 @@
 import { SystemClock } from '../core/clock.js';
 import { SluiceError, show } from '../core/errors.js';
 import { jsonLogger } from '../core/logger.js';
-import type { Broker, Clock, Logger } from '../core/ports.js';
+import path from 'node:path';
+import type { Broker, Clock, Logger, Store } from '../core/ports.js';
+import { compilePace, type CompiledPace } from '../pace/config.js';
+import type { PaceReceipt } from '../pace/rules.js';
 import { compile, type CompiledSubscriber } from '../spec/compile.js';
 import type { SharedOptions } from '../spec/options.js';
 import { Router } from '../spec/router.js';
+import { fileStore } from '../store/file-store.js';
+import { journalable, Pacer } from './pacer.js';
 import { Subscription } from './subscription.js';
 
 /** Settings of an {@link App}. */
@@ -14,8 +19,11 @@ export interface AppOptions {
   version?: string;
   /** How long `stop()` lets in-flight deliveries finish before aborting `ctx.signal`. @default 30_000 */
   shutdownTimeoutMs?: number;
-  /** The store for paced subscribers (not used yet by this version). */
-  store?: unknown;
+  /**
+   * Where paced subscribers journal their coordinators. @default `fileStore({ dir: '.sluice/<name>' })` under
+   * the working directory, opened only when the app has a paced subscriber
+   */
+  store?: Store;
   /** @default the system clock */
   clock?: Clock;
   /** @default JSON lines on stderr at `SLUICE_LOG_LEVEL` (default `info`) */
@@ -30,7 +38,7 @@ export interface AppOptions {
 }
 
 /** The result of `app.send`: the run a paced start joined, or a dropped start. */
-export type Receipt = { readonly runId: string; readonly duplicate: boolean } | { readonly dropped: true };
+export type Receipt = PaceReceipt | { readonly dropped: true };
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -46,6 +54,8 @@ export class App {
   private readonly shutdownTimeoutMs: number;
   private readonly mounts: { broker: Broker; subscribers: CompiledSubscriber[] }[] = [];
   private readonly names = new Set<string>();
+  private readonly paces = new Map<string, CompiledPace>();
+  private pacer: Pacer | undefined;
   private subscriptions: Subscription[] = [];
   private state: State = 'new';
   private progressWaiters: (() => void)[] = [];
@@ -88,6 +98,7 @@ export class App {
         throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscribers ${show(other)} and ${show(s.name)} both read topic ${show(s.topic)} in group ${show(s.group)} and would split its messages; give one its own group`);
       }
       reads.set(`${s.topic}\u0000${s.group}`, s.name);
+      if (s.pace !== undefined) this.paces.set(s.name, compilePace(s.pace, `subscriber "${s.name}"`));
     }
     this.mounts.push({ broker, subscribers });
     return this;
@@ -108,11 +119,14 @@ export class App {
       revokeTimeoutMs: this.shutdownTimeoutMs,
       maxUncommitted: this.options.maxUncommitted ?? 10_000,
       onProgress: this.progress,
+      pacer: this.paces.size > 0 ? (this.pacer = new Pacer(this.options.store ?? fileStore({ dir: path.resolve('.sluice', this.name) }), this.paces, this.clock, this.log, this.progress)) : undefined,
     };
     for (const { broker, subscribers } of this.mounts) {
       await broker.connect();
       for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
     }
+    // Subscriptions are attached first: recovered runs that did not finish go to their workers.
+    await this.pacer?.open();
     await Promise.all(this.subscriptions.map((s) => s.start()));
     this.state = 'running';
     this.log.info('started', { version: this.version, subscribers: this.subscriptions.length });
@@ -132,6 +146,7 @@ export class App {
     let timer: { cancel(): void } | undefined;
     const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve)));
     await Promise.all(this.subscriptions.map((s) => s.stop(deadline)));
+    await this.pacer?.close(deadline);
     timer?.cancel();
     await Promise.all(this.mounts.map((m) => m.broker.close()));
     this.state = 'stopped';
@@ -172,7 +187,7 @@ export class App {
   }
 
   private async waitIdle(): Promise<void> {
-    const quiet = (): boolean => this.state === 'stopped' || this.subscriptions.every((s) => s.idle());
+    const quiet = (): boolean => this.state === 'stopped' || ((this.pacer?.idle() ?? true) && this.subscriptions.every((s) => s.idle()));
     for (;;) {
       if (quiet()) {
         // Look again after the ready work has run (a settled handler may just have published more),
@@ -193,10 +208,22 @@ export class App {
     }
   }
 
-  /** A start of a paced subscriber. */
-  async send(name: string, _start: { key: string; event: unknown; eventId?: string }): Promise<Receipt> {
+  /**
+   * A start of a paced subscriber, for callers without a broker: resolves once the event is durable, with
+   * the run it joined (from then on it is part of exactly one run, across any crash). An `eventId` the key
+   * has seen within `dedup` gets the first receipt again, with `duplicate: true`, and adds nothing.
+   */
+  async send(name: string, start: { key: string; event: unknown; eventId?: string }): Promise<Receipt> {
     if (!this.names.has(name)) throw new SluiceError('UNKNOWN_SUBSCRIBER', `App "${this.name}": no subscriber is named ${show(name)}`);
-    throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscriber ${show(name)} is not paced; send() starts paced subscribers only`);
+    if (!this.paces.has(name)) throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscriber ${show(name)} is not paced; send() starts paced subscribers only`);
+    if (this.state !== 'running') throw new SluiceError('APP_STATE', `App "${this.name}": send() needs a running app, it is ${this.state}`);
+    const { key, event, eventId } = start ?? ({} as typeof start);
+    if (typeof key !== 'string') throw new SluiceError('SEND_INVALID', `App "${this.name}": send(${show(name)}): key must be a string, got ${show(key)}`);
+    if (eventId !== undefined && (typeof eventId !== 'string' || eventId === '')) {
+      throw new SluiceError('SEND_INVALID', `App "${this.name}": send(${show(name)}): eventId must be a non-empty string, got ${show(eventId)}`);
+    }
+    if (!journalable(event)) throw new SluiceError('SEND_INVALID', `App "${this.name}": send(${show(name)}): event must be JSON, got ${show(event)}`);
+    return this.pacer!.start(name, { key, event, eventId });
   }
 
   private readonly progress = (): void => {

@@ -2,6 +2,7 @@ import type { Context, RunInfo } from '../core/context.js';
 import { messageId, type Headers, type InboundMessage, type MessageInfo } from '../core/message.js';
 import type { Logger } from '../core/ports.js';
 import type { Watermark } from '../dispatch/watermark.js';
+import type { PaceRun } from '../pace/rules.js';
 
 /** What a job needs from the subscription that made it, to serve as the handler's context. */
 export interface ContextHost {
@@ -30,7 +31,8 @@ export class Job implements Context {
   decoded = false;
   /** Messages that did not decode, each with its reason; they go to the dead-letter topic. */
   undecodable: [InboundMessage, string][] | undefined = undefined;
-  readonly run: RunInfo | undefined = undefined;
+  /** For a paced run: what `ctx.run` shows. */
+  readonly run: RunInfo | undefined;
   /** The current attempt's signal source, made when a handler first reads `signal`. */
   private controller: AbortController | undefined = undefined;
 
@@ -42,7 +44,11 @@ export class Job implements Context {
     /** For batch handlers: every message of the batch, and each one's watermark. */
     readonly batch?: readonly InboundMessage[],
     readonly batchMarks?: readonly Watermark[],
-  ) {}
+    /** A paced run instead of a delivery: its `done` is recorded when it settles. */
+    readonly paced?: PaceRun,
+  ) {
+    this.run = paced && { id: paced.id, key: paced.key, size: paced.size };
+  }
 
   /** True when every partition the job reads from was taken away: its result would count nowhere. */
   revoked(): boolean {

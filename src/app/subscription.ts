@@ -1,11 +1,18 @@
-import { messageId, type Headers, type InboundMessage } from '../core/message.js';
+import { encodeValue, messageId, type Headers, type InboundMessage } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
 import { lanes, pool } from '../dispatch/strategy.js';
 import { Watermark } from '../dispatch/watermark.js';
 import { Workers } from '../dispatch/workers.js';
+import type { PaceRun } from '../pace/rules.js';
 import type { CompiledSubscriber } from '../spec/compile.js';
 import { Executor, type ExecutorHost } from './executor.js';
 import { Job } from './job.js';
+import { journalable, type Pacer } from './pacer.js';
+
+/** Deliveries of a paced subscriber being appended to its coordinators at once, at most. */
+const PACE_INTAKE = 1_000;
+/** The header a paced run's dead letter carries its run ID in. */
+export const RUN_HEADER = 'x-sluice-run-id';
 
 /** Settings a subscription takes from the app. */
 export interface SubscriptionSettings {
@@ -17,6 +24,8 @@ export interface SubscriptionSettings {
   readonly maxUncommitted: number;
   /** Called whenever work was taken or finished, so that `app.idle()` can look again. */
   readonly onProgress: () => void;
+  /** The app's pace stage, when it has paced subscribers. */
+  readonly pacer?: Pacer;
 }
 
 /**
@@ -38,6 +47,10 @@ export class Subscription implements ExecutorHost {
   private readonly revokeWaiters: (() => void)[] = [];
   private pumping = false;
   private sweepTimer: Timer | undefined;
+  /** For a paced subscriber: its pace stage, deliveries being appended, and the never-revoked marks of runs. */
+  private readonly pacer: Pacer | undefined;
+  private appending = 0;
+  private readonly runMarks = new Watermark(-1, 0);
 
   constructor(
     readonly sub: CompiledSubscriber,
@@ -49,6 +62,10 @@ export class Subscription implements ExecutorHost {
     this.executor = new Executor(sub, this, this.log);
     const strategy = sub.byKey ? lanes(sub.workers) : pool(sub.workers);
     this.workers = new Workers(strategy, this.executor, this.pump); // a finished job frees room: read again
+    if (sub.pace !== undefined) {
+      this.pacer = settings.pacer;
+      this.pacer?.attach(sub.name, this.runArrived);
+    }
   }
 
   async start(): Promise<void> {
@@ -64,7 +81,7 @@ export class Subscription implements ExecutorHost {
 
   /** True when nothing is in flight and nothing fetched waits to be taken. */
   idle(): boolean {
-    return this.workers.inFlight === 0 && (this.stopping || (this.consumer?.backlog() ?? 0) === 0);
+    return this.workers.inFlight === 0 && this.appending === 0 && (this.stopping || (this.consumer?.backlog() ?? 0) === 0);
   }
 
   /** Messages in the broker that this member has not taken yet (0 once stopped). */
@@ -83,7 +100,8 @@ export class Subscription implements ExecutorHost {
     this.pumping = true;
     try {
       const batchMax = this.sub.batchMax;
-      for (let room = this.workers.room(); room > 0; room = this.workers.room()) {
+      if (this.pacer) this.intake(consumer, this.pacer);
+      else for (let room = this.workers.room(); room > 0; room = this.workers.room()) {
         const taken = consumer.take(batchMax === undefined ? room : batchMax);
         if (taken.length === 0) break;
         if (batchMax === undefined) for (const m of taken) this.dispatch(m);
@@ -97,8 +115,58 @@ export class Subscription implements ExecutorHost {
 
   /** Tells the app when this subscription may have become idle: the only moment `idle()` cares about. */
   private progress(): void {
-    if (this.workers.inFlight === 0) this.settings.onProgress();
+    if (this.workers.inFlight === 0 && this.appending === 0) this.settings.onProgress();
   }
+
+  /**
+   * A paced subscriber's reading: each delivery becomes an event of its key's coordinator, and is settled
+   * (its offset committable) once that event is durable. At most PACE_INTAKE appends are under way.
+   */
+  private intake(consumer: Consumer, pacer: Pacer): void {
+    for (let room = PACE_INTAKE - this.appending; room > 0; room = PACE_INTAKE - this.appending) {
+      const taken = consumer.take(room);
+      if (taken.length === 0) break;
+      for (const m of taken) this.paceDelivery(m, pacer);
+    }
+  }
+
+  private paceDelivery(m: InboundMessage, pacer: Pacer): void {
+    const marks = this.track(m);
+    const job = new Job(this, m, marks);
+    job.key = this.keyOf(job);
+    if (!job.decoded) {
+      job.undecodable = this.executor.decode(job);
+      job.decoded = true;
+    }
+    if (job.undecodable === undefined && !journalable(job.payload)) job.undecodable = [[m, 'DECODE_FAILED: the decoded value is not JSON, so it cannot be journaled for pace']];
+    if (job.undecodable !== undefined) return this.workers.push(job); // the executor dead-letters it
+    this.appending++;
+    pacer.start(this.sub.name, { key: job.key ?? '', event: job.payload, source: m }).then(
+      () => {
+        this.appending--;
+        this.complete(marks, m.offset);
+        this.pump();
+      },
+      (error: unknown) => {
+        this.appending--;
+        this.log.error('pace: the event was not recorded; its delivery stays uncommitted', { id: messageId(m), error });
+        this.abandon(job);
+        this.pump();
+      },
+    );
+  }
+
+  /** A paced run whose window closed: to the workers, by its key under lanes. */
+  readonly runArrived = (run: PaceRun): void => {
+    if (this.stopping) return; // it is recorded as started: it runs again after the restart
+    const payload = this.pacer!.paceOf(this.sub.name)?.kind === 'debounce' ? run.events[0] : run.events;
+    const m: InboundMessage = { topic: this.sub.topic, partition: -1, offset: -1, key: run.key, headers: { [RUN_HEADER]: run.id }, value: encodeValue(payload), timestamp: this.clock.now() };
+    const job = new Job(this, m, this.runMarks, undefined, undefined, run);
+    job.payload = payload;
+    job.decoded = true;
+    if (this.sub.byKey) job.key = run.key;
+    this.workers.push(job);
+  };
 
   private dispatch(m: InboundMessage): void {
     const marks = this.track(m);
@@ -139,15 +207,22 @@ export class Subscription implements ExecutorHost {
   }
 
   settle(job: Job): void {
+    if (job.paced) return this.finishRun(job.paced);
     if (!job.batch) return this.complete(job.marks, job.delivery.offset);
     job.batch.forEach((m, i) => this.complete(job.batchMarks![i]!, m.offset));
   }
 
   abandon(job: Job): void {
+    if (job.paced) return; // recorded as started and not done: it runs again after a restart
     for (const marks of job.batchMarks ?? [job.marks]) {
       marks.abandon();
       if (marks.revoked) this.wakeRevoke();
     }
+  }
+
+  /** A run ended (handled, or dead-lettered): record it, so that it never runs again. */
+  private finishRun(run: PaceRun): void {
+    this.pacer!.done(run).catch((error: unknown) => this.log.error('pace: a finished run was not recorded; it may run again after a restart', { runId: run.id, error }));
   }
 
   private complete(marks: Watermark, offset: number): void {

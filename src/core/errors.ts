@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   'STORE_CORRUPT',
   'HANDLER_TIMEOUT',
   'APP_STATE',
+  'SEND_INVALID',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

@@ -62,8 +62,8 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
   if (compiled.byKey && compiled.batchMax !== undefined) {
     throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": batch must not be combined with byKey (from a router), got batch ${show(own.batch)}`);
   }
-  if (compiled.pace !== undefined) {
-    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": pace is not available in this version yet, got ${show(Object.keys(compiled.pace))}`);
+  if (compiled.pace !== undefined && compiled.batchMax !== undefined) {
+    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": batch must not be combined with pace (a paced run is one key's; use pace.batch), got batch ${show(own.batch)}`);
   }
   return Object.freeze(compiled);
 }

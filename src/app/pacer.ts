@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { SluiceError } from '../core/errors.js';
+import type { Clock, Logger, Store } from '../core/ports.js';
+import type { CompiledPace } from '../pace/config.js';
+import { coordinatorKey, DONE, EVENT, paceRules, type EventData, type PaceReceipt, type PaceRun, type PaceState } from '../pace/rules.js';
+import { shardOf } from '../shard/shard-of.js';
+import { ShardHost } from '../store/shard-host.js';
+
+/** Where a paced subscriber's runs go. */
+export type RunTarget = (run: PaceRun) => void;
+
+/** An event for a coordinator: from `app.send` (an optional ID) or from a broker delivery (its source and offset). */
+export interface PaceStart {
+  readonly key: string;
+  readonly event: unknown;
+  readonly eventId?: string;
+  readonly source?: { readonly topic: string; readonly partition: number; readonly offset: number };
+}
+
+/**
+ * The app's pace stage: one store, one {@link ShardHost} per shard, the coordinators of every paced
+ * subscriber in them. Events go in by `start` (resolving once durable, with the receipt); runs come out
+ * to each subscriber's target once the record that closed their window is durable, and again after a
+ * restart until their `done` record is.
+ */
+export class Pacer {
+  private readonly hosts: ShardHost<PaceState, PaceRun>[] = [];
+  private readonly targets = new Map<string, RunTarget>();
+  private opened = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly paces: ReadonlyMap<string, CompiledPace>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    /** Called whenever an append became durable: `app.idle()` looks again. */
+    private readonly onProgress: () => void,
+  ) {}
+
+  /** Names the target of a subscriber's runs; before `open`, which hands out what recovered runs still owe. */
+  attach(subscriber: string, target: RunTarget): void {
+    this.targets.set(subscriber, target);
+  }
+
+  async open(): Promise<void> {
+    await this.store.open();
+    const rules = paceRules(this.paces);
+    for (let shard = 0; shard < this.store.shards; shard++) {
+      const host = new ShardHost<PaceState, PaceRun>({
+        log: this.store.log(shard),
+        rules,
+        clock: this.clock,
+        onOutput: this.deliver,
+        // Runs that started and did not finish before the restart run again, under the same ID.
+        resume: (key, state) => (state.runs ?? []).map((r) => ({ subscriber: key.slice(0, key.indexOf('\u0000')), key: key.slice(key.indexOf('\u0000') + 1), ...r })),
+        onSettled: this.onProgress,
+      });
+      this.hosts.push(host);
+      await host.open();
+    }
+    this.opened = true;
+  }
+
+  /** The subscriber's pace settings. */
+  paceOf(subscriber: string): CompiledPace | undefined {
+    return this.paces.get(subscriber);
+  }
+
+  /** Appends an event to its coordinator; resolves once it is durable, with the run it joined. */
+  async start(subscriber: string, start: PaceStart): Promise<PaceReceipt> {
+    if (!this.opened) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
+    const key = coordinatorKey(subscriber, start.key);
+    const src = start.source;
+    // The event as JSON text and back: what a replay would read, so live and recovered runs get the same value.
+    const data: EventData = { e: roundTrip(start.event), r: randomUUID() };
+    const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
+    const { reply } = await this.host(key).submit({ key, type: EVENT, data: full });
+    return reply as PaceReceipt;
+  }
+
+  /** Records that a run finished: it never runs again. */
+  async done(run: PaceRun): Promise<void> {
+    const key = coordinatorKey(run.subscriber, run.key);
+    await this.host(key).submit({ key, type: DONE, data: run.id });
+  }
+
+  /** True when no record waits to become durable. */
+  idle(): boolean {
+    return this.hosts.every((h) => h.pending === 0);
+  }
+
+  /**
+   * Stops the timers, waits for the appends under way (until `deadline`: a store that no longer answers
+   * must not hold the stop forever), closes the store.
+   */
+  async close(deadline?: Promise<void>): Promise<void> {
+    for (const h of this.hosts) h.close();
+    let late = false;
+    void deadline?.then(() => (late = true));
+    while (!this.idle() && !late) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
+    if (this.opened) await this.store.close();
+    this.opened = false;
+  }
+
+  private host(key: string): ShardHost<PaceState, PaceRun> {
+    return this.hosts[shardOf(key, this.hosts.length)]!;
+  }
+
+  private readonly deliver = (run: PaceRun): void => {
+    const target = this.targets.get(run.subscriber);
+    if (target) target(run);
+    else this.log.warn('pace: a run of a subscriber that is not mounted waits for it', { subscriber: run.subscriber, runId: run.id });
+  };
+}
+
+/** True when the value survives the journal: it is JSON (or undefined). */
+export function journalable(value: unknown): boolean {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function roundTrip(event: unknown): unknown {
+  const json = JSON.stringify(event);
+  return json === undefined ? undefined : JSON.parse(json);
+}
