@@ -5,18 +5,21 @@
  *   publishes an invoice onward with `ctx.publish`.
  * - `invoices`: 4 lanes by customer book the invoices: one customer's invoices in the order they were
  *   published, different customers' at once.
+ * - `statements`: a paced subscriber reads the invoices too (its own consumer group) and gathers each
+ *   customer's into statements: a batch per customer of up to 5 invoices, or whatever came within 300 ms
+ *   of the first. Its coordinators are journaled in the embedded default store, a file store under
+ *   `.sluice/billing`; an invoice's offset is committed once it is durably part of a statement.
  * - One poison order fails every attempt: after 3 attempts it ends in the dead-letter topic `orders.dlq`.
  *   A malformed one does not pass the decoder's schema and goes there at once.
  *
- * Everything runs in this process on the memory broker: a real broker in miniature with partitions,
- * offsets and consumer groups. The embedded default store, a file store under `.sluice/<app name>` that
- * paced subscribers will keep their state in, does not exist yet (a later issue), and neither does the
- * Kafka broker (`sluice/kafka`): this demo uses the memory broker only.
+ * Everything runs in this process on the embedded defaults: the memory broker (a real broker in miniature
+ * with partitions, offsets and consumer groups) and the file store.
  *
  * Run from the repository root: `npm run demo`, or
  *   node --no-warnings --loader ts-node/esm examples/demo.ts
  */
 import 'reflect-metadata';
+import { rmSync } from 'node:fs';
 import { App, ERROR_HEADER, HandlerOutcome, MemoryBroker, jsonLogger, silentLogger, subscriber, type Context } from '../src/index.js';
 
 interface Order { id: string; customer: string; cents: number }
@@ -61,6 +64,14 @@ class Billing {
     return HandlerOutcome.ack();
   }
 
+  readonly statements: { runId: string; customer: string; orders: string[] }[] = [];
+
+  /** Per customer, up to 5 invoices or 300 ms from the first: one statement, every invoice in order. */
+  @subscriber('invoices', { group: 'statements', key: (m) => (m.value as Invoice).customer, pace: { batch: { max: 5, wait: '300 ms' } } })
+  async statement(invoices: Invoice[], ctx: Context) {
+    this.statements.push({ runId: ctx.run!.id, customer: ctx.run!.key, orders: invoices.map((i) => i.orderId) });
+  }
+
   /** Four lanes by customer: one customer's invoices are booked in order. */
   @subscriber('invoices', { workers: 4, byKey: true })
   async book(invoice: Invoice) {
@@ -72,6 +83,10 @@ class Billing {
 // Logs are off to keep the printout short; set SLUICE_LOG_LEVEL=info to see them (JSON lines on stderr).
 const logger = process.env.SLUICE_LOG_LEVEL ? jsonLogger() : silentLogger;
 const broker = new MemoryBroker({ partitions: 3 });
+// The memory broker starts empty on every run, its offsets from 0 again, while the file store keeps what the
+// last run journaled, including the broker offsets it has seen (so that a redelivery joins once). A fresh
+// broker with an old store would look like redeliveries: start the store afresh too.
+rmSync('.sluice/billing', { recursive: true, force: true });
 const billing = new Billing();
 const app = new App({ name: 'billing', version: '0.1.0', logger }).withBroker(broker, (b) => b.include(billing));
 
@@ -86,6 +101,11 @@ for (let i = 1; i <= 50; i++) {
 await broker.publish('orders', { id: 'o-51', customer: 'cust-1', cents: 'a lot' }, { key: 'cust-1' });
 await app.idle();
 const seconds = ((performance.now() - t0) / 1000).toFixed(2);
+// Statements wait for their batch's time on the system clock: let the last windows close.
+while (billing.statements.reduce((n, s) => n + s.orders.length, 0) < billing.charged) {
+  await sleep(50);
+  await app.idle();
+}
 
 // Were one customer's invoices booked in the order they were published on `invoices`?
 const published = new Map<string, string[]>();
@@ -97,13 +117,16 @@ const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 console.log(`billing demo: ${broker.messages('orders').length} orders from ${customers.length} customers on the memory broker (3 partitions)`);
 console.log(`  orders    charged ${billing.charged} with a pool of 8 workers (at most ${billing.mostAtOnce} at once) in ${seconds} s`);
 console.log(`  invoices  booked ${bookedCount} in 4 lanes by customer; each customer's in publish order: ${inOrder ? 'yes' : 'NO'}`);
+const statementsInOrder = [...published].every(([customer, ids]) => ids.join() === billing.statements.filter((s) => s.customer === customer).flatMap((s) => s.orders).join());
+console.log(`  statements ${billing.statements.length} (batches of at most 5 per customer, journaled in .sluice/billing); every invoice in one, in order: ${statementsInOrder ? 'yes' : 'NO'}`);
+console.log(`             e.g. ${billing.statements[0]!.runId}: ${billing.statements[0]!.orders.join(', ')}`);
 for (const m of broker.messages('orders.dlq')) {
   console.log(`  orders.dlq  ${Buffer.from(m.value).toString('utf8')}`);
   console.log(`              ${ERROR_HEADER}: ${m.headers[ERROR_HEADER]}`);
 }
 for (const topic of ['orders', 'invoices']) {
-  const committed = broker.committed('billing', topic);
-  console.log(`  committed ${topic.padEnd(9)} ${sum(committed)} of ${sum(broker.endOffsets(topic))} (per partition: ${committed.join(', ')})`);
+  const committed = broker.committed(topic === 'invoices' ? 'statements' : 'billing', topic);
+  console.log(`  committed ${topic.padEnd(9)} ${topic === 'invoices' ? '(statements) ' : ''}${sum(committed)} of ${sum(broker.endOffsets(topic))} (per partition: ${committed.join(', ')})`);
 }
 await app.stop();
 console.log('stopped');
