@@ -9,7 +9,7 @@
  *
  * Run: node --no-warnings --loader ts-node/esm examples/pace.ts
  */
-import { App, ManualClock, MemoryBroker, memoryStore, silentLogger, subscriber, type Context } from '../src/index.js';
+import { App, ManualClock, MemoryBroker, memoryStore, silentLogger, subscriber, type Context, type KeySource } from '../src/index.js';
 
 interface RowChange { rowId: string; column: string }
 interface Click { user: string; button: string }
@@ -28,7 +28,7 @@ const reindex = subscriber('row-changes', async (latest: RowChange, ctx: Context
 const clicks = subscriber('clicks', async (batch: Click[], ctx: Context) => {
   console.log(`${t()}  clicks run for ${ctx.run!.key}: ${batch.map((c) => c.button).join(', ')}`);
 })
-  .key((m) => (m.value as Click).user)
+  .key((m: KeySource<Click>) => m.value.user) // one message's key: a Click, though the handler gets Click[]
   .pace({ batch: { max: 3, wait: '10 seconds' } })
   .build();
 

@@ -20,7 +20,8 @@ export class SubscriberBuilder<T = any> {
   workers(n: number): SubscriberBuilder<T> { return this.with({ workers: n, byKey: false }); }
   /** n sequential lanes by partition key: one key never reorders, different keys run at once. */
   workersByKey(n: number): SubscriberBuilder<T> { return this.with({ workers: n, byKey: true }); }
-  key(fn: KeyFn<T>): SubscriberBuilder<T> { return this.with({ key: fn }); }
+  /** The partition key. It reads one message, so under `pace.batch` (payload `V[]`) type it `KeyFn<V>`. */
+  key<V = T>(fn: KeyFn<V>): SubscriberBuilder<T> { return this.with({ key: fn as KeyFn }); }
   group(group: string): SubscriberBuilder<T> { return this.with({ group }); }
   decode<U>(decoder: Decoder<U>): SubscriberBuilder<U> { return this.with({ decode: decoder as unknown as Decoder<T> }) as unknown as SubscriberBuilder<U>; }
   batch(batch: { max: number }): SubscriberBuilder<T> { return this.with({ batch }); }

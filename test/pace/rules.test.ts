@@ -7,7 +7,7 @@ import { ShardCore } from '../../src/shard/shard-core.js';
 
 const DEBOUNCE: CompiledPace = { kind: 'debounce', windowMs: 100, maxWaitMs: 300, dedupMs: 1000 };
 const BATCH: CompiledPace = { kind: 'batch', max: 3, waitMs: 100, dedupMs: 1000 };
-const paces = new Map([['d', DEBOUNCE], ['b', BATCH]]);
+const paces = new Map<string, CompiledPace>([['d', DEBOUNCE], ['b', BATCH]]);
 
 /** A core with the pace rules, and a way to feed it records as a host would. */
 function core() {
