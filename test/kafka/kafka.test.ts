@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { App, silentLogger, subscriber, type Context } from '../../src/index.js';
+import { App, ManualClock, memoryStore, silentLogger, subscriber, type Context, type KeySource } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { seeded, turns } from '../helpers.js';
@@ -70,6 +70,38 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     for (const ns of seen.values()) expect(ns).toEqual([0, 1, 2, 3, 4]);
     expect(max).toBeGreaterThan(1);
     expect(max).toBeLessThanOrEqual(32);
+  });
+
+  it('paces deliveries per key: a batch per key of every event in partition order, committed once durable', async () => {
+    const topic = uniqueTopic('paced');
+    await admin!.createTopic(topic, 3);
+    const clock = new ManualClock(0);
+    const runs: { key: string; ns: number[]; id: string }[] = [];
+    const paced = (group: string) =>
+      subscriber(topic, (batch: { n: number }[], ctx: Context) => void runs.push({ key: ctx.run!.key, ns: batch.map((e) => e.n), id: ctx.run!.id }))
+        .group(group)
+        .key((m: KeySource<{ k: string }>) => m.value.k)
+        .pace({ batch: { max: 1_000, wait: '1 minute' } })
+        .build();
+    const app = new App({ name: `g-${topic}`, logger: silentLogger, clock, store: memoryStore(), shutdownTimeoutMs: 5_000 }).withBroker(testKafka(), (b) => b.include(paced(`g-${topic}`)));
+    apps.push(app);
+    await app.start();
+    await producePlain(topic, Array.from({ length: 60 }, (_, n) => ({ key: `k${n % 3}`, value: JSON.stringify({ k: `k${n % 3}`, n }) })));
+    await app.idle(); // every delivery taken and durable in its key's window: none has run
+    expect(runs).toEqual([]);
+    await clock.advance(60_000);
+    await app.idle();
+    expect(runs.map((r) => r.key).sort()).toEqual(['k0', 'k1', 'k2']);
+    for (const r of runs) expect(r.ns).toEqual([...Array(60).keys()].filter((n) => `k${n % 3}` === r.key));
+    await app.stop();
+    // The offsets were committed once the events were durable: the group reads nothing again.
+    const again = new App({ name: `g-${topic}`, logger: silentLogger, clock, store: memoryStore(), shutdownTimeoutMs: 5_000 }).withBroker(testKafka(), (b) => b.include(paced(`g-${topic}`)));
+    apps.push(again);
+    await again.start();
+    await again.idle();
+    await clock.advance(60_000);
+    await again.idle();
+    expect(runs).toHaveLength(3);
   });
 
   it('two instances in one group split the partitions and handle every message exactly once', async () => {
