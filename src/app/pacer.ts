@@ -54,6 +54,7 @@ export class Pacer {
         // Runs that started and did not finish before the restart run again, under the same ID.
         resume: (key, state) => (state.runs ?? []).map((r) => ({ subscriber: key.slice(0, key.indexOf('\u0000')), key: key.slice(key.indexOf('\u0000') + 1), ...r })),
         onSettled: this.onProgress,
+        snapshotEvery: this.store.snapshotEvery,
       });
       this.hosts.push(host);
       await host.open();

@@ -108,6 +108,8 @@ export interface ShardLog {
 /** Durable storage: a fixed number of shard logs. Open once, before use; close once, at the end. */
 export interface Store {
   readonly shards: number;
+  /** How many records between a shard's snapshots, if the store says (its hosts' default otherwise). */
+  readonly snapshotEvery?: number;
   open(): Promise<void>;
   log(shard: number): ShardLog;
   close(): Promise<void>;

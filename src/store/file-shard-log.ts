@@ -1,11 +1,9 @@
-import { promises as fs } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import type { ShardLog } from '../core/ports.js';
 import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
+import type { FileSystem, StoreFile } from './fs.js';
 import { listSegments, recover, segmentName } from './segments.js';
-import { syncDirectory } from './sync-file.js';
 import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
 
 interface Pending {
@@ -22,7 +20,7 @@ interface Pending {
  * append is refused, and `onFatal` is told; the fsync is never retried.
  */
 export class FileShardLog implements ShardLog {
-  private handle: FileHandle | undefined;
+  private handle: StoreFile | undefined;
   private tailBytes = 0;
   private nextLsn = 1;
   private durable = 0;
@@ -35,14 +33,16 @@ export class FileShardLog implements ShardLog {
     private readonly dir: string,
     private readonly segmentBytes: number,
     private readonly onFatal: (error: unknown) => void,
+    private readonly fs: FileSystem,
   ) {}
 
   async open(): Promise<void> {
-    await fs.mkdir(this.dir, { recursive: true });
-    const { nextLsn, tailBytes } = await recover(this.dir, await listSegments(this.dir));
+    const fs = this.fs;
+    await fs.mkdir(this.dir);
+    const { nextLsn, tailBytes } = await recover(fs, this.dir, await listSegments(fs, this.dir));
     this.nextLsn = nextLsn;
     this.durable = nextLsn - 1;
-    const last = (await listSegments(this.dir)).at(-1); // recovery may have removed segments
+    const last = (await listSegments(fs, this.dir)).at(-1); // recovery may have removed segments
     if (last && last.firstLsn <= nextLsn) {
       this.handle = await fs.open(last.file, 'a');
       this.tailBytes = tailBytes;
@@ -76,11 +76,11 @@ export class FileShardLog implements ShardLog {
   }
 
   async replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void> {
-    const segments = await listSegments(this.dir);
+    const segments = await listSegments(this.fs, this.dir);
     for (let i = 0; i < segments.length; i++) {
       const next = segments[i + 1];
       if (next && next.firstLsn <= fromLsn) continue;
-      const buf = await fs.readFile(segments[i]!.file);
+      const buf = await this.fs.readFile(segments[i]!.file);
       let expected = segments[i]!.firstLsn;
       for (let pos = 0; pos < buf.length && expected <= this.durable; expected++) {
         const frame = readFrame(buf, pos, expected);
@@ -97,15 +97,16 @@ export class FileShardLog implements ShardLog {
    */
   async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
     if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
-    await writeSnapshotFile(this.dir, lsn, state);
-    const segments = await listSegments(this.dir);
+    const fs = this.fs;
+    await writeSnapshotFile(fs, this.dir, lsn, state);
+    const segments = await listSegments(fs, this.dir);
     const dead = segments.filter((s, i) => i < segments.length - 1 && segments[i + 1]!.firstLsn <= lsn + 1);
     for (const s of dead) await fs.rm(s.file);
-    if (dead.length > 0) await syncDirectory(this.dir);
+    if (dead.length > 0) await fs.syncDirectory(this.dir);
   }
 
   readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
-    return readSnapshotFile(this.dir);
+    return readSnapshotFile(this.fs, this.dir);
   }
 
   /** Waits for pending appends, then closes the file. */
@@ -141,9 +142,9 @@ export class FileShardLog implements ShardLog {
 
   private async roll(firstLsn: number): Promise<void> {
     await this.handle?.close();
-    this.handle = await fs.open(path.join(this.dir, segmentName(firstLsn)), 'a');
+    this.handle = await this.fs.open(path.join(this.dir, segmentName(firstLsn)), 'a');
     this.tailBytes = 0;
-    await syncDirectory(this.dir);
+    await this.fs.syncDirectory(this.dir);
   }
 
   private fail(error: unknown, batch: Pending[]): void {
@@ -154,6 +155,6 @@ export class FileShardLog implements ShardLog {
   }
 }
 
-async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+async function writeAll(handle: StoreFile, bytes: Buffer): Promise<void> {
   for (let done = 0; done < bytes.length; ) done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
 }

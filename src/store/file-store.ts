@@ -1,10 +1,10 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SluiceError, show } from '../core/errors.js';
 import type { ShardLog, Store } from '../core/ports.js';
 import { FileShardLog } from './file-shard-log.js';
+import { nodeFileSystem, type FileSystem } from './fs.js';
 import { lockDirectory } from './lock.js';
-import { syncDirectory, writeFileSynced } from './sync-file.js';
+import { writeFileSynced } from './sync-file.js';
 
 /** Settings of {@link fileStore}. */
 export interface FileStoreOptions {
@@ -19,6 +19,13 @@ export interface FileStoreOptions {
    * and recover from what is durable. @default throws the error on the next tick, ending the process
    */
   onFatal?: (error: unknown) => void;
+  /**
+   * A shard's state is snapshotted after this many records (and at least twice as many as it has keys),
+   * and the segments the snapshot covers are deleted. @default 10_000
+   */
+  snapshotEvery?: number;
+  /** The disk. @default the real one; the deterministic simulator (test/sim) passes a simulated one */
+  fs?: FileSystem;
 }
 
 /**
@@ -31,6 +38,8 @@ export function fileStore(options: FileStoreOptions): Store {
 
 class FileStore implements Store {
   readonly shards: number;
+  readonly snapshotEvery: number | undefined;
+  private readonly fs: FileSystem;
   private readonly logs: FileShardLog[];
   private release: (() => Promise<void>) | undefined;
 
@@ -40,13 +49,17 @@ class FileStore implements Store {
     const segmentBytes = options.segmentBytes ?? 64 * 1024 * 1024;
     if (!Number.isInteger(segmentBytes) || segmentBytes < 1024) throw new SluiceError('CONFIG_INVALID', `fileStore: segmentBytes must be an integer >= 1024, got ${show(segmentBytes)}`);
     this.shards = shards;
+    const every = options.snapshotEvery;
+    if (every !== undefined && !(Number.isInteger(every) && every >= 1)) throw new SluiceError('CONFIG_INVALID', `fileStore: snapshotEvery must be a positive integer, got ${show(every)}`);
+    this.snapshotEvery = every;
+    this.fs = options.fs ?? nodeFileSystem;
     const onFatal = options.onFatal ?? ((error: unknown) => process.nextTick(() => { throw error; }));
-    this.logs = Array.from({ length: shards }, (_, i) => new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal));
+    this.logs = Array.from({ length: shards }, (_, i) => new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal, this.fs));
   }
 
   async open(): Promise<void> {
-    await fs.mkdir(this.options.dir, { recursive: true });
-    this.release = await lockDirectory(this.options.dir);
+    await this.fs.mkdir(this.options.dir);
+    this.release = await lockDirectory(this.fs, this.options.dir);
     await this.checkShardCount();
     await Promise.all(this.logs.map((l) => l.open()));
   }
@@ -66,10 +79,10 @@ class FileStore implements Store {
   /** A directory made with another shard count would send keys to the wrong shards: refuse it. */
   private async checkShardCount(): Promise<void> {
     const file = path.join(this.options.dir, 'SHARDS');
-    const found = await fs.readFile(file, 'utf8').catch(() => undefined);
+    const found = await this.fs.readFile(file).then((b) => b.toString(), () => undefined);
     if (found === undefined) {
-      await writeFileSynced(file, String(this.shards));
-      await syncDirectory(this.options.dir);
+      await writeFileSynced(this.fs, file, String(this.shards));
+      await this.fs.syncDirectory(this.options.dir);
       return;
     }
     if (Number(found) !== this.shards) {

@@ -1,8 +1,7 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { anyFrameAfter, readFrame } from './frame.js';
-import { syncDirectory } from './sync-file.js';
+import type { FileSystem } from './fs.js';
 
 /** A segment file: named by the LSN of its first record. */
 export interface Segment {
@@ -14,7 +13,7 @@ const SUFFIX = '.seg';
 export const segmentName = (firstLsn: number): string => `${String(firstLsn).padStart(20, '0')}${SUFFIX}`;
 
 /** The segments of a shard directory, oldest first. */
-export async function listSegments(dir: string): Promise<Segment[]> {
+export async function listSegments(fs: FileSystem, dir: string): Promise<Segment[]> {
   const names = (await fs.readdir(dir)).filter((n) => n.endsWith(SUFFIX)).sort();
   return names.map((n) => ({ file: path.join(dir, n), firstLsn: Number(n.slice(0, -SUFFIX.length)) }));
 }
@@ -25,7 +24,7 @@ export async function listSegments(dir: string): Promise<Segment[]> {
  * good records after it — in this segment or a later one — is corruption: `STORE_CORRUPT`, and nothing is
  * changed. Returns the LSN the next record gets and the bytes in the last segment.
  */
-export async function recover(dir: string, segments: readonly Segment[]): Promise<{ nextLsn: number; tailBytes: number }> {
+export async function recover(fs: FileSystem, dir: string, segments: readonly Segment[]): Promise<{ nextLsn: number; tailBytes: number }> {
   let expected = segments[0]?.firstLsn ?? 1;
   let tailBytes = 0;
   for (let i = 0; i < segments.length; i++) {
@@ -45,23 +44,23 @@ export async function recover(dir: string, segments: readonly Segment[]): Promis
     if (pos === buf.length) continue;
     // A bad frame at `pos`.
     const later = segments.slice(i + 1);
-    if (anyFrameAfter(buf, pos + 1, expected) || (await anyGoodSegment(later, expected))) {
+    if (anyFrameAfter(buf, pos + 1, expected) || (await anyGoodSegment(fs, later, expected))) {
       throw new SluiceError('STORE_CORRUPT', `store ${dir}: bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}) with good records after it`);
     }
-    await truncate(segment.file, pos);
-    for (const s of later) await fs.rm(s.file, { force: true }); // empty or garbage only
-    if (later.length > 0) await syncDirectory(dir);
+    await truncate(fs, segment.file, pos);
+    for (const s of later) await fs.rm(s.file); // empty or garbage only
+    if (later.length > 0) await fs.syncDirectory(dir);
     break;
   }
   return { nextLsn: expected, tailBytes };
 }
 
-async function anyGoodSegment(segments: readonly Segment[], minLsn: number): Promise<boolean> {
+async function anyGoodSegment(fs: FileSystem, segments: readonly Segment[], minLsn: number): Promise<boolean> {
   for (const s of segments) if (anyFrameAfter(await fs.readFile(s.file), 0, minLsn)) return true;
   return false;
 }
 
-async function truncate(file: string, length: number): Promise<void> {
+async function truncate(fs: FileSystem, file: string, length: number): Promise<void> {
   const handle = await fs.open(file, 'r+');
   try {
     await handle.truncate(length);

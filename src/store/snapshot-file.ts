@@ -1,8 +1,8 @@
 import { crc32c } from '@node-rs/crc32';
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
-import { syncDirectory, writeFileSynced } from './sync-file.js';
+import type { FileSystem } from './fs.js';
+import { writeFileSynced } from './sync-file.js';
 
 /** A snapshot file: `[lsn u64][crc32c u32][length u32][state]`; the CRC covers LSN and state. */
 const HEADER = 16;
@@ -12,7 +12,7 @@ const NAME = 'snapshot';
 const checksum = (buf: Buffer): number => crc32c(buf.subarray(12), crc32c(buf.subarray(0, 8)));
 
 /** Writes the snapshot atomically: a temp file, fsynced, renamed over the old one, the directory fsynced. */
-export async function writeSnapshotFile(dir: string, lsn: number, state: Uint8Array): Promise<void> {
+export async function writeSnapshotFile(fs: FileSystem, dir: string, lsn: number, state: Uint8Array): Promise<void> {
   const buf = Buffer.allocUnsafe(HEADER + state.length);
   buf.writeUInt32LE(lsn % 0x1_0000_0000, 0);
   buf.writeUInt32LE(Math.floor(lsn / 0x1_0000_0000), 4);
@@ -20,13 +20,13 @@ export async function writeSnapshotFile(dir: string, lsn: number, state: Uint8Ar
   buf.set(state, HEADER);
   buf.writeUInt32LE(checksum(buf), 8);
   const temp = path.join(dir, `${NAME}.tmp`);
-  await writeFileSynced(temp, buf);
+  await writeFileSynced(fs, temp, buf);
   await fs.rename(temp, path.join(dir, NAME));
-  await syncDirectory(dir);
+  await fs.syncDirectory(dir);
 }
 
 /** Reads the snapshot; a damaged one is `STORE_CORRUPT` (it was renamed into place whole, so it never tears). */
-export async function readSnapshotFile(dir: string): Promise<{ lsn: number; state: Buffer } | undefined> {
+export async function readSnapshotFile(fs: FileSystem, dir: string): Promise<{ lsn: number; state: Buffer } | undefined> {
   const buf = await fs.readFile(path.join(dir, NAME)).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
