@@ -9,7 +9,7 @@ import { compile, type CompiledSubscriber } from '../spec/compile.js';
 import type { SharedOptions } from '../spec/options.js';
 import { Router } from '../spec/router.js';
 import { fileStore } from '../store/file-store.js';
-import { journalable, Pacer } from './pacer.js';
+import { Pacer } from './pacer.js';
 import { Subscription } from './subscription.js';
 
 /** Settings of an {@link App}. */
@@ -222,7 +222,6 @@ export class App {
     if (eventId !== undefined && (typeof eventId !== 'string' || eventId === '')) {
       throw new SluiceError('SEND_INVALID', `App "${this.name}": send(${show(name)}): eventId must be a non-empty string, got ${show(eventId)}`);
     }
-    if (!journalable(event)) throw new SluiceError('SEND_INVALID', `App "${this.name}": send(${show(name)}): event must be JSON, got ${show(event)}`);
     return this.pacer!.start(name, { key, event, eventId });
   }
 

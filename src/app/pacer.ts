@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { SluiceError } from '../core/errors.js';
+import { SluiceError, reasonOf, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
 import { coordinatorKey, DONE, EVENT, paceRules, type EventData, type PaceReceipt, type PaceRun, type PaceState } from '../pace/rules.js';
@@ -55,6 +55,7 @@ export class Pacer {
         resume: (key, state) => (state.runs ?? []).map((r) => ({ subscriber: key.slice(0, key.indexOf('\u0000')), key: key.slice(key.indexOf('\u0000') + 1), ...r })),
         onSettled: this.onProgress,
         snapshotEvery: this.store.snapshotEvery,
+        onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
       });
       this.hosts.push(host);
       await host.open();
@@ -73,7 +74,7 @@ export class Pacer {
     const key = coordinatorKey(subscriber, start.key);
     const src = start.source;
     // The event as JSON text and back: what a replay would read, so live and recovered runs get the same value.
-    const data: EventData = { e: roundTrip(start.event), r: randomUUID() };
+    const data: EventData = { e: journaled(start.event), r: randomUUID() };
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
     const { reply } = await this.host(key).submit({ key, type: EVENT, data: full });
     return reply as PaceReceipt;
@@ -95,10 +96,11 @@ export class Pacer {
    * must not hold the stop forever), closes the store.
    */
   async close(deadline?: Promise<void>): Promise<void> {
-    for (const h of this.hosts) h.close();
     let late = false;
     void deadline?.then(() => (late = true));
+    const snapshots = Promise.all(this.hosts.map((h) => h.close()));
     while (!this.idle() && !late) await new Promise<void>((resolve) => setImmediate(resolve));
+    await Promise.race([snapshots, deadline]);
     if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
     if (this.opened) await this.store.close();
     this.opened = false;
@@ -115,17 +117,13 @@ export class Pacer {
   };
 }
 
-/** True when the value survives the journal: it is JSON (or undefined). */
-export function journalable(value: unknown): boolean {
+/** The value as the journal gives it back (JSON text and back); `SEND_INVALID` when it is not JSON. */
+export function journaled(value: unknown): unknown {
+  let json: string | undefined;
   try {
-    JSON.stringify(value);
-    return true;
-  } catch {
-    return false;
+    json = JSON.stringify(value);
+  } catch (error) {
+    throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(value)}: ${reasonOf(error)}`);
   }
-}
-
-function roundTrip(event: unknown): unknown {
-  const json = JSON.stringify(event);
   return json === undefined ? undefined : JSON.parse(json);
 }

@@ -1,3 +1,4 @@
+import { SluiceError } from '../core/errors.js';
 import { encodeValue, messageId, type Headers, type InboundMessage } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
 import { lanes, pool } from '../dispatch/strategy.js';
@@ -7,7 +8,7 @@ import type { PaceRun } from '../pace/rules.js';
 import type { CompiledSubscriber } from '../spec/compile.js';
 import { Executor, type ExecutorHost } from './executor.js';
 import { Job } from './job.js';
-import { journalable, type Pacer } from './pacer.js';
+import type { Pacer } from './pacer.js';
 
 /** Deliveries of a paced subscriber being appended to its coordinators at once, at most. */
 const PACE_INTAKE = 1_000;
@@ -138,7 +139,6 @@ export class Subscription implements ExecutorHost {
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
     }
-    if (job.undecodable === undefined && !journalable(job.payload)) job.undecodable = [[m, 'DECODE_FAILED: the decoded value is not JSON, so it cannot be journaled for pace']];
     if (job.undecodable !== undefined) return this.workers.push(job); // the executor dead-letters it
     this.appending++;
     pacer.start(this.sub.name, { key: job.key ?? '', event: job.payload, source: m }).then(
@@ -149,6 +149,10 @@ export class Subscription implements ExecutorHost {
       },
       (error: unknown) => {
         this.appending--;
+        if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
+          job.undecodable = [[m, `DECODE_FAILED: the decoded value cannot be journaled for pace: ${error.message}`]];
+          return this.workers.push(job); // the executor dead-letters it
+        }
         this.log.error('pace: the event was not recorded; its delivery stays uncommitted', { id: messageId(m), error });
         this.abandon(job);
         this.pump();

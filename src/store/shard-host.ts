@@ -26,6 +26,8 @@ export interface ShardHostOptions<S, O> {
    * deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
+  /** Told when a background snapshot failed (the log goes on; the next snapshot tries again). */
+  readonly onSnapshotError?: (error: unknown) => void;
   /** Called after each append became durable (or failed), its outputs handed out. */
   readonly onSettled?: () => void;
 }
@@ -54,6 +56,7 @@ export class ShardHost<S, O> {
   private snapshotLsn = 0;
   private snapshotting = false;
   private pendingAppends = 0;
+  private snapshotRun: Promise<void> | undefined;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
     this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs });
@@ -98,7 +101,7 @@ export class ShardHost<S, O> {
     try {
       const lsn = await durable;
       for (const o of this.core.release(log.durableLsn())) this.options.onOutput(o);
-      if (this.snapshotDue()) void this.snapshot().catch(() => {});
+      if (this.snapshotDue()) this.startSnapshot();
       return { lsn, reply };
     } catch (error) {
       // Applied but not durable: live state is ahead of the log. Only a restart (replay) is safe now.
@@ -153,9 +156,22 @@ export class ShardHost<S, O> {
     }
   }
 
-  close(): void {
+  /** Takes a snapshot in the background; `close` waits for it. A failed snapshot is only a lost shortcut. */
+  private startSnapshot(): void {
+    if (this.closed) return;
+    const running: Promise<void> = this.snapshot()
+      .then(() => undefined, (error: unknown) => this.options.onSnapshotError?.(error))
+      .finally(() => {
+        if (this.snapshotRun === running) this.snapshotRun = undefined;
+      });
+    this.snapshotRun = running;
+  }
+
+  /** Stops firing timers and taking snapshots; resolves once a snapshot under way is written. */
+  async close(): Promise<void> {
     this.closed = true;
     this.timer?.cancel();
+    await this.snapshotRun;
   }
 
   /** Keeps one clock timer at the core's next due time. */
