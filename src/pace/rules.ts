@@ -4,6 +4,7 @@
  * remembered IDs aged out) and `done` (a run finished). States are plain JSON values, never mutated: a
  * transition returns a new one, so a snapshot being written sees each key as it was.
  */
+import { sabotage } from '../core/sabotage.js';
 import { TIMER, type Effects, type Rules, type ShardRecord } from '../shard/rules.js';
 import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace } from './config.js';
 
@@ -107,6 +108,8 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
   return {
     initial: () => ({}),
     retired: (s) => s.w === undefined && s.runs === undefined && s.idsUntil === undefined,
+    // A snapshot carries the open window, the runs not done and the remembered IDs: all of the state.
+    rebase: (s) => (sabotage.forgetIds ? { ...s, ids: undefined, seen: undefined } : s),
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceRun>): PaceState {
       const [subscriber, key] = splitKey(record.key);
       const at = record.at;

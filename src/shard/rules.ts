@@ -36,6 +36,8 @@ export interface Rules<S, O> {
   apply(state: S, record: ShardRecord, effects: Effects<O>): S;
   /** True when the key holds nothing worth keeping (no timer is set): its state is dropped. */
   retired(state: S): boolean;
+  /** What a snapshot keeps of a state (compaction): all of it unless the rules say. */
+  rebase?(state: S): S;
 }
 
 /** The record type the core appends when a key's timer comes due. */

@@ -1,3 +1,4 @@
+import { sabotage } from '../core/sabotage.js';
 import { TIMER, type Effects, type Rules, type ShardRecord } from './rules.js';
 import { TimerWheel } from './timer-wheel.js';
 
@@ -123,7 +124,7 @@ export class ShardCore<S, O> {
       const key = c.keys[c.next]!;
       const before = c.before.get(key);
       const state = before ? before[0] : this.states.get(key);
-      if (state !== undefined) out.push(JSON.stringify([key, state, before ? before[1] : (this.timers.get(key) ?? null)]));
+      if (state !== undefined) out.push(JSON.stringify([key, this.rules.rebase ? this.rules.rebase(state) : state, before ? before[1] : (this.timers.get(key) ?? null)]));
     }
     return out;
   }
@@ -138,7 +139,7 @@ export class ShardCore<S, O> {
     this.lastLsn = snapshot.lsn;
     for (const [key, state, timer] of snapshot.keys) {
       this.states.set(key, state);
-      if (timer !== null) this.setTimer(key, timer, nowMs);
+      if (timer !== null && !sabotage.loseTimers) this.setTimer(key, timer, nowMs);
     }
   }
 

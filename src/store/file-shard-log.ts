@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { sabotage } from '../core/sabotage.js';
 import type { ShardLog } from '../core/ports.js';
 import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
 import type { FileSystem, StoreFile } from './fs.js';
@@ -144,7 +145,7 @@ export class FileShardLog implements ShardLog {
     await this.handle?.close();
     this.handle = await this.fs.open(path.join(this.dir, segmentName(firstLsn)), 'a');
     this.tailBytes = 0;
-    await this.fs.syncDirectory(this.dir);
+    if (!sabotage.skipDirSync) await this.fs.syncDirectory(this.dir);
   }
 
   private fail(error: unknown, batch: Pending[]): void {

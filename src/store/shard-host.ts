@@ -1,5 +1,6 @@
 import { SluiceError } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
+import { sabotage } from '../core/sabotage.js';
 import type { Clock, ShardLog, Timer } from '../core/ports.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
@@ -71,7 +72,10 @@ export class ShardHost<S, O> {
       this.core.importState({ lsn, keys }, this.options.clock.now());
       this.snapshotLsn = lsn;
     }
-    await this.options.log.replay(this.core.appliedLsn + 1, (lsn, bytes) => this.core.apply(lsn, decode(bytes)));
+    await this.options.log.replay(this.core.appliedLsn + 1, (lsn, bytes) => {
+      this.core.apply(lsn, decode(bytes));
+      if (sabotage.applyTwice) this.core.apply(lsn + 0.5, decode(bytes));
+    });
     this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
     if (this.options.resume) {
       for (const key of [...this.core.keys()]) for (const o of this.options.resume(key, this.core.state(key)!)) this.options.onOutput(o);
@@ -97,6 +101,7 @@ export class ShardHost<S, O> {
     const durable = log.append(encode(stamped));
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), stamped);
+    if (sabotage.releaseEarly) for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
     this.arm();
     try {
       const lsn = await durable;
