@@ -1,0 +1,135 @@
+/**
+ * The promises of pace (../shared/API.md, docs/pace.md), checked against what a simulated run recorded.
+ * Each checker returns the violations it found, in words that say which promise broke and where.
+ */
+
+export interface History {
+  /** Every `app.send` made (acknowledged or not). */
+  readonly sends: { life: number; sub: string; key: string; n: number; eventId?: string }[];
+  /** The receipts senders got back: their events are durable. */
+  readonly acks: { life: number; sub: string; key: string; n: number; eventId?: string; runId: string; duplicate: boolean }[];
+  /** Messages published to the broker-fed subscriber (the broker acknowledged each one). */
+  readonly published: { key: string; n: number }[];
+  /** Every handler invocation of a run. */
+  readonly runs: { life: number; sub: string; runId: string; key: string; size: number; events: number[]; attempt: number; finished: boolean }[];
+  /** How each process life ended. */
+  readonly lives: { n: number; end: 'running' | 'crash' | 'stop' }[];
+  readonly notes: string[];
+}
+
+/** How a seed ended: it ran to the end, or a bit flip was (or was not) detected by recovery. */
+export type Outcome =
+  | { kind: 'ran' }
+  | { kind: 'flip-detected'; at: number }
+  | { kind: 'flip-missed'; at: number; where: string }
+  | { kind: 'corrupt'; at: number }
+  | { kind: 'corrupt-at-start' }
+  | { kind: 'threw'; error: string };
+
+export function check(h: History, outcome: Outcome): string[] {
+  const out: string[] = [];
+  if (outcome.kind === 'flip-missed') out.push(`a flipped bit (${outcome.where}) was not detected: recovery opened the store`);
+  if (outcome.kind === 'threw') out.push(`the engine threw: ${outcome.error.split('\n').slice(0, 4).join(' | ')}`);
+  if (outcome.kind === 'corrupt' || outcome.kind === 'corrupt-at-start') out.push(`the store refused to open (STORE_CORRUPT) with no damage done to it`);
+  out.push(...sameRunSameInput(h), ...noEmptyRun(h), ...receiptsNeverChange(h), ...eventsInOneRun(h), ...finishedNeverAgain(h));
+  // Liveness is checked only when the seed ran to its quiet end.
+  if (outcome.kind === 'ran') out.push(...everyWindowRan(h));
+  return out;
+}
+
+const byRun = (h: History): Map<string, History['runs']> => {
+  const m = new Map<string, History['runs']>();
+  for (const r of h.runs) m.set(`${r.sub}/${r.runId}`, [...(m.get(`${r.sub}/${r.runId}`) ?? []), r]);
+  return m;
+};
+
+/** A run ID always carries the same events: re-runs (retries, restarts) never see another window. */
+function sameRunSameInput(h: History): string[] {
+  const out: string[] = [];
+  for (const [id, runs] of byRun(h)) {
+    const first = runs[0]!;
+    for (const r of runs.slice(1)) {
+      if (r.size !== first.size || r.events.join() !== first.events.join()) {
+        out.push(`run ${id} ran with [${first.events}] (size ${first.size}) in life ${first.life} and with [${r.events}] (size ${r.size}) in life ${r.life}`);
+        break;
+      }
+    }
+    if (!first.runId.startsWith(`${first.key}@`)) out.push(`run ${id} is not a run ID of its key ${first.key}`);
+  }
+  return out;
+}
+
+function noEmptyRun(h: History): string[] {
+  return h.runs.filter((r) => r.size < 1 || r.events.length < 1).map((r) => `run ${r.sub}/${r.runId} ran empty`);
+}
+
+/** A receipt never changes: every receipt for one event ID names the same run; only the first is not a duplicate. */
+function receiptsNeverChange(h: History): string[] {
+  const out: string[] = [];
+  const first = new Map<string, History['acks'][number]>();
+  for (const a of h.acks) {
+    if (a.eventId === undefined) continue;
+    const id = `${a.sub}/${a.eventId}`;
+    const f = first.get(id);
+    if (!f) {
+      first.set(id, a);
+      continue;
+    }
+    if (a.runId !== f.runId) out.push(`event ID ${id} was answered with run ${f.runId} (life ${f.life}) and later with run ${a.runId} (life ${a.life})`);
+    else if (!a.duplicate) out.push(`event ID ${id} was answered twice as not a duplicate (lives ${f.life} and ${a.life})`);
+  }
+  return out;
+}
+
+/**
+ * Every event is in at most one run, and an acknowledged event is in the run its receipt named (batch
+ * subscribers carry every event; a debounced run carries only its latest).
+ */
+function eventsInOneRun(h: History): string[] {
+  const out: string[] = [];
+  const runOf = new Map<string, string>();
+  for (const [id, runs] of byRun(h)) {
+    const { sub, events } = runs[0]!;
+    for (const n of new Set(events)) {
+      const other = runOf.get(`${sub}/${n}`);
+      if (other !== undefined && other !== id) out.push(`event ${n} of ${sub} ran in two runs: ${other} and ${id}`);
+      runOf.set(`${sub}/${n}`, id);
+    }
+    if (new Set(events).size !== events.length) out.push(`run ${id} carries an event twice: [${events}]`);
+  }
+  for (const a of h.acks) {
+    if (a.sub !== 'bat') continue;
+    const ran = runOf.get(`${a.sub}/${a.n}`);
+    if (ran !== undefined && ran !== `${a.sub}/${a.runId}`) out.push(`event ${a.n} of ${a.sub} was acknowledged for run ${a.runId} but ran in ${ran}`);
+  }
+  return out;
+}
+
+/** A run that finished in a life that then stopped gracefully (its end journaled) never runs again. */
+function finishedNeverAgain(h: History): string[] {
+  const out: string[] = [];
+  const stopped = new Set(h.lives.filter((l) => l.end === 'stop').map((l) => l.n));
+  const done = new Map<string, number>();
+  for (const r of h.runs) {
+    const id = `${r.sub}/${r.runId}`;
+    const endedIn = done.get(id);
+    if (endedIn !== undefined && (r.life === endedIn || stopped.has(endedIn))) out.push(`run ${id} finished in life ${endedIn} and ran again in life ${r.life}`);
+    if (r.finished && endedIn === undefined) done.set(id, r.life);
+  }
+  return out;
+}
+
+/** Liveness: once faults stop, every acknowledged window ran and every published message was in a run. */
+function everyWindowRan(h: History): string[] {
+  const out: string[] = [];
+  const ran = new Set(h.runs.map((r) => `${r.sub}/${r.runId}`));
+  const finished = new Set(h.runs.filter((r) => r.finished).map((r) => `${r.sub}/${r.runId}`));
+  for (const a of h.acks) {
+    if (!ran.has(`${a.sub}/${a.runId}`)) out.push(`run ${a.sub}/${a.runId} (event ${a.n}, acknowledged in life ${a.life}) never ran`);
+  }
+  const clicks = new Set(h.runs.filter((r) => r.sub === 'clk').flatMap((r) => r.events));
+  for (const p of h.published) if (!clicks.has(p.n)) out.push(`published click ${p.n} (key ${p.key}) was in no run`);
+  const unfinished = [...ran].filter((id) => !finished.has(id) && !h.runs.some((r) => `${r.sub}/${r.runId}` === id && r.attempt >= 3));
+  for (const id of unfinished) out.push(`run ${id} never finished`);
+  return out;
+}

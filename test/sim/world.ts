@@ -1,0 +1,324 @@
+/**
+ * The simulated world: one seed decides everything — which sender sends what when, which broker messages
+ * arrive, when the disk completes writes and fsyncs, when handlers finish or fail, when the clock moves,
+ * when the process crashes or stops, when an fsync fails or a bit flips — and the real App, Pacer, shard
+ * hosts and file store run in it on a simulated disk (sim-disk.ts) and a ManualClock. Nothing touches a
+ * real disk or a real timer, so a failing seed replays exactly. What happened is recorded in a History
+ * for the checkers (checkers.ts).
+ */
+import { App, HandlerOutcome, ManualClock, MemoryBroker, fileStore, silentLogger, subscriber, type Broker, type ConsumeRequest, type Consumer, type Context, type HandlerResult, type Receipt } from '../../src/index.js';
+import type { History, Outcome } from './checkers.js';
+import { Random } from './random.js';
+import { SimDisk } from './sim-disk.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+const SEND_SUBS = ['bat', 'deb'] as const;
+const KEYS = ['k0', 'k1', 'k2', 'k3', 'k4'];
+
+export interface WorldOptions {
+  readonly seed: number;
+  /** Scheduler steps with faults, before the quiet phase that checks liveness. @default 300 */
+  readonly steps?: number;
+}
+
+interface Waiting {
+  readonly life: number;
+  readonly settle: (result: HandlerResult | Error) => void;
+}
+
+interface Life {
+  readonly n: number;
+  readonly app: App;
+  readonly clock: ManualClock;
+  readonly consumers: Consumer[];
+  dead: boolean;
+  fatal: boolean;
+}
+
+/** A broker for one life: when the life dies, its consumers stop taking and committing, and leave the group. */
+function lifeBroker(shared: MemoryBroker, life: () => Life | undefined, consumers: Consumer[]): Broker {
+  return {
+    kind: 'memory',
+    connect: () => shared.connect(),
+    close: () => shared.close(),
+    publish: (topic, value, options) => shared.publish(topic, value, options),
+    async consume(request: ConsumeRequest): Promise<Consumer> {
+      const dead = (): boolean => life()?.dead ?? false;
+      const inner = await shared.consume({
+        ...request,
+        onReadable: () => (dead() ? undefined : request.onReadable()),
+        onRevoke: (partitions) => (dead() ? Promise.resolve() : request.onRevoke(partitions)),
+      });
+      const consumer: Consumer = {
+        take: (max) => (dead() ? [] : inner.take(max)),
+        backlog: () => inner.backlog(),
+        lag: () => inner.lag(),
+        assigned: () => inner.assigned(),
+        pause: (p) => inner.pause(p),
+        resume: (p) => inner.resume(p),
+        commit: (p, offset) => (dead() ? undefined : inner.commit(p, offset)),
+        flush: () => inner.flush(),
+        close: () => inner.close(),
+      };
+      consumers.push(inner);
+      return consumer;
+    },
+  };
+}
+
+export class World {
+  readonly random: Random;
+  readonly disk: SimDisk;
+  readonly broker = new MemoryBroker({ partitions: 2 });
+  readonly history: History = { sends: [], acks: [], published: [], runs: [], lives: [], notes: [] };
+  private life: Life | undefined;
+  private lives = 0;
+  private now = T0;
+  private n = 0;
+  private readonly waiting: Waiting[] = [];
+  /** eventId → the event it names, so that a retried send carries the same event. */
+  private readonly ids = new Map<string, { sub: string; key: string; n: number }>();
+  private flipped = false;
+
+  constructor(private readonly options: WorldOptions) {
+    this.random = new Random(options.seed);
+    this.disk = new SimDisk(this.random);
+  }
+
+  /** Runs the seed: steps with faults, then a quiet phase until everything settles. */
+  async run(): Promise<Outcome> {
+    if (!(await this.start())) return { kind: 'corrupt-at-start' };
+    const steps = this.options.steps ?? 300;
+    this.disk.fsyncFailure = 0.01;
+    for (let step = 0; step < steps; step++) {
+      const life = this.life!;
+      if (life.fatal) {
+        this.history.notes.push(`step ${step}: the store failed (fsync): crash and restart`);
+        await this.crash();
+        if (!(await this.start())) return { kind: 'corrupt', at: step };
+        continue;
+      }
+      const outcome = await this.step(step);
+      if (outcome) return outcome;
+    }
+    this.disk.fsyncFailure = 0;
+    if (this.life!.fatal) {
+      await this.crash();
+      if (!(await this.start())) return { kind: 'corrupt', at: steps };
+    }
+    return this.quiet();
+  }
+
+  private async step(step: number): Promise<Outcome | undefined> {
+    const action = this.random.weighted([30, 12, 25, 8, 10, 15, 1.5, 1, 0.4]);
+    switch (action) {
+      case 0:
+        this.send();
+        break;
+      case 1:
+        this.publish();
+        break;
+      case 2:
+        this.disk.complete(1 + this.random.int(6));
+        await turn();
+        break;
+      case 3:
+        await turn();
+        break;
+      case 4:
+        this.now += this.random.int(1200);
+        await this.life!.clock.advanceTo(this.now);
+        break;
+      case 5:
+        this.settleOne();
+        await turn();
+        break;
+      case 6:
+        this.history.notes.push(`step ${step}: crash`);
+        await this.crash();
+        if (!(await this.start())) return { kind: 'corrupt', at: step };
+        break;
+      case 7:
+        this.history.notes.push(`step ${step}: graceful restart`);
+        await this.stop();
+        if (!(await this.start())) return { kind: 'corrupt', at: step };
+        break;
+      case 8: {
+        if (this.flipped) break;
+        await this.crash();
+        const where = this.disk.flipBit(2048);
+        if (where === false) {
+          if (!(await this.start())) return { kind: 'corrupt', at: step };
+          break;
+        }
+        this.flipped = true;
+        this.history.notes.push(`step ${step}: crash, then a bit flipped in ${where}`);
+        if (!(await this.start())) return { kind: 'flip-detected', at: step };
+        return { kind: 'flip-missed', at: step, where };
+      }
+    }
+    return undefined;
+  }
+
+  /** Starts a new life on what the disk holds. False when the store refuses it (STORE_CORRUPT). */
+  private async start(): Promise<boolean> {
+    const n = ++this.lives;
+    const clock = new ManualClock(this.now);
+    const consumers: Consumer[] = [];
+    let life: Life | undefined;
+    const store = fileStore({ dir: '/sim', shards: 2, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true) });
+    const handler = (sub: string) => (payload: unknown, ctx: Context) => this.handle(n, sub, payload, ctx);
+    const app = new App({ name: 'sim', clock, store, logger: silentLogger, shutdownTimeoutMs: 2_000 }).withBroker(
+      lifeBroker(this.broker, () => life, consumers),
+      (b) =>
+        b.include(
+          subscriber('bat-topic', handler('bat')).name('bat').pace({ batch: { max: 4, wait: 1000 }, dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
+          subscriber('deb-topic', handler('deb')).name('deb').pace({ debounce: { window: 500, maxWait: 2000 }, dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
+          subscriber('clicks', handler('clk')).name('clk').pace({ batch: { max: 3, wait: 800 } }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
+        ),
+    );
+    life = { n, app, clock, consumers, dead: false, fatal: false };
+    this.life = life;
+    this.history.lives.push({ n, end: 'running' });
+    try {
+      await this.pump(app.start());
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code === 'STORE_CORRUPT' && !String((error as Error).message).includes('fsync')) {
+        this.history.notes.push(`life ${n}: the store refused to open: ${(error as Error).message}`);
+        life.dead = true;
+        return false;
+      }
+      if ((error as { code?: string }).code === 'EIO' || life.fatal) {
+        // An fsync failed while the store opened: this process dies too; the next one tries again.
+        this.history.notes.push(`life ${n}: an fsync failed during start: crash and restart`);
+        await this.crash();
+        return this.start();
+      }
+      throw error;
+    }
+  }
+
+  /** The process dies: nothing it had in flight completes; its group membership ends without a commit. */
+  private async crash(): Promise<void> {
+    const life = this.life!;
+    life.dead = true;
+    this.history.lives[life.n - 1]!.end = 'crash';
+    this.disk.crash();
+    for (const c of life.consumers) await c.close();
+    this.waiting.length = 0;
+  }
+
+  /** A graceful stop: handlers in flight finish, what finished is committed and journaled. */
+  private async stop(): Promise<void> {
+    const life = this.life!;
+    const fsyncFailure = this.disk.fsyncFailure;
+    this.disk.fsyncFailure = 0;
+    const stopped = life.app.stop();
+    for (let i = 0; i < 10_000 && !(await settledYet(stopped)); i++) {
+      for (const w of this.waiting.splice(0)) w.settle(HandlerOutcome.ack());
+      this.disk.complete(Number.POSITIVE_INFINITY);
+      if (i % 100 === 99) await life.clock.advanceTo((this.now += 1000));
+      await turn();
+    }
+    await stopped;
+    this.disk.fsyncFailure = fsyncFailure;
+    life.dead = true;
+    this.history.lives[life.n - 1]!.end = life.fatal ? 'crash' : 'stop';
+    if (life.fatal) this.disk.crash();
+  }
+
+  /** Faults over: complete everything, let every window close and every run finish. */
+  private async quiet(): Promise<Outcome> {
+    for (let round = 0; round < 400; round++) {
+      for (const w of this.waiting.splice(0)) w.settle(HandlerOutcome.ack());
+      this.disk.complete(Number.POSITIVE_INFINITY);
+      await turn();
+      if (round % 4 === 3) await this.life!.clock.advanceTo((this.now += 1000));
+    }
+    await this.stop();
+    return { kind: 'ran' };
+  }
+
+  private send(): void {
+    const life = this.life!;
+    const sub = this.random.pick(SEND_SUBS);
+    const key = this.random.pick(KEYS);
+    let eventId: string | undefined;
+    let n: number;
+    const earlier = [...this.ids.entries()].filter(([, e]) => e.sub === sub);
+    if (earlier.length > 0 && this.random.chance(0.15)) {
+      // A sender retries an earlier send (it may never have heard back): the same ID, the same event.
+      const [id, e] = this.random.pick(earlier);
+      eventId = id;
+      n = e.n;
+      return this.sendOne(life, sub, e.key, n, eventId);
+    }
+    n = ++this.n;
+    if (this.random.chance(0.5)) this.ids.set((eventId = `id-${n}`), { sub, key, n });
+    this.sendOne(life, sub, key, n, eventId);
+  }
+
+  private sendOne(life: Life, sub: string, key: string, n: number, eventId: string | undefined): void {
+    this.history.sends.push({ life: life.n, sub, key, n, eventId });
+    life.app.send(sub, { key, event: { n }, eventId }).then(
+      (receipt: Receipt) => {
+        if (!life.dead && 'runId' in receipt) this.history.acks.push({ life: life.n, sub, key, n, eventId, runId: receipt.runId, duplicate: receipt.duplicate });
+      },
+      () => {}, // not acknowledged: the sender does not know whether it counted
+    );
+  }
+
+  private publish(): void {
+    const n = ++this.n;
+    const key = this.random.pick(KEYS);
+    this.broker.publishNow('clicks', { n }, { key });
+    this.history.published.push({ key, n });
+  }
+
+  private handle(life: number, sub: string, payload: unknown, ctx: Context): Promise<HandlerResult> {
+    const events = (Array.isArray(payload) ? payload : [payload]).map((e) => (e as { n: number }).n);
+    const run = ctx.run!;
+    const record = { life, sub, runId: run.id, key: run.key, size: run.size, events, attempt: ctx.message.attempt, finished: false };
+    this.history.runs.push(record);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({
+        life,
+        settle: (result) => {
+          if (result instanceof Error) return reject(result);
+          if (result === undefined || result === HandlerOutcome.ack()) record.finished = true;
+          resolve(result);
+        },
+      });
+    });
+  }
+
+  private settleOne(): void {
+    if (this.waiting.length === 0) return;
+    const [w] = this.waiting.splice(this.random.int(this.waiting.length), 1);
+    const r = this.random.weighted([75, 15, 10]);
+    w!.settle(r === 0 ? HandlerOutcome.ack() : r === 1 ? new Error('handler failed') : HandlerOutcome.retry());
+  }
+
+  /** Completes disk operations and lets work run until `promise` settles. */
+  private async pump<T>(promise: Promise<T>): Promise<T> {
+    for (let i = 0; i < 10_000 && !(await settledYet(promise)); i++) {
+      this.disk.complete(Number.POSITIVE_INFINITY);
+      await turn();
+    }
+    return promise;
+  }
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+async function settledYet(promise: Promise<unknown>): Promise<boolean> {
+  let settled = false;
+  promise.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await Promise.resolve();
+  await Promise.resolve();
+  return settled;
+}
