@@ -35,6 +35,8 @@ export interface AppOptions {
    * before that partition is paused. @default 10_000
    */
   maxUncommitted?: number;
+  /** Makes the UUID of each new run ID. @default crypto.randomUUID; tests and the simulator pass a seeded one */
+  randomUUID?: () => string;
 }
 
 /** The result of `app.send`: the run a paced start joined, or a dropped start. */
@@ -119,7 +121,7 @@ export class App {
       revokeTimeoutMs: this.shutdownTimeoutMs,
       maxUncommitted: this.options.maxUncommitted ?? 10_000,
       onProgress: this.progress,
-      pacer: this.paces.size > 0 ? (this.pacer = new Pacer(this.options.store ?? fileStore({ dir: path.resolve('.sluice', this.name) }), this.paces, this.clock, this.log, this.progress)) : undefined,
+      pacer: this.paces.size > 0 ? (this.pacer = new Pacer(this.options.store ?? fileStore({ dir: path.resolve('.sluice', this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID)) : undefined,
     };
     for (const { broker, subscribers } of this.mounts) {
       await broker.connect();

@@ -35,6 +35,7 @@ export class Pacer {
     private readonly log: Logger,
     /** Called whenever an append became durable: `app.idle()` looks again. */
     private readonly onProgress: () => void,
+    private readonly uuid: () => string = randomUUID,
   ) {}
 
   /** Names the target of a subscriber's runs; before `open`, which hands out what recovered runs still owe. */
@@ -74,7 +75,7 @@ export class Pacer {
     const key = coordinatorKey(subscriber, start.key);
     const src = start.source;
     // The event as JSON text and back: what a replay would read, so live and recovered runs get the same value.
-    const data: EventData = { e: journaled(start.event), r: randomUUID() };
+    const data: EventData = { e: journaled(start.event), r: this.uuid() };
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
     const { reply } = await this.host(key).submit({ key, type: EVENT, data: full });
     return reply as PaceReceipt;

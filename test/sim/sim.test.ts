@@ -33,6 +33,10 @@ describe('deterministic simulation', () => {
     expect(b.outcome).toEqual(a.outcome);
     expect(b.stats).toEqual(a.stats);
     expect(b.notes).toEqual(a.notes);
+    expect(b.violations).toEqual(a.violations);
+    const broken = await simulate(3, { sabotage: 'applyTwice' });
+    expect((await simulate(3, { sabotage: 'applyTwice' })).violations).toEqual(broken.violations); // failures replay too
+    expect(broken.violations.length).toBeGreaterThan(0);
   });
 
   const broken = Object.keys(sabotage) as Sabotage[];

@@ -79,6 +79,7 @@ export class World {
   /** eventId → the event it names, so that a retried send carries the same event. */
   private readonly ids = new Map<string, { sub: string; key: string; n: number }>();
   private flipped = false;
+  private uuids = 0;
 
   constructor(private readonly options: WorldOptions) {
     this.random = new Random(options.seed);
@@ -168,7 +169,7 @@ export class World {
     let life: Life | undefined;
     const store = fileStore({ dir: '/sim', shards: 2, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true) });
     const handler = (sub: string) => (payload: unknown, ctx: Context) => this.handle(n, sub, payload, ctx);
-    const app = new App({ name: 'sim', clock, store, logger: silentLogger, shutdownTimeoutMs: 2_000 }).withBroker(
+    const app = new App({ name: 'sim', clock, store, logger: silentLogger, shutdownTimeoutMs: 2_000, randomUUID: () => `u${++this.uuids}` }).withBroker(
       lifeBroker(this.broker, () => life, consumers),
       (b) =>
         b.include(
