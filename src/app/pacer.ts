@@ -56,6 +56,7 @@ export class Pacer {
         resume: (key, state) => (state.runs ?? []).map((r) => ({ subscriber: key.slice(0, key.indexOf('\u0000')), key: key.slice(key.indexOf('\u0000') + 1), ...r })),
         onSettled: this.onProgress,
         snapshotEvery: this.store.snapshotEvery,
+        applyJournaled: true, // events as a replay would read them: live and recovered runs get the same values
         onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
       });
       this.hosts.push(host);
@@ -74,10 +75,18 @@ export class Pacer {
     if (!this.opened) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
     const key = coordinatorKey(subscriber, start.key);
     const src = start.source;
-    // The event as JSON text and back: what a replay would read, so live and recovered runs get the same value.
-    const data: EventData = { e: journaled(start.event), r: this.uuid() };
+    const host = this.host(key);
+    // A new run ID only when this event opens a window (none is open, or the open one is due).
+    const open = host.core.state(key)?.w;
+    const data: EventData = open !== undefined && open.due > this.clock.now() ? { e: start.event, r: '' } : { e: start.event, r: this.uuid() };
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
-    const { reply } = await this.host(key).submit({ key, type: EVENT, data: full });
+    let submitted: ReturnType<typeof host.submit>;
+    try {
+      submitted = host.submit({ key, type: EVENT, data: full });
+    } catch (error) {
+      throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
+    }
+    const { reply } = await submitted;
     return reply as PaceReceipt;
   }
 
@@ -118,13 +127,4 @@ export class Pacer {
   };
 }
 
-/** The value as the journal gives it back (JSON text and back); `SEND_INVALID` when it is not JSON. */
-export function journaled(value: unknown): unknown {
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(value);
-  } catch (error) {
-    throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(value)}: ${reasonOf(error)}`);
-  }
-  return json === undefined ? undefined : JSON.parse(json);
-}
+

@@ -80,15 +80,20 @@ export class SimDisk {
   }
 
   /**
-   * Flips one bit of a segment file at rest, somewhere with at least `margin` bytes after it (so good
-   * records follow the damage and recovery must call it corruption, not a torn tail). False when no
-   * file is long enough.
+   * Flips one bit of a segment file at rest: one that is followed, in its shard's directory, by a segment
+   * holding records (so good records follow the damage and recovery must call it corruption, not a torn
+   * tail). False when there is no such file.
    */
-  flipBit(margin: number): string | false {
-    const files = [...this.names.entries()].filter(([name, inode]) => name.endsWith('.seg') && inode.data.length > margin + 16).sort(([a], [b]) => a.localeCompare(b));
+  flipBit(): string | false {
+    const segments = [...this.names.keys()].filter((n) => n.endsWith('.seg')).sort();
+    const files = segments.filter((name, i) => {
+      const next = segments[i + 1];
+      return this.names.get(name)!.data.length > 0 && next !== undefined && path.dirname(next) === path.dirname(name) && this.names.get(next)!.data.length > 0;
+    });
     if (files.length === 0) return false;
-    const [name, inode] = this.random.pick(files);
-    const at = this.random.int(inode.data.length - margin);
+    const name = this.random.pick(files);
+    const inode = this.names.get(name)!;
+    const at = this.random.int(inode.data.length);
     const data = Buffer.from(inode.data);
     data[at]! ^= 1 << this.random.int(8);
     inode.data = data;

@@ -111,7 +111,7 @@ export class World {
   }
 
   private async step(step: number): Promise<Outcome | undefined> {
-    const action = this.random.weighted([30, 12, 25, 8, 10, 15, 1.5, 1, 0.4]);
+    const action = this.random.weighted([30, 12, 25, 8, 10, 15, 1.5, 1, 0.05]);
     switch (action) {
       case 0:
         this.send();
@@ -147,7 +147,7 @@ export class World {
       case 8: {
         if (this.flipped) break;
         await this.crash();
-        const where = this.disk.flipBit(2048);
+        const where = this.disk.flipBit();
         if (where === false) {
           if (!(await this.start())) return { kind: 'corrupt', at: step };
           break;
