@@ -180,17 +180,27 @@ describe('mounting', () => {
     expect(compiled(a).h!.workers).toBe(3);
   });
 
-  it('refuses pace settings this version does not run, or that contradict each other, at mount', () => {
+  it('refuses pace settings that contradict each other, at mount, naming the subscriber, field and value', () => {
     const paced = (pace: object, batchMax?: number) => () =>
       app().withBroker(new MemoryBroker(), (b) => b.include(batchMax === undefined ? subscriber('a', h).pace(pace) : subscriber('a', h).pace(pace).batch({ max: batchMax })));
-    expectError(paced({ perMinute: 3, debounce: '1s' }), 'CONFIG_INVALID', /pace\.perMinute is not available in this version yet/);
+    expectError(paced({ perMinute: 3, drop: { max: 1, per: '1 hour' } }), 'CONFIG_INVALID', /subscriber "h": pace\.perMinute and pace\.drop exclude each other .*got perMinute 3 and drop \{"max":1,"per":"1 hour"\}/);
+    expectError(paced({ drop: { max: 1, per: 0 } }), 'CONFIG_INVALID', /pace\.drop\.per must be longer than 0 ms, got 0/);
+    expectError(paced({ perMinute: 0 }), 'CONFIG_INVALID', /pace\.perMinute must be a positive integer, got 0/);
+    expectError(paced({ drop: { max: 2.5, per: '1s' } }), 'CONFIG_INVALID', /pace\.drop\.max must be a positive integer, got 2\.5/);
+    expectError(paced({ drop: { max: 2, per: 'a while' } }), 'PACE_BAD_DURATION', /pace\.drop\.per: "a while" is not a duration/);
+    expectError(paced({ order: 3 }), 'CONFIG_INVALID', /pace\.order must be a function, got 3/);
+    expectError(paced({ turns: 'caller' }), 'CONFIG_INVALID', /pace\.turns must be 'key', got "caller"/);
     expectError(paced({ debounce: '1s', batch: { max: 3 } }), 'CONFIG_INVALID', /debounce and pace\.batch exclude each other/);
     expectError(paced({ batch: { max: MAX_BATCH + 1 } }), 'CONFIG_INVALID', new RegExp(`at most MAX_BATCH \\(${MAX_BATCH}\\), got ${MAX_BATCH + 1}`));
     expectError(paced({ debounce: { window: '10s', maxWait: '5s' } }), 'CONFIG_INVALID', /maxWait must be at least the window \(10000 ms\), got "5s"/);
-    expectError(paced({ dedup: '1 minute' }), 'CONFIG_INVALID', /pace needs debounce or batch/);
     expectError(paced({ batch: {} }, 5), 'CONFIG_INVALID', /batch must not be combined with pace/);
     expectError(paced({ debounce: 'soon' }), 'PACE_BAD_DURATION', /pace\.debounce: "soon" is not a duration/);
     expect(() => paced({ debounce: { window: '1s', maxWait: '1 minute' }, dedup: '5 minutes' })()).not.toThrow();
+    // Every part goes with every other but its exclusions; a pace of only a rate, an order or turns is a run per start.
+    expect(() => paced({ batch: { max: 10 }, perMinute: 5, order: () => 1, turns: 'key' })()).not.toThrow();
+    expect(() => paced({ debounce: '1s', drop: { max: 1, per: '1 hour' }, order: () => 1 })()).not.toThrow();
+    expect(() => paced({ dedup: '1 minute' })()).not.toThrow();
+    expect(() => paced({ turns: 'key' })()).not.toThrow();
   });
 });
 

@@ -27,6 +27,8 @@ export class Job implements Context {
   /** The partition key the job is dispatched by (the key function's, or the message's). */
   key: string | undefined = undefined;
   payload: unknown = undefined;
+  /** A paced run's order among the runs waiting for a worker (`pace.order`); 0 otherwise. */
+  order = 0;
   /** Set once the payload was decoded (the key function may need it before a worker does). */
   decoded = false;
   /** Messages that did not decode, each with its reason; they go to the dead-letter topic. */
@@ -47,7 +49,7 @@ export class Job implements Context {
     /** A paced run instead of a delivery: its `done` is recorded when it settles. */
     readonly paced?: PaceRun,
   ) {
-    this.run = paced && { id: paced.id, key: paced.key, size: paced.size };
+    this.run = paced && { id: paced.id, key: paced.key, size: paced.size, startedAt: paced.startedAt };
   }
 
   /** True when every partition the job reads from was taken away: its result would count nowhere. */

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { SluiceError, reasonOf, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
-import { coordinatorKey, DONE, EVENT, paceRules, type EventData, type PaceReceipt, type PaceRun, type PaceState } from '../pace/rules.js';
+import { coordinatorKey, DONE, EVENT, needsRunId, paceRules, type EventData, type PaceOutput, type PaceReply, type PaceRun, type PaceState } from '../pace/rules.js';
+import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
 import { ShardHost } from '../store/shard-host.js';
 
@@ -24,7 +25,7 @@ export interface PaceStart {
  * restart until their `done` record is.
  */
 export class Pacer {
-  private readonly hosts: ShardHost<PaceState, PaceRun>[] = [];
+  private readonly hosts: ShardHost<PaceState, PaceOutput>[] = [];
   private readonly targets = new Map<string, RunTarget>();
   private opened = false;
 
@@ -47,13 +48,16 @@ export class Pacer {
     await this.store.open();
     const rules = paceRules(this.paces);
     for (let shard = 0; shard < this.store.shards; shard++) {
-      const host = new ShardHost<PaceState, PaceRun>({
+      const host = new ShardHost<PaceState, PaceOutput>({
         log: this.store.log(shard),
         rules,
         clock: this.clock,
         onOutput: this.deliver,
         // Runs that started and did not finish before the restart run again, under the same ID.
-        resume: (key, state) => (state.runs ?? []).map((r) => ({ subscriber: key.slice(0, key.indexOf('\u0000')), key: key.slice(key.indexOf('\u0000') + 1), ...r })),
+        resume: (key, state) => {
+          const [subscriber, user] = splitKey(key);
+          return (state.runs ?? []).map((r) => runOf(subscriber, user, r));
+        },
         onSettled: this.onProgress,
         snapshotEvery: this.store.snapshotEvery,
         applyJournaled: true, // events as a replay would read them: live and recovered runs get the same values
@@ -70,15 +74,23 @@ export class Pacer {
     return this.paces.get(subscriber);
   }
 
-  /** Appends an event to its coordinator; resolves once it is durable, with the run it joined. */
-  async start(subscriber: string, start: PaceStart): Promise<PaceReceipt> {
+  /**
+   * Appends an event to its coordinator; resolves once it is durable, with the run it joined or
+   * `{ dropped: true }`. `pace.order` is asked here, once: its number is journaled with the event.
+   */
+  async start(subscriber: string, start: PaceStart): Promise<PaceReply> {
     if (!this.opened) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
+    const pace = this.paces.get(subscriber);
     const key = coordinatorKey(subscriber, start.key);
     const src = start.source;
     const host = this.host(key);
-    // A new run ID only when this event opens a window (none is open, or the open one is due).
-    const open = host.core.state(key)?.w;
-    const data: EventData = open !== undefined && open.due > this.clock.now() ? { e: start.event, r: '' } : { e: start.event, r: this.uuid() };
+    // A new run ID only when this event opens a window (none is open, or the open one is due) or is a run by itself.
+    const r = pace === undefined || needsRunId(host.core.state(key), pace, this.clock.now()) ? this.uuid() : '';
+    let data: EventData = { e: start.event, r };
+    if (pace?.order !== undefined) {
+      const o = orderOf(pace.order, start, subscriber);
+      if (o !== 0) data = { ...data, o };
+    }
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
     let submitted: ReturnType<typeof host.submit>;
     try {
@@ -87,7 +99,7 @@ export class Pacer {
       throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
     }
     const { reply } = await submitted;
-    return reply as PaceReceipt;
+    return reply as PaceReply;
   }
 
   /** Records that a run finished: it never runs again. */
@@ -116,11 +128,13 @@ export class Pacer {
     this.opened = false;
   }
 
-  private host(key: string): ShardHost<PaceState, PaceRun> {
+  private host(key: string): ShardHost<PaceState, PaceOutput> {
     return this.hosts[shardOf(key, this.hosts.length)]!;
   }
 
-  private readonly deliver = (run: PaceRun): void => {
+  private readonly deliver = (out: PaceOutput): void => {
+    if ('dropped' in out) return this.log.info('pace: a start was dropped (over its drop rate)', { subscriber: out.subscriber, key: out.key, at: out.at, eventId: out.eventId });
+    const run = out;
     const target = this.targets.get(run.subscriber);
     if (target) target(run);
     else this.log.warn('pace: a run of a subscriber that is not mounted waits for it', { subscriber: run.subscriber, runId: run.id });
@@ -128,3 +142,15 @@ export class Pacer {
 }
 
 
+
+/** Asks `pace.order` for a start's number: a finite number, or the start is refused with `SEND_INVALID`. */
+function orderOf(order: (start: { event: unknown; key: string }) => number, start: PaceStart, subscriber: string): number {
+  let o: unknown;
+  try {
+    o = order({ event: start.event, key: start.key });
+  } catch (error) {
+    throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": pace.order threw for key ${show(start.key)}: ${reasonOf(error)}`, { cause: error });
+  }
+  if (typeof o !== 'number' || !Number.isFinite(o)) throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": pace.order must return a finite number, got ${show(o)} for key ${show(start.key)}`);
+  return o;
+}

@@ -1,6 +1,7 @@
 import { SluiceError } from '../core/errors.js';
 import { encodeValue, messageId, type Headers, type InboundMessage } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
+import { ranked } from '../dispatch/ranked.js';
 import { lanes, pool } from '../dispatch/strategy.js';
 import { Watermark } from '../dispatch/watermark.js';
 import { Workers } from '../dispatch/workers.js';
@@ -61,7 +62,9 @@ export class Subscription implements ExecutorHost {
     this.clock = settings.clock;
     this.log = settings.logger.child({ subscriber: sub.name, topic: sub.topic });
     this.executor = new Executor(sub, this, this.log);
-    const strategy = sub.byKey ? lanes(sub.workers) : pool(sub.workers);
+    // A paced subscriber's runs wait for a worker by their order (and turns); a plain one's deliveries in arrival order.
+    const pace = sub.pace !== undefined ? settings.pacer?.paceOf(sub.name) : undefined;
+    const strategy = pace !== undefined ? ranked(sub.workers, { byKey: sub.byKey, turns: pace.turns === true }) : sub.byKey ? lanes(sub.workers) : pool(sub.workers);
     this.workers = new Workers(strategy, this.executor, this.pump); // a finished job frees room: read again
     if (sub.pace !== undefined) {
       this.pacer = settings.pacer;
@@ -163,12 +166,15 @@ export class Subscription implements ExecutorHost {
   /** A paced run whose window closed: to the workers, by its key under lanes. */
   readonly runArrived = (run: PaceRun): void => {
     if (this.stopping) return; // it is recorded as started: it runs again after the restart
-    const payload = this.pacer!.paceOf(this.sub.name)?.kind === 'debounce' ? run.events[0] : run.events;
+    // A batch run gets its events; a debounced run, or a start that is a run by itself, its one event.
+    const payload = this.pacer!.paceOf(this.sub.name)?.kind === 'batch' ? run.events : run.events[0];
     const m: InboundMessage = { topic: this.sub.topic, partition: -1, offset: -1, key: run.key, headers: { [RUN_HEADER]: run.id }, value: encodeValue(payload), timestamp: this.clock.now() };
     const job = new Job(this, m, this.runMarks, undefined, undefined, run);
     job.payload = payload;
     job.decoded = true;
-    if (this.sub.byKey) job.key = run.key;
+    job.order = run.order;
+    // Keyed for turns and lanes (a pool without turns ignores the key).
+    job.key = run.key;
     this.workers.push(job);
   };
 

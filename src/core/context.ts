@@ -8,6 +8,8 @@ export interface RunInfo {
   readonly key: string;
   /** How many events the run carries. */
   readonly size: number;
+  /** When the run started (ms since the epoch): its window closed and its rate let it go. Fixed across retries and restarts. */
+  readonly startedAt: number;
 }
 
 /** What a handler gets besides its payload. */

@@ -1,101 +1,114 @@
 /**
- * Debounce and batch coordinators as shard rules: one coordinator per (subscriber, key), whose state
- * changes only by `apply` on its records — `event` (a start), `timer` (its window's time came, or its
+ * Pace coordinators as shard rules: one coordinator per (subscriber, key), whose state changes only by
+ * `apply` on its records — `event` (a start), `timer` (its window's time came, a waiting start may go, or
  * remembered IDs aged out) and `done` (a run finished). States are plain JSON values, never mutated: a
  * transition returns a new one, so a snapshot being written sees each key as it was.
+ *
+ * A start goes through three stages, every one of them state, so that a crash loses none:
+ *   1. gathered — `debounce` or `batch` collect starts into a window (`w`); without either, each start is
+ *      one run's start at once;
+ *   2. held to the rate — `perMinute` lets at most n runs of the key start in any minute, and the others
+ *      wait in `q`, highest order first; `drop` answers a start over its rate `{ dropped: true }`;
+ *   3. started — the run leaves for the subscriber's dispatch and stays in `runs` until its `done`.
+ * Whatever record comes to a key first moves it on: a due window closes and a waiting start whose time
+ * came starts before the record's own effect, whether or not the timer record came first.
  */
 import { sabotage } from '../core/sabotage.js';
 import { TIMER, type Effects, type Rules, type ShardRecord } from '../shard/rules.js';
-import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace } from './config.js';
+import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace, type CompiledRate } from './config.js';
+import { DONE, EVENT, runOf, splitKey, type EventData, type PaceOutput, type PaceReply, type PaceState, type Start, type Window } from './state.js';
 
-/** Record types of a pace coordinator (besides the core's `timer`). */
-export const EVENT = 'event';
-export const DONE = 'done';
+export { coordinatorKey, DONE, EVENT, type EventData, type PaceDrop, type PaceOutput, type PaceReceipt, type PaceReply, type PaceRun, type PaceState } from './state.js';
 
-/**
- * An `event` record's data: the event; its ID if the sender gave one, or for a broker delivery its source
- * (`topic/partition`) and offset; and the run ID's UUID should it open a window.
- */
-export interface EventData {
-  readonly e: unknown;
-  readonly id?: string;
-  readonly src?: string;
-  readonly off?: number;
-  readonly r: string;
-}
-
-/** A window or a run: its ID, its events (debounce: the latest), and how many starts it took. */
-interface Window {
-  readonly id: string;
-  /** When the first start arrived. */
-  readonly first: number;
-  /** When the window closes (the run starts). */
-  readonly due: number;
-  readonly events: readonly unknown[];
-  readonly size: number;
-}
-
-/** A coordinator's state. */
-export interface PaceState {
-  /** The open window. */
-  readonly w?: Window;
-  /** Runs that started and have not finished: handed out again after a restart. */
-  readonly runs?: readonly Omit<Window, 'first' | 'due'>[];
-  /** Remembered event IDs, with the run each joined. */
-  readonly ids?: Readonly<Record<string, string>>;
-  /**
-   * For broker deliveries, the highest offset seen per `topic/partition`: a partition delivers a key's
-   * messages in offset order, so a redelivery is any offset not past it. One number per partition
-   * instead of one ID per message.
-   */
-  readonly seen?: Readonly<Record<string, number>>;
-  /** When the remembered IDs and offsets are forgotten (the last one's arrival plus `dedup`). */
-  readonly idsUntil?: number;
-}
-
-/** A run leaving a coordinator, for the subscriber's dispatch. */
-export interface PaceRun {
-  readonly subscriber: string;
-  readonly key: string;
-  readonly id: string;
-  readonly events: readonly unknown[];
-  readonly size: number;
-}
-
-/** What `app.send` resolves with. */
-export interface PaceReceipt {
-  readonly runId: string;
-  readonly duplicate: boolean;
-}
-
-const SEP = '\u0000';
-
-/** A coordinator's key in the shard: the subscriber's name and the user's key. */
-export const coordinatorKey = (subscriber: string, key: string): string => subscriber + SEP + key;
-
-function splitKey(key: string): [string, string] {
-  const at = key.indexOf(SEP);
-  return at < 0 ? ['', key] : [key.slice(0, at), key.slice(at + 1)];
-}
-
-/** For records of a subscriber no longer mounted: open windows close at once, IDs are kept the default time. */
+/** For records of a subscriber no longer mounted: open windows close and waiting starts start at once, IDs are kept the default time. */
 const ORPHAN: CompiledPace = { kind: 'batch', max: MAX_BATCH, waitMs: 0, dedupMs: DEFAULT_DEDUP_MS };
 
-/** When the coordinator needs its timer: its window's end, or else when its IDs age out. */
-function timerOf(s: PaceState): number | undefined {
-  if (s.w === undefined) return s.idsUntil;
-  return s.idsUntil === undefined ? s.w.due : Math.min(s.w.due, s.idsUntil);
+/** What one transition works with besides the state. */
+interface Ctx {
+  readonly subscriber: string;
+  readonly key: string;
+  readonly at: number;
+  readonly pace: CompiledPace;
+  readonly fx: Effects<PaceOutput>;
 }
 
-function close(s: PaceState, subscriber: string, key: string, fx: Effects<PaceRun>): PaceState {
-  const { id, events, size } = s.w!;
-  fx.output({ subscriber, key, id, events, size });
-  return { ...s, w: undefined, runs: [...(s.runs ?? []), { id, events, size }] };
+/** True when a start appended to `state` at `now` needs a run ID of its own (it opens a window, or is a run by itself). */
+export function needsRunId(state: PaceState | undefined, pace: CompiledPace, now: number): boolean {
+  if (pace.kind === 'each') return true;
+  const w = state?.w;
+  return !(w !== undefined && w.due > now);
+}
+
+const min = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+
+/**
+ * When the coordinator needs its timer: its window's end; the next waiting start's time; when its start
+ * history ages out; when its IDs age out — whichever comes first.
+ */
+function timerOf(s: PaceState, rate: CompiledRate | undefined): number | undefined {
+  let t = min(s.w?.due, s.idsUntil);
+  const starts = s.starts;
+  if (rate !== undefined && starts !== undefined) {
+    t = min(t, starts[starts.length - 1]! + rate.perMs);
+    if (s.q !== undefined && starts.length >= rate.max) t = min(t, starts[starts.length - rate.max]! + rate.perMs);
+  }
+  return t;
 }
 
 /** Forgets the remembered IDs once their time is up. */
 function forget(s: PaceState, at: number): PaceState {
   return s.idsUntil !== undefined && at >= s.idsUntil ? { ...s, ids: undefined, seen: undefined, idsUntil: undefined } : s;
+}
+
+/** Forgets run starts that no longer count against the rate at `at`. */
+function prune(s: PaceState, rate: CompiledRate | undefined, at: number): PaceState {
+  const starts = s.starts;
+  if (starts === undefined) return s;
+  const perMs = rate?.perMs ?? 0;
+  let i = 0;
+  while (i < starts.length && starts[i]! + perMs <= at) i++;
+  if (i === 0) return s;
+  return { ...s, starts: i === starts.length ? undefined : starts.slice(i) };
+}
+
+/** True when the rate lets one more run of the key start now (`prune` ran at this time). */
+const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean => rate === undefined || (s.starts?.length ?? 0) < rate.max;
+
+/** A run starts: out to dispatch (once durable), into `runs` until done, into the rate's history. */
+function begin(s: PaceState, start: Start, c: Ctx): PaceState {
+  const run = { ...start, at: c.at };
+  c.fx.output(runOf(c.subscriber, c.key, run));
+  const rate = c.pace.rate;
+  const starts = rate === undefined ? s.starts : [...(s.starts ?? []), c.at].slice(-rate.max);
+  return { ...s, runs: [...(s.runs ?? []), run], starts };
+}
+
+/** A start ready to run joins the waiting ones, after those of its order or higher. */
+function enqueue(s: PaceState, start: Start): PaceState {
+  const q = s.q ?? [];
+  const o = start.o ?? 0;
+  let i = q.length;
+  while (i > 0 && (q[i - 1]!.o ?? 0) < o) i--;
+  return { ...s, q: [...q.slice(0, i), start, ...q.slice(i)] };
+}
+
+/** Starts the waiting starts, highest order first, as long as the rate lets them. */
+function release(s: PaceState, c: Ctx): PaceState {
+  while (s.q !== undefined && allowed(s, c.pace.rate)) {
+    const [head, ...rest] = s.q;
+    s = begin({ ...s, q: rest.length > 0 ? rest : undefined }, head!, c);
+  }
+  return s;
+}
+
+/** A start is ready to run: it starts now if nothing waits before it and the rate allows, or else waits. */
+function admit(s: PaceState, start: Start, c: Ctx): PaceState {
+  return release(enqueue(s, start), c);
+}
+
+function close(s: PaceState, c: Ctx): PaceState {
+  const { id, events, size, o } = s.w!;
+  return admit({ ...s, w: undefined }, o === undefined ? { id, events, size } : { id, events, size, o }, c);
 }
 
 function done(s: PaceState, runId: string): PaceState {
@@ -104,23 +117,25 @@ function done(s: PaceState, runId: string): PaceState {
 }
 
 /** The rules of every paced subscriber of an app, by subscriber name. */
-export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceState, PaceRun> {
+export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceState, PaceOutput> {
   return {
     initial: () => ({}),
-    retired: (s) => s.w === undefined && s.runs === undefined && s.idsUntil === undefined,
-    // A snapshot carries the open window, the runs not done and the remembered IDs: all of the state.
+    retired: (s) => s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && s.idsUntil === undefined,
+    // A snapshot carries the open window, the waiting starts, the runs not done, the rate's history and the remembered IDs: all of the state.
     rebase: (s) => (sabotage.forgetIds ? { ...s, ids: undefined, seen: undefined } : s),
-    apply(state: PaceState, record: ShardRecord, fx: Effects<PaceRun>): PaceState {
+    apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
       const [subscriber, key] = splitKey(record.key);
-      const at = record.at;
-      const before = record.type === TIMER ? undefined : timerOf(state);
-      let s = forget(state, at);
+      const pace = paces.get(subscriber) ?? ORPHAN;
+      const c: Ctx = { subscriber, key, at: record.at, pace, fx };
+      const before = record.type === TIMER ? undefined : timerOf(state, pace.rate);
+      let s = prune(forget(state, c.at), pace.rate, c.at);
       // A window whose time has come closes before anything else happens to the key, whether or not its
       // timer record came first: an event exactly at the window's end opens the next window.
-      if (s.w !== undefined && at >= s.w.due) s = close(s, subscriber, key, fx);
-      if (record.type === EVENT) s = event(s, record.data as EventData, subscriber, key, at, paces.get(subscriber) ?? ORPHAN, fx);
+      if (s.w !== undefined && c.at >= s.w.due) s = close(s, c);
+      s = release(s, c);
+      if (record.type === EVENT) s = event(s, record.data as EventData, c);
       else if (record.type === DONE) s = done(s, record.data as string);
-      const after = timerOf(s);
+      const after = timerOf(s, pace.rate);
       if (after !== before) fx.timer(after);
       return s;
     },
@@ -137,27 +152,55 @@ function seenBefore(s: PaceState, data: EventData): boolean {
   return false;
 }
 
-function event(s: PaceState, data: EventData, subscriber: string, key: string, at: number, pace: CompiledPace, fx: Effects<PaceRun>): PaceState {
+/** Remembers the event's ID (or broker offset) as having joined `runId` (`''`: dropped) until `dedup` after it. */
+function remember(s: PaceState, data: EventData, runId: string, c: Ctx): PaceState {
+  if (data.id !== undefined) return { ...s, ids: { ...s.ids, [data.id]: runId }, idsUntil: c.at + c.pace.dedupMs };
+  if (data.src !== undefined) return { ...s, seen: { ...s.seen, [data.src]: data.off! }, idsUntil: c.at + c.pace.dedupMs };
+  return s;
+}
+
+/** The run a redelivered broker message (no ID of its own) most likely joined. */
+const latestId = (s: PaceState): string => s.w?.id ?? s.q?.at(-1)?.id ?? s.runs?.at(-1)?.id ?? '';
+
+function reply(c: Ctx, r: PaceReply): void {
+  c.fx.reply(r);
+}
+
+function event(s: PaceState, data: EventData, c: Ctx): PaceState {
   if (seenBefore(s, data)) {
-    const runId = data.id !== undefined ? s.ids![data.id]! : (s.w?.id ?? s.runs?.at(-1)?.id ?? '');
-    fx.reply({ runId, duplicate: true } satisfies PaceReceipt);
+    const runId = data.id !== undefined ? s.ids![data.id]! : latestId(s);
+    reply(c, runId === '' && data.id !== undefined ? { dropped: true } : { runId, duplicate: true });
     return s;
   }
+  const { pace, key, at } = c;
   const w = s.w;
+  // `drop`: a start that would make a run (it opens a window, or is a run by itself) over the rate is dropped.
+  if (pace.rate?.drop === true && (pace.kind === 'each' || w === undefined) && !allowed(s, pace.rate)) {
+    c.fx.output({ subscriber: c.subscriber, key, dropped: true, at, ...(data.id !== undefined ? { eventId: data.id } : {}) });
+    reply(c, { dropped: true });
+    return remember(s, data, '', c);
+  }
+  const o = data.o !== undefined && data.o !== 0 ? data.o : undefined;
+  if (pace.kind === 'each') {
+    const start: Start = { id: `${key}@${data.r}`, events: [data.e], size: 1, ...(o !== undefined ? { o } : {}) };
+    reply(c, { runId: start.id, duplicate: false });
+    return admit(remember(s, data, start.id, c), start, c);
+  }
   let next: Window;
   if (pace.kind === 'debounce') {
+    // The run gets the latest start's event, and its order.
     const first = w?.first ?? at;
     const cap = pace.maxWaitMs === undefined ? Number.POSITIVE_INFINITY : first + pace.maxWaitMs;
-    next = { id: w?.id ?? `${key}@${data.r}`, first, due: Math.min(at + pace.windowMs, cap), events: [data.e], size: (w?.size ?? 0) + 1 };
+    next = { id: w?.id ?? `${key}@${data.r}`, first, due: Math.min(at + pace.windowMs, cap), events: [data.e], size: (w?.size ?? 0) + 1, ...(o !== undefined ? { o } : {}) };
   } else {
-    next = w === undefined
-      ? { id: `${key}@${data.r}`, first: at, due: at + pace.waitMs, events: [data.e], size: 1 }
-      : { ...w, events: [...w.events, data.e], size: w.size + 1 };
+    // A batch goes as early as its most urgent start.
+    const top = w === undefined ? o : o === undefined ? w.o : Math.max(o, w.o ?? 0);
+    const base = w === undefined ? { id: `${key}@${data.r}`, first: at, due: at + pace.waitMs, events: [data.e], size: 1 } : { ...w, events: [...w.events, data.e], size: w.size + 1 };
+    const { o: _old, ...rest } = base as Window;
+    next = top !== undefined && top !== 0 ? { ...rest, o: top } : rest;
   }
-  s = { ...s, w: next };
-  if (data.id !== undefined) s = { ...s, ids: { ...s.ids, [data.id]: next.id }, idsUntil: at + pace.dedupMs };
-  else if (data.src !== undefined) s = { ...s, seen: { ...s.seen, [data.src]: data.off! }, idsUntil: at + pace.dedupMs };
-  fx.reply({ runId: next.id, duplicate: false } satisfies PaceReceipt);
-  if (pace.kind === 'batch' && next.size >= pace.max) s = close(s, subscriber, key, fx);
+  s = remember({ ...s, w: next }, data, next.id, c);
+  reply(c, { runId: next.id, duplicate: false });
+  if (pace.kind === 'batch' && next.size >= pace.max) s = close(s, c);
   return s;
 }

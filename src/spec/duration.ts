@@ -18,7 +18,8 @@ export type Duration = number | string;
  */
 export function parseDuration(value: unknown, where: string): number {
   if (typeof value === 'number') {
-    if (Number.isFinite(value) && value >= 0) return Math.round(value);
+    // Beyond 2^53 ms (285,000 years) whole milliseconds no longer read exactly: refused like text would be.
+    if (value >= 0 && Number.isSafeInteger(Math.round(value))) return Math.round(value);
   } else if (typeof value === 'string') {
     const m = PATTERN.exec(value);
     const unit = m ? UNIT_MS[m[2]!.toLowerCase()] : undefined;

@@ -43,7 +43,7 @@ describe('pace: debounce', () => {
     expect(seen).toEqual([]);
     await clock.advance(1);
     await app.idle();
-    expect(seen).toEqual([{ payload: { v: 3 }, run: { id: (r1 as { runId: string }).runId, key: 'row-1', size: 3 }, attempt: 1, at: T0 + 1900 }]);
+    expect(seen).toEqual([{ payload: { v: 3 }, run: { id: (r1 as { runId: string }).runId, key: 'row-1', size: 3, startedAt: T0 + 1900 }, attempt: 1, at: T0 + 1900 }]);
     await app.stop();
   });
 
@@ -101,7 +101,7 @@ describe('pace: batch', () => {
     const receipts = [];
     for (const e of ['x', 'y', 'z', 'w']) receipts.push(await app.send('p', { key: 'k', event: e }));
     await app.idle();
-    expect(seen).toEqual([{ payload: ['x', 'y', 'z'], run: { id: (receipts[0] as { runId: string }).runId, key: 'k', size: 3 }, attempt: 1, at: T0 }]);
+    expect(seen).toEqual([{ payload: ['x', 'y', 'z'], run: { id: (receipts[0] as { runId: string }).runId, key: 'k', size: 3, startedAt: T0 }, attempt: 1, at: T0 }]);
     expect(receipts[3]).not.toEqual(receipts[0]); // the fourth opened the next window
     await clock.advance(10_000);
     await app.idle();
@@ -224,7 +224,7 @@ describe('pace: runs', () => {
     const second = paced({ debounce: 1000 }, { store: crashed, clock: new ManualClock(T0 + 5000) });
     await second.app.start();
     await second.app.idle();
-    expect(second.seen).toEqual([{ payload: 'e', run: { id: receipt.runId, key: 'k', size: 1 }, attempt: 1, at: T0 + 5000 }]);
+    expect(second.seen).toEqual([{ payload: 'e', run: { id: receipt.runId, key: 'k', size: 1, startedAt: T0 + 1000 }, attempt: 1, at: T0 + 5000 }]);
     await second.app.stop();
     gate.open(); // the first app is gone with its store: it is never stopped
   });

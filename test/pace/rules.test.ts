@@ -25,7 +25,7 @@ describe('pace rules', () => {
     expect(apply(ev('d', 'k', 0, 'first', 'u1'))).toEqual({ runId: 'k@u1', duplicate: false });
     expect(c.timerOf(coordinatorKey('d', 'k'))).toBe(100);
     expect(apply(ev('d', 'k', 100, 'second', 'u2'))).toEqual({ runId: 'k@u2', duplicate: false });
-    expect(released()).toEqual([{ subscriber: 'd', key: 'k', id: 'k@u1', events: ['first'], size: 1 }]);
+    expect(released()).toEqual([{ subscriber: 'd', key: 'k', id: 'k@u1', events: ['first'], size: 1, startedAt: 100, order: 0 }]);
     // The timer record that comes late finds the new window not yet due: nothing runs.
     apply({ key: coordinatorKey('d', 'k'), at: 100, type: TIMER });
     expect(released()).toEqual([]);
@@ -49,8 +49,8 @@ describe('pace rules', () => {
     const { c, apply, released } = core();
     const key = coordinatorKey('b', 'k');
     for (const e of [1, 2, 3, 4]) apply(ev('b', 'k', 0, e, `u${e}`));
-    expect(released()).toEqual([{ subscriber: 'b', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3 }]);
-    expect(c.state(key)!.runs).toEqual([{ id: 'k@u1', events: [1, 2, 3], size: 3 }]);
+    expect(released()).toEqual([{ subscriber: 'b', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 }]);
+    expect(c.state(key)!.runs).toEqual([{ id: 'k@u1', events: [1, 2, 3], size: 3, at: 0 }]);
     expect(c.state(key)!.w).toMatchObject({ id: 'k@u4', events: [4] });
     apply({ key, at: 10, type: DONE, data: 'k@u1' });
     expect(c.state(key)!.runs).toBeUndefined();
