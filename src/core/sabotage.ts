@@ -17,6 +17,10 @@ export const sabotage = {
   forgetIds: false,
   /** Timers restored from a snapshot are dropped on restart. */
   loseTimers: false,
+  /** Snapshots (compaction) drop the starts that wait for a pace rate. */
+  forgetWaiting: false,
+  /** Pace rates (`perMinute`, `drop`) never hold a start back. */
+  ignoreRates: false,
 };
 
 export type Sabotage = keyof typeof sabotage;

@@ -72,7 +72,7 @@ function prune(s: PaceState, rate: CompiledRate | undefined, at: number): PaceSt
 }
 
 /** True when the rate lets one more run of the key start now (`prune` ran at this time). */
-const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean => rate === undefined || (s.starts?.length ?? 0) < rate.max;
+const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean => rate === undefined || (s.starts?.length ?? 0) < rate.max || sabotage.ignoreRates;
 
 /** A run starts: out to dispatch (once durable), into `runs` until done, into the rate's history. */
 function begin(s: PaceState, start: Start, c: Ctx): PaceState {
@@ -122,7 +122,10 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
     initial: () => ({}),
     retired: (s) => s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && s.idsUntil === undefined,
     // A snapshot carries the open window, the waiting starts, the runs not done, the rate's history and the remembered IDs: all of the state.
-    rebase: (s) => (sabotage.forgetIds ? { ...s, ids: undefined, seen: undefined } : s),
+    rebase: (s) => {
+      if (sabotage.forgetIds) s = { ...s, ids: undefined, seen: undefined };
+      return sabotage.forgetWaiting ? { ...s, q: undefined } : s;
+    },
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
       const [subscriber, key] = splitKey(record.key);
       const pace = paces.get(subscriber) ?? ORPHAN;

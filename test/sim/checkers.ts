@@ -3,15 +3,20 @@
  * Each checker returns the violations it found, in words that say which promise broke and where.
  */
 
+/** The rates of the simulated subscribers held to one: at most `max` runs of a key start in any `perMs`. */
+export const RATES = { pm: { max: 2, perMs: 60_000 }, drp: { max: 2, perMs: 3_000 } } as const;
+
 export interface History {
   /** Every `app.send` made (acknowledged or not). */
   readonly sends: { life: number; sub: string; key: string; n: number; eventId?: string }[];
   /** The receipts senders got back: their events are durable. */
   readonly acks: { life: number; sub: string; key: string; n: number; eventId?: string; runId: string; duplicate: boolean }[];
+  /** Starts answered `{ dropped: true }` (durably). */
+  readonly drops: { life: number; sub: string; key: string; n: number; eventId?: string }[];
   /** Messages published to the broker-fed subscriber (the broker acknowledged each one). */
   readonly published: { key: string; n: number }[];
   /** Every handler invocation of a run. */
-  readonly runs: { life: number; sub: string; runId: string; key: string; size: number; events: number[]; attempt: number; finished: boolean }[];
+  readonly runs: { life: number; sub: string; runId: string; key: string; size: number; startedAt: number; events: number[]; attempt: number; finished: boolean }[];
   /** How each process life ended. */
   readonly lives: { n: number; end: 'running' | 'crash' | 'stop' }[];
   readonly notes: string[];
@@ -31,7 +36,7 @@ export function check(h: History, outcome: Outcome): string[] {
   if (outcome.kind === 'flip-missed') out.push(`a flipped bit (${outcome.where}) was not detected: recovery opened the store`);
   if (outcome.kind === 'threw') out.push(`the engine threw: ${outcome.error.split('\n').slice(0, 4).join(' | ')}`);
   if (outcome.kind === 'corrupt' || outcome.kind === 'corrupt-at-start') out.push(`the store refused to open (STORE_CORRUPT) with no damage done to it`);
-  out.push(...sameRunSameInput(h), ...noEmptyRun(h), ...receiptsNeverChange(h), ...eventsInOneRun(h), ...finishedNeverAgain(h));
+  out.push(...sameRunSameInput(h), ...noEmptyRun(h), ...receiptsNeverChange(h), ...eventsInOneRun(h), ...finishedNeverAgain(h), ...ratesKept(h), ...droppedNeverRan(h));
   // Liveness is checked only when the seed ran to its quiet end.
   if (outcome.kind === 'ran') out.push(...everyWindowRan(h));
   return out;
@@ -49,7 +54,7 @@ function sameRunSameInput(h: History): string[] {
   for (const [id, runs] of byRun(h)) {
     const first = runs[0]!;
     for (const r of runs.slice(1)) {
-      if (r.size !== first.size || r.events.join() !== first.events.join()) {
+      if (r.size !== first.size || r.events.join() !== first.events.join() || r.startedAt !== first.startedAt) {
         out.push(`run ${id} ran with [${first.events}] (size ${first.size}) in life ${first.life} and with [${r.events}] (size ${r.size}) in life ${r.life}`);
         break;
       }
@@ -98,7 +103,7 @@ function eventsInOneRun(h: History): string[] {
     if (new Set(events).size !== events.length) out.push(`run ${id} carries an event twice: [${events}]`);
   }
   for (const a of h.acks) {
-    if (a.sub !== 'bat') continue;
+    if (a.sub !== 'bat' && a.sub !== 'pm') continue;
     const ran = runOf.get(`${a.sub}/${a.n}`);
     if (ran !== undefined && ran !== `${a.sub}/${a.runId}`) out.push(`event ${a.n} of ${a.sub} was acknowledged for run ${a.runId} but ran in ${ran}`);
   }
@@ -131,5 +136,31 @@ function everyWindowRan(h: History): string[] {
   for (const p of h.published) if (!clicks.has(p.n)) out.push(`published click ${p.n} (key ${p.key}) was in no run`);
   const unfinished = [...ran].filter((id) => !finished.has(id) && !h.runs.some((r) => `${r.sub}/${r.runId}` === id && r.attempt >= 3));
   for (const id of unfinished) out.push(`run ${id} never finished`);
+  return out;
+}
+
+/** No more than a rate's `max` runs of a key start in any of its periods (distinct runs, by when they started). */
+function ratesKept(h: History): string[] {
+  const out: string[] = [];
+  for (const [sub, { max, perMs }] of Object.entries(RATES)) {
+    const starts = new Map<string, Map<string, number>>();
+    for (const r of h.runs) if (r.sub === sub) starts.set(r.key, (starts.get(r.key) ?? new Map<string, number>()).set(r.runId, r.startedAt));
+    for (const [key, runs] of starts) {
+      const times = [...runs.values()].sort((a, b) => a - b);
+      for (let i = 0; i + max < times.length; i++) {
+        if (times[i + max]! - times[i]! < perMs) out.push(`${sub}: ${max + 1} runs of key ${key} started within ${times[i + max]! - times[i]!} ms (at most ${max} in ${perMs} ms)`);
+      }
+    }
+  }
+  return out;
+}
+
+/** A dropped start makes no run, and an event ID answered dropped is never answered with a run (nor the reverse). */
+function droppedNeverRan(h: History): string[] {
+  const out: string[] = [];
+  const ran = new Set(h.runs.flatMap((r) => r.events.map((n) => `${r.sub}/${n}`)));
+  for (const d of h.drops) if (ran.has(`${d.sub}/${d.n}`)) out.push(`event ${d.n} of ${d.sub} was answered dropped (life ${d.life}) but ran`);
+  const acked = new Set(h.acks.filter((a) => a.eventId !== undefined).map((a) => `${a.sub}/${a.eventId}`));
+  for (const d of h.drops) if (d.eventId !== undefined && acked.has(`${d.sub}/${d.eventId}`)) out.push(`event ID ${d.sub}/${d.eventId} was answered both dropped and with a run`);
   return out;
 }

@@ -12,10 +12,10 @@ const SEEDS = Number(process.env.SLUICE_SIM_SEEDS ?? 500);
 describe('deterministic simulation', () => {
   it(`keeps every promise over ${SEEDS} seeds of crashes, torn writes, failed fsyncs and bit flips`, async () => {
     const failures: string[] = [];
-    const seen = { lives: 0, acks: 0, runs: 0, published: 0, flips: 0 };
+    const seen = { lives: 0, acks: 0, runs: 0, published: 0, drops: 0, waited: 0, flips: 0 };
     for (let seed = 1; seed <= SEEDS; seed++) {
       const r = await simulate(seed);
-      for (const k of ['lives', 'acks', 'runs', 'published'] as const) seen[k] += r.stats[k];
+      for (const k of ['lives', 'acks', 'runs', 'published', 'drops', 'waited'] as const) seen[k] += r.stats[k];
       if (r.outcome.kind === 'flip-detected') seen.flips++;
       if (r.violations.length > 0) failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${replayCommand(seed)}`);
     }
@@ -24,6 +24,8 @@ describe('deterministic simulation', () => {
     expect(seen.lives).toBeGreaterThan(SEEDS * 3);
     expect(seen.acks).toBeGreaterThan(SEEDS * 20);
     expect(seen.published).toBeGreaterThan(SEEDS * 10);
+    expect(seen.drops).toBeGreaterThan(SEEDS); // starts over a drop rate
+    expect(seen.waited).toBeGreaterThan(SEEDS); // per-minute runs started a minute or more after their key's first: the rate was in play
     if (SEEDS >= 500) expect(seen.flips).toBeGreaterThan(0);
   }, 600_000);
 

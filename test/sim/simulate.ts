@@ -10,7 +10,7 @@ export interface SeedResult {
   readonly seed: number;
   readonly outcome: Outcome;
   readonly violations: string[];
-  readonly stats: { lives: number; acks: number; runs: number; published: number };
+  readonly stats: { lives: number; acks: number; runs: number; published: number; drops: number; waited: number };
   readonly notes: string[];
 }
 
@@ -19,7 +19,7 @@ export async function simulate(seed: number, options: { steps?: number; sabotage
   try {
     const world = new World({ seed, steps: options.steps });
     const h = world.history;
-    const stats = () => ({ lives: h.lives.length, acks: h.acks.length, runs: h.runs.length, published: h.published.length });
+    const stats = () => ({ lives: h.lives.length, acks: h.acks.length, runs: h.runs.length, published: h.published.length, drops: h.drops.length, waited: waited(h) });
     let outcome: Outcome;
     try {
       outcome = await world.run();
@@ -35,3 +35,17 @@ export async function simulate(seed: number, options: { steps?: number; sabotage
 
 /** The one command that replays a seed. */
 export const replayCommand = (seed: number, bad?: Sabotage): string => `npm run sim -- --seed ${seed}${bad ? ` --sabotage ${bad}` : ''}`;
+
+/** Distinct runs of the per-minute subscriber started a minute or more after their key's first run: the rate was in play. */
+function waited(h: Parameters<typeof check>[0]): number {
+  const first = new Map<string, number>();
+  const runs = new Map<string, { key: string; startedAt: number }>();
+  for (const r of h.runs) if (r.sub === 'pm') runs.set(r.runId, r);
+  let n = 0;
+  for (const r of [...runs.values()].sort((a, b) => a.startedAt - b.startedAt)) {
+    const f = first.get(r.key);
+    if (f === undefined) first.set(r.key, r.startedAt);
+    else if (r.startedAt - f >= 60_000) n++;
+  }
+  return n;
+}

@@ -7,12 +7,12 @@
  * for the checkers (checkers.ts).
  */
 import { App, HandlerOutcome, ManualClock, MemoryBroker, fileStore, silentLogger, subscriber, type Broker, type ConsumeRequest, type Consumer, type Context, type HandlerResult, type Receipt } from '../../src/index.js';
-import type { History, Outcome } from './checkers.js';
+import { RATES, type History, type Outcome } from './checkers.js';
 import { Random } from './random.js';
 import { SimDisk } from './sim-disk.js';
 
 const T0 = Date.UTC(2026, 0, 1);
-const SEND_SUBS = ['bat', 'deb'] as const;
+const SEND_SUBS = ['bat', 'deb', 'pm', 'drp'] as const;
 const KEYS = ['k0', 'k1', 'k2', 'k3', 'k4'];
 
 export interface WorldOptions {
@@ -70,7 +70,7 @@ export class World {
   readonly random: Random;
   readonly disk: SimDisk;
   readonly broker = new MemoryBroker({ partitions: 2 });
-  readonly history: History = { sends: [], acks: [], published: [], runs: [], lives: [], notes: [] };
+  readonly history: History = { sends: [], acks: [], drops: [], published: [], runs: [], lives: [], notes: [] };
   private life: Life | undefined;
   private lives = 0;
   private now = T0;
@@ -176,6 +176,9 @@ export class World {
           subscriber('bat-topic', handler('bat')).name('bat').pace({ batch: { max: 4, wait: 1000 }, dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
           subscriber('deb-topic', handler('deb')).name('deb').pace({ debounce: { window: 500, maxWait: 2000 }, dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
           subscriber('clicks', handler('clk')).name('clk').pace({ batch: { max: 3, wait: 800 } }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
+          // Pace II: batches held to a per-minute rate (waiting starts), ordered, keys in turns; and drops.
+          subscriber('pm-topic', handler('pm')).name('pm').pace({ batch: { max: 2, wait: 400 }, perMinute: RATES.pm.max, order: ({ event }) => (event as { n: number }).n % 3, turns: 'key', dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
+          subscriber('drp-topic', handler('drp')).name('drp').pace({ drop: { max: RATES.drp.max, per: RATES.drp.perMs }, dedup: '1 day' }).workers(2).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
         ),
     );
     life = { n, app, clock, consumers, dead: false, fatal: false };
@@ -229,13 +232,14 @@ export class World {
     if (life.fatal) this.disk.crash();
   }
 
-  /** Faults over: complete everything, let every window close and every run finish. */
+  /** Faults over: complete everything, let every window close, every waiting start go and every run finish. */
   private async quiet(): Promise<Outcome> {
     for (let round = 0; round < 400; round++) {
       for (const w of this.waiting.splice(0)) w.settle(HandlerOutcome.ack());
       this.disk.complete(Number.POSITIVE_INFINITY);
       await turn();
-      if (round % 4 === 3) await this.life!.clock.advanceTo((this.now += 1000));
+      // 1 s steps, then 10 s steps: starts waiting for a per-minute rate need minutes.
+      if (round % 4 === 3) await this.life!.clock.advanceTo((this.now += round < 200 ? 1000 : 10_000));
     }
     await this.stop();
     return { kind: 'ran' };
@@ -264,7 +268,9 @@ export class World {
     this.history.sends.push({ life: life.n, sub, key, n, eventId });
     life.app.send(sub, { key, event: { n }, eventId }).then(
       (receipt: Receipt) => {
-        if (!life.dead && 'runId' in receipt) this.history.acks.push({ life: life.n, sub, key, n, eventId, runId: receipt.runId, duplicate: receipt.duplicate });
+        if (life.dead) return;
+        if ('runId' in receipt) this.history.acks.push({ life: life.n, sub, key, n, eventId, runId: receipt.runId, duplicate: receipt.duplicate });
+        else this.history.drops.push({ life: life.n, sub, key, n, eventId });
       },
       () => {}, // not acknowledged: the sender does not know whether it counted
     );
@@ -280,7 +286,7 @@ export class World {
   private handle(life: number, sub: string, payload: unknown, ctx: Context): Promise<HandlerResult> {
     const events = (Array.isArray(payload) ? payload : [payload]).map((e) => (e as { n: number }).n);
     const run = ctx.run!;
-    const record = { life, sub, runId: run.id, key: run.key, size: run.size, events, attempt: ctx.message.attempt, finished: false };
+    const record = { life, sub, runId: run.id, key: run.key, size: run.size, startedAt: run.startedAt, events, attempt: ctx.message.attempt, finished: false };
     this.history.runs.push(record);
     return new Promise((resolve, reject) => {
       this.waiting.push({
