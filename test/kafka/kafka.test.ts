@@ -20,7 +20,8 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     apps.push(app);
     return app;
   };
-  const rawKafka = (brokers = kafkaBrokers!) => new Kafka({ clientId: 'plain', brokers: [brokers], logLevel: logLevel.NOTHING });
+  // Retries as patient as the app's: right after a broker restart its group coordinator may still be loading.
+  const rawKafka = (brokers = kafkaBrokers!) => new Kafka({ clientId: 'plain', brokers: [brokers], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 } });
 
   async function producePlain(topic: string, messages: { key?: string; value: string; headers?: Record<string, string | Buffer> }[], brokers?: string) {
     const producer = rawKafka(brokers).producer({ createPartitioner: Partitioners.DefaultPartitioner });
