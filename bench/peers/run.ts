@@ -231,8 +231,10 @@ function startDriver(system: System, spec: Spec): { ready: Promise<void>; backlo
     }, TIMEOUT_MS);
     child.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString('utf8');
-      if (stdout.includes('{"ready":true}')) onReady();
-      if (stdout.includes('{"backlog":true}')) onBacklog();
+      if (stdout.length < 4_096) { // the markers come first; the result line may be megabytes of IDs
+        if (stdout.includes('{"ready":true}')) onReady();
+        if (stdout.includes('{"backlog":true}')) onBacklog();
+      }
     });
     child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString('utf8')).slice(-20_000); });
     child.on('error', (e) => { clearTimeout(timer); live.delete(child); reject(e); });
@@ -240,7 +242,9 @@ function startDriver(system: System, spec: Spec): { ready: Promise<void>; backlo
       clearTimeout(timer);
       live.delete(child);
       const line = stdout.split('\n').reverse().find((l) => l.startsWith('{') && l.includes('"handled":'));
-      if (line) resolve(JSON.parse(line) as DriverResult);
+      let parsed: DriverResult | undefined;
+      try { parsed = line ? (JSON.parse(line) as DriverResult) : undefined; } catch { /* cut short */ }
+      if (parsed) resolve(parsed);
       else reject(new Error(`${system.id}: exited ${code} without a result; stderr tail:\n${stderr.slice(-1500)}`));
     });
   });

@@ -82,8 +82,9 @@ export function tracker() {
   };
 }
 
+/** Writes the result line; resolves once it is flushed (a pipe write is asynchronous: exiting earlier cuts it). */
 export function report(result) {
-  process.stdout.write(`${JSON.stringify(result)}\n`);
+  return new Promise((resolve) => process.stdout.write(`${JSON.stringify(result)}\n`, resolve));
 }
 
 export const ready = () => process.stdout.write('{"ready":true}\n');

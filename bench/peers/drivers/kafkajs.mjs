@@ -41,5 +41,5 @@ await joined;
 ready();
 await t.done;
 await consumer.disconnect();
-report(t.result({ system: 'kafkajs' }));
+await report(t.result({ system: 'kafkajs' }));
 process.exit(0);

@@ -44,5 +44,5 @@ await app.listen();
 ready();
 await t.done;
 await app.close();
-report(t.result({ system: 'nestjs' }));
+await report(t.result({ system: 'nestjs' }));
 process.exit(0);

@@ -20,5 +20,5 @@ await app.start();
 ready();
 await t.done;
 await app.stop();
-report(t.result({ system: 'sluice' }));
+await report(t.result({ system: 'sluice' }));
 process.exit(0);
