@@ -36,10 +36,13 @@ export class TimerWheel {
   due(nowMs: number, max: number, timerOf: (key: string) => number | undefined): string[] {
     const out: string[] = [];
     const picked = new Set<string>();
+    // The cursor's bucket is always looked at (it holds timers added overdue, even when `nowMs` is earlier
+    // than a previous call's), but the cursor never moves past the bucket of `nowMs`.
     const last = Math.floor(nowMs / this.tickMs);
-    while (this.cursor <= last && out.length < max) {
+    while (out.length < max) {
       const list = this.buckets.get(this.cursor);
       if (!list) {
+        if (this.cursor >= last) break;
         this.cursor++;
         continue;
       }
@@ -56,6 +59,7 @@ export class TimerWheel {
       list.push(...later);
       if (list.length === 0) {
         this.buckets.delete(this.cursor);
+        if (this.cursor >= last) break;
         this.cursor++;
       } else if (later.length === list.length) break; // what is left in this bucket is not due yet
     }

@@ -20,6 +20,8 @@ export interface ShardHostOptions<S, O> {
   readonly chunk?: number;
   readonly tickMs?: number;
   readonly horizonMs?: number;
+  /** Keys kept loaded at most; idle ones beyond it are parked (see `ShardCoreOptions`). @default 10_000 */
+  readonly maxLoadedKeys?: number;
   /**
    * Take a snapshot (whole-shard state, JSON) after this many records (and at least twice as many records
    * as keys held), at the next moment when everything applied is durable and handed out; the log then
@@ -56,7 +58,7 @@ export class ShardHost<S, O> {
   private pendingAppends = 0;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
-    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs });
+    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs, maxLoadedKeys: options.maxLoadedKeys });
   }
 
   /** Loads the snapshot, replays the log after it, hands out what recovered keys still owe, arms the timers. */
