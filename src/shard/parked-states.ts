@@ -18,6 +18,8 @@ export class ParkedStates<S> {
 
   /** Parks a key (it must not be parked already): its state and its timer, if any. */
   park(key: string, state: S, timerAtMs: number | undefined): void {
+    // Compacted here, not as keys leave: a mass wake unparks many and should not pay for it then.
+    if (this.arena.wasteful) this.arena.compact((move) => this.table.remapRefs(move));
     this.table.set(key, this.arena.put(JSON.stringify(state)), timerAtMs ?? Number.NaN);
     if (timerAtMs !== undefined && this.earliestCache !== null && !(this.earliestCache! <= timerAtMs)) this.earliestCache = timerAtMs;
   }
@@ -31,14 +33,14 @@ export class ParkedStates<S> {
     this.table.delete(key);
     this.arena.free(ref);
     if (timer !== undefined && timer === this.earliestCache) this.earliestCache = null;
-    if (this.arena.wasteful) this.arena.compact((move) => this.table.remapRefs(move));
     return { state, timer };
   }
 
-  /** A parked key's state as the JSON text it was parked as. */
-  stateJson(key: string): string | undefined {
-    const ref = this.table.ref(key);
-    return ref === undefined ? undefined : this.arena.text(ref);
+  /** A parked key's snapshot entry, `[key, state, timer or null]` as JSON (the state as it was parked). */
+  entryJson(key: string): string | undefined {
+    const entry = this.table.entry(key);
+    if (!entry) return undefined;
+    return `[${JSON.stringify(key)},${this.arena.text(entry.ref)},${Number.isNaN(entry.timer) ? null : entry.timer}]`;
   }
 
   /** A parked key's state (decoded afresh), without unparking it. */
@@ -74,7 +76,7 @@ export class ParkedStates<S> {
     return this.table.keys();
   }
 
-  frozenKeys(): { next(max: number): string[] } {
+  frozenKeys(): { next(max: number): string[]; unread(key: string): boolean } {
     return this.table.frozenKeys();
   }
 

@@ -68,6 +68,12 @@ export class ParkedTable {
     return this.snapshotLsn(key);
   }
 
+  /** The parked key's reference and timer (`NaN` for none) in one lookup, or undefined when it is not parked. */
+  entry(key: string): { ref: number; timer: number } | undefined {
+    const slot = this.lookup(key);
+    return slot < 0 ? undefined : { ref: this.lsnAt(slot), timer: this.timers[slot]! };
+  }
+
   /** The parked key's timer (`NaN` for none), or undefined when it is not parked. */
   timerAt(key: string): number | undefined {
     const slot = this.lookup(key);
@@ -134,13 +140,15 @@ export class ParkedTable {
   /**
    * The keys parked now, to be read later a few at a time while the table goes on changing (a snapshot):
    * copies of the slot arrays (7 bytes a slot) and the key arena as it is (a grown or rehashed table
-   * writes a new one).
+   * writes a new one). `unread(key)` says whether a key is among them and not read yet.
    */
-  frozenKeys(): { next(max: number): string[] } {
+  frozenKeys(): { next(max: number): string[]; unread(key: string): boolean } {
     const tags = this.tags.slice();
     const offsets = this.keyOffset.slice();
     const lengths = this.keyLength.slice();
     const arena = this.arena;
+    const mask = this.capacity - 1;
+    const scratch = Buffer.allocUnsafe(256);
     let slot = 0;
     return {
       next(max) {
@@ -149,6 +157,18 @@ export class ParkedTable {
           if (tags[slot]! >= 2) out.push(arena.toString('utf8', offsets[slot]!, offsets[slot]! + lengths[slot]!));
         }
         return out;
+      },
+      unread(key) {
+        const bytes = Buffer.byteLength(key);
+        const buf = bytes <= scratch.length ? scratch : Buffer.allocUnsafe(bytes);
+        buf.write(key, 0);
+        const hash = hashBytes(buf, bytes);
+        for (let at = hash & mask, probes = 0; probes <= mask; at = (at + 1) & mask, probes++) {
+          const tag = tags[at];
+          if (tag === EMPTY) return false;
+          if (tag === tagOf(hash) && lengths[at] === bytes && buf.compare(arena, offsets[at]!, offsets[at]! + bytes, 0, bytes) === 0) return at >= slot;
+        }
+        return false;
       },
     };
   }

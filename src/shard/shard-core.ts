@@ -31,9 +31,11 @@ interface SnapshotCapture<S> {
   readonly lsn: number;
   /** The keys held when the snapshot began: the loaded ones, then the parked ones (read a few at a time). */
   readonly loaded: string[];
-  readonly parked: { next(max: number): string[] };
+  /** Of `loaded`, those not serialised yet. */
+  readonly loadedUnread: Set<string>;
+  readonly parked: { next(max: number): string[]; unread(key: string): boolean };
   next: number;
-  /** State and timer of keys changed since the snapshot began, as they were then. */
+  /** State and timer of keys changed since the snapshot began and not serialised yet, as they were then. */
   readonly before: Map<string, [S | undefined, number | null]>;
 }
 
@@ -57,6 +59,7 @@ export class ShardCore<S, O> {
   /** Idle keys: a key is loaded or parked, never both. */
   private readonly parked = new ParkedStates<S>();
   private readonly maxLoaded: number;
+  private readonly loadedTimer = (key: string): number | undefined => this.timers.get(key);
   private readonly tickMs: number;
   /** Loaded keys' timers beyond the wheel's horizon, by key. */
   private readonly far = new Map<string, number>();
@@ -88,7 +91,8 @@ export class ShardCore<S, O> {
     if (!(lsn > this.lastLsn)) throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
     this.lastLsn = lsn;
     const key = record.key;
-    if (this.capture && !this.capture.before.has(key)) this.capture.before.set(key, [this.state(key), this.timerOf(key) ?? null]);
+    const c = this.capture;
+    if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key))) c.before.set(key, [this.state(key), this.timerOf(key) ?? null]);
     this.load(key, record.at);
     let timer = this.timers.get(key);
     let timerChanged = false;
@@ -133,7 +137,8 @@ export class ShardCore<S, O> {
    */
   beginSnapshot(): { readonly lsn: number } {
     if (this.capture) throw new Error('ShardCore.beginSnapshot: a snapshot is under way');
-    this.capture = { lsn: this.lastLsn, loaded: [...this.states.keys()], parked: this.parked.frozenKeys(), next: 0, before: new Map() };
+    const loaded = [...this.states.keys()];
+    this.capture = { lsn: this.lastLsn, loaded, loadedUnread: new Set(loaded), parked: this.parked.frozenKeys(), next: 0, before: new Map() };
     return this.capture;
   }
 
@@ -143,15 +148,16 @@ export class ShardCore<S, O> {
     if (!c) throw new Error('ShardCore.snapshotChunk: no snapshot under way');
     const out: string[] = [];
     const entry = (key: string): void => {
+      c.loadedUnread.delete(key);
       const before = c.before.get(key);
+      c.before.delete(key); // read once: the Map holds only what is still to come
       if (before) {
         if (before[0] !== undefined) out.push(JSON.stringify([key, before[0], before[1]]));
         return;
       }
       const loaded = this.states.get(key);
-      const timer = this.timerOf(key) ?? null;
-      if (loaded !== undefined) out.push(JSON.stringify([key, loaded, timer]));
-      else out.push(`[${JSON.stringify(key)},${this.parked.stateJson(key)!},${timer}]`); // parked: its JSON as it is
+      if (loaded !== undefined) out.push(JSON.stringify([key, loaded, this.timers.get(key) ?? null]));
+      else out.push(this.parked.entryJson(key)!); // parked: its JSON as it is
     };
     for (; c.next < c.loaded.length && out.length < max; c.next++) entry(c.loaded[c.next]!);
     if (out.length < max) for (const key of c.parked.next(max - out.length)) entry(key);
@@ -189,7 +195,7 @@ export class ShardCore<S, O> {
       if (!(first <= nowMs)) break;
       let got: string[];
       if (wheel === first) {
-        got = this.wheel.due(Math.min(nowMs, parked ?? Number.POSITIVE_INFINITY), max - out.length, (key) => this.timers.get(key));
+        got = this.wheel.due(Math.min(nowMs, parked ?? Number.POSITIVE_INFINITY), max - out.length, this.loadedTimer);
         this.earliestStale = true;
       } else {
         // Parked timers a bucket at a time, and none later than the wheel's earliest.
@@ -266,7 +272,7 @@ export class ShardCore<S, O> {
   /** The earliest wheel timer, exact. */
   private wheelEarliest(): number | undefined {
     if (this.earliestStale) {
-      this.earliest = this.wheel.earliestMs((key) => this.timers.get(key));
+      this.earliest = this.wheel.earliestMs(this.loadedTimer);
       this.earliestStale = false;
     }
     return this.earliest;
@@ -293,23 +299,26 @@ export class ShardCore<S, O> {
       this.states.delete(key);
       if (timer !== undefined) {
         this.timers.delete(key);
-        // Its wheel entry, if any, is dropped lazily; only the earliest's leaving changes the earliest.
-        if (!this.far.delete(key) && timer === this.earliest) this.earliestStale = true;
+        if (!this.far.delete(key)) {
+          if (timer === this.earliest) this.earliestStale = true; // only the earliest's leaving changes it
+          this.wheel.dropped(this.loadedTimer);
+        }
       }
       this.parked.park(key, state, timer);
     }
   }
 
   private setTimer(key: string, atMs: number | undefined, nowMs: number): void {
-    this.far.delete(key);
-    if (this.timers.has(key)) this.earliestStale = true; // removed or moved: the earliest may have gone
-    if (atMs === undefined) {
-      this.timers.delete(key);
-      return;
+    const had = this.timers.has(key);
+    const wasFar = this.far.delete(key);
+    if (had) this.earliestStale = true; // removed or moved: the earliest may have gone
+    if (atMs === undefined) this.timers.delete(key);
+    else {
+      this.timers.set(key, atMs);
+      if (this.wheel.within(atMs, nowMs)) this.addToWheel(key, atMs);
+      else this.far.set(key, atMs);
     }
-    this.timers.set(key, atMs);
-    if (this.wheel.within(atMs, nowMs)) this.addToWheel(key, atMs);
-    else this.far.set(key, atMs);
+    if (had && !wasFar) this.wheel.dropped(this.loadedTimer);
   }
 
   private addToWheel(key: string, atMs: number): void {

@@ -29,9 +29,10 @@ export class StateArena {
     return this.buf.toString('utf8', offset + 4, offset + 4 + this.buf.readUInt32LE(offset));
   }
 
-  /** The entry at `offset` is no longer needed. */
+  /** The entry at `offset` is no longer needed. When none is left the buffer starts again from its start. */
   free(offset: number): void {
     this.garbage += 4 + this.buf.readUInt32LE(offset);
+    if (this.garbage === this.used) this.used = this.garbage = 0;
   }
 
   /** True when compacting is worth it: garbage outweighs live entries (and passes 1 MiB). */
@@ -48,10 +49,12 @@ export class StateArena {
     this.buf = Buffer.allocUnsafe(Math.max(64 * 1024, 2 * (this.used - this.garbage)));
     this.used = 0;
     this.garbage = 0;
+    const buf = this.buf;
     remapAll((offset) => {
       const end = offset + 4 + old.readUInt32LE(offset);
       const at = this.used;
-      old.copy(this.buf, at, offset, end);
+      // Entries are small: a loop beats a call into Buffer.copy for each.
+      for (let i = offset, j = at; i < end; i++, j++) buf[j] = old[i]!;
       this.used += end - offset;
       return at;
     });

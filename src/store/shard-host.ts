@@ -33,7 +33,7 @@ export interface ShardHostOptions<S, O> {
 }
 
 /** Keys serialised per turn of the event loop while a snapshot is written. */
-const SNAPSHOT_CHUNK = 5_000;
+const SNAPSHOT_CHUNK = 1_000;
 
 const encode = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
 const decode = (bytes: Uint8Array): ShardRecord => {

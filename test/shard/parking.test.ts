@@ -40,7 +40,7 @@ const stepsArb = fc.array(
  * each `due` on the way: every key it names is due, oldest first to a bucket (no key left out is more than
  * a tick older than one named), and none due is left out unless `max` were named.
  */
-function run(maxLoadedKeys: number, steps: fc.Infer<typeof stepsArb>) {
+function run(maxLoadedKeys: number, steps: typeof stepsArb extends fc.Arbitrary<infer T> ? T : never) {
   const core = new ShardCore(rules, { nowMs: 1_000, tickMs: 10, horizonMs: 150, maxLoadedKeys });
   const records: ShardRecord[] = [];
   const outputs: string[] = [];
