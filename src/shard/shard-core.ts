@@ -189,17 +189,18 @@ export class ShardCore<S, O> {
     const out: string[] = [];
     const named = new Set<string>();
     while (out.length < max) {
-      const wheel = this.wheelEarliest();
       const parked = this.parked.size > 0 ? this.parked.earliest() : undefined;
-      const first = Math.min(wheel ?? Number.POSITIVE_INFINITY, parked ?? Number.POSITIVE_INFINITY);
-      if (!(first <= nowMs)) break;
-      let got: string[];
-      if (wheel === first) {
+      const wheelFrom = this.wheel.firstBucketMs(); // a lower bound, found without reading the bucket
+      let got: string[] = [];
+      if (wheelFrom !== undefined && wheelFrom <= nowMs && !(parked! < wheelFrom)) {
+        // The wheel's timers up to the earliest parked one (all due ones when none is parked).
         got = this.wheel.due(Math.min(nowMs, parked ?? Number.POSITIVE_INFINITY), max - out.length, this.loadedTimer);
-        this.earliestStale = true;
-      } else {
-        // Parked timers a bucket at a time, and none later than the wheel's earliest.
-        got = this.parked.due(Math.min(nowMs, wheel ?? Number.POSITIVE_INFINITY, parked! + this.tickMs - 1), max - out.length);
+        if (got.length > 0) this.earliestStale = true;
+      }
+      if (got.length === 0) {
+        if (!(parked! <= nowMs)) break;
+        // Parked timers a bucket at a time: the wheel has none earlier.
+        got = this.parked.due(Math.min(nowMs, parked! + this.tickMs - 1), max - out.length);
         for (const key of got) {
           const { state, timer } = this.parked.unpark(key)!;
           this.states.set(key, state);

@@ -94,6 +94,13 @@ export class TimerWheel {
     return out;
   }
 
+  /** The start of the earliest bucket held (at most the earliest timer, which may be later), or undefined. */
+  firstBucketMs(): number | undefined {
+    let first = Number.POSITIVE_INFINITY;
+    for (const b of this.buckets.keys()) if (b < first) first = b;
+    return first === Number.POSITIVE_INFINITY ? undefined : Math.max(first, this.cursor) * this.tickMs;
+  }
+
   /**
    * The earliest live timer in the wheel, or undefined. Entries of the earliest bucket are checked against
    * `timerOf` (dropping stale ones), so the answer is exact, not a bucket's start.
