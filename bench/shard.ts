@@ -2,9 +2,11 @@
  * bench/shard, in one run:
  *  (a) heap bytes per parked key with a pending timer at 1,000,000 keys: the ParkedTable beside a plain
  *      Map<string, { snapshotLsn, timerAtMs }> of the same keys (key strings included on both sides);
- *  (b) a mass wake of 1,000,000 due timers through ShardHost over memoryStore: the time from the wake to the
- *      first output handed out, and the longest event-loop stall while they fire (monitorEventLoopDelay),
- *      beside the same stall measure over a bare loop that runs the same number of setImmediate turns.
+ *  (b) a mass wake of 1,000,000 due timers through ShardHost over memoryStore: the host's heap per key after
+ *      replay, the time from the wake to the first output handed out, and the longest event-loop stall while
+ *      they fire (monitorEventLoopDelay) — with idle keys parked (the default) beside every key loaded
+ *      (maxLoadedKeys above N, the host as it was before parking), and beside the same stall measure over a
+ *      bare loop that runs the same number of setImmediate turns.
  *
  *   npm run bench:shard        (node needs --expose-gc; the npm script passes it)
  */
@@ -44,50 +46,57 @@ const rules: Rules<{ at: number }, Out> = {
   retired: (s) => s.at === 0,
 };
 // Load N keys whose timers come due in ten minutes; then "restart" ten minutes later (a clock that jumps),
-// replay the log into a fresh host, and let every overdue timer fire.
+// replay the log into a fresh host, and let every overdue timer fire. Twice, each on a store of its own:
+// idle keys parked (the default) and every key loaded (maxLoadedKeys above N: the host before parking).
 class JumpClock extends SystemClock {
   offsetMs = 0;
   override now(): number {
     return super.now() + this.offsetMs;
   }
 }
-const clock = new JumpClock();
-const store = memoryStore({ shards: 1 });
-const loader = new ShardHost({ log: store.log(0), rules, clock, onOutput: () => {} });
-await loader.open();
-const dueAt = clock.now() + 600_000;
-for (let i = 0; i < N; i += 10_000) {
-  await Promise.all(Array.from({ length: Math.min(10_000, N - i) }, (_, j) => loader.append({ key: `k${i + j}`, type: 'event', at: dueAt })));
+async function wake(maxLoadedKeys: number | undefined) {
+  const clock = new JumpClock();
+  const store = memoryStore({ shards: 1 });
+  const loader = new ShardHost({ log: store.log(0), rules, clock, onOutput: () => {} });
+  await loader.open();
+  const dueAt = clock.now() + 600_000;
+  for (let i = 0; i < N; i += 10_000) {
+    await Promise.all(Array.from({ length: Math.min(10_000, N - i) }, (_, j) => loader.append({ key: `k${i + j}`, type: 'event', at: dueAt })));
+  }
+  loader.close();
+  clock.offsetMs = 600_000;
+  let fired = 0;
+  let firstAt = 0;
+  let done!: () => void;
+  const all = new Promise<void>((r) => (done = r));
+  const keepAlive = setInterval(() => {}, 1 << 30); // the system clock's timers do not hold the process
+  const heapBefore = used();
+  const host = new ShardHost({ log: store.log(0), rules, clock, chunk: CHUNK, maxLoadedKeys, onOutput: () => { if (fired++ === 0) firstAt = performance.now(); if (fired === N) done(); } });
+  await host.open(); // replays N records; their timers are all overdue
+  const heapPerKey = (used() - heapBefore) / N; // the host's heap and array buffers for N idle keys (the store's records not included)
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  const wakeAt = performance.now();
+  h.enable();
+  await all;
+  h.disable();
+  const result = { firstMs: firstAt - wakeAt, stallMs: h.max / 1e6, totalMs: performance.now() - wakeAt, heapPerKey };
+  host.close();
+  clearInterval(keepAlive);
+  return result;
 }
-loader.close();
-clock.offsetMs = 600_000;
-let fired = 0;
-let firstAt = 0;
-let done!: () => void;
-const all = new Promise<void>((r) => (done = r));
-const keepAlive = setInterval(() => {}, 1 << 30); // the system clock's timers do not hold the process
-const host = new ShardHost({ log: store.log(0), rules, clock, chunk: CHUNK, onOutput: () => { if (fired++ === 0) firstAt = performance.now(); if (fired === N) done(); } });
-await host.open(); // replays N records; their timers are all overdue
-const h = monitorEventLoopDelay({ resolution: 1 });
-const wakeAt = performance.now();
-h.enable();
-await all;
-h.disable();
-const stallMs = h.max / 1e6;
-const firstMs = firstAt - wakeAt;
-const totalMs = performance.now() - wakeAt;
+const parked = await wake(undefined);
+const loaded = await wake(N + 1);
 // Baseline: the same stall measure over a bare loop of as many turns as the wake took chunks.
 const turns = Math.ceil(N / CHUNK);
 const hb = monitorEventLoopDelay({ resolution: 1 });
 hb.enable();
 for (let t = 0; t < turns; t++) await new Promise<void>((r) => setImmediate(() => { for (let i = 0; i < CHUNK; i++) JSON.stringify({ i }); r(); }));
 hb.disable();
-console.log(`\nbench/shard (b): restart with ${N.toLocaleString('en')} overdue timers (chunks of ${CHUNK.toLocaleString("en")} per turn), ShardHost over memoryStore`);
-console.log('| measure | value |');
-console.log('|---|---:|');
-console.log(`| first output after open() returned | ${firstMs.toFixed(1)} ms |`);
-console.log(`| longest event-loop stall during the wake | ${stallMs.toFixed(1)} ms |`);
-console.log(`| longest stall, bare loop of ${turns} turns of ${CHUNK} JSON.stringify | ${(hb.max / 1e6).toFixed(1)} ms |`);
-console.log(`| all ${N.toLocaleString('en')} fired | ${(totalMs / 1000).toFixed(2)} s (${Math.round(N / (totalMs / 1000)).toLocaleString('en')}/s) |`);
-host.close();
-clearInterval(keepAlive);
+console.log(`\nbench/shard (b): restart with ${N.toLocaleString('en')} overdue timers (chunks of ${CHUNK.toLocaleString('en')} per turn), ShardHost over memoryStore`);
+console.log('| measure | idle keys parked (default) | every key loaded (maxLoadedKeys > N) |');
+console.log('|---|---:|---:|');
+console.log(`| host heap + array buffers per key after open() | ${parked.heapPerKey.toFixed(1)} B | ${loaded.heapPerKey.toFixed(1)} B |`);
+console.log(`| first output after open() returned | ${parked.firstMs.toFixed(1)} ms | ${loaded.firstMs.toFixed(1)} ms |`);
+console.log(`| longest event-loop stall during the wake | ${parked.stallMs.toFixed(1)} ms | ${loaded.stallMs.toFixed(1)} ms |`);
+console.log(`| all ${N.toLocaleString('en')} fired | ${(parked.totalMs / 1000).toFixed(2)} s | ${(loaded.totalMs / 1000).toFixed(2)} s |`);
+console.log(`| longest stall, bare loop of ${turns} turns of ${CHUNK} JSON.stringify | ${(hb.max / 1e6).toFixed(1)} ms | |`);

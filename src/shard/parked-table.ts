@@ -1,5 +1,6 @@
 /**
- * Idle coordinators, parked: per key a fixed-size entry — the LSN of its snapshot and its earliest timer —
+ * Idle coordinators, parked: per key a fixed-size entry — a 48-bit reference to where its state can be read
+ * back (the LSN of its snapshot record, or its bytes in an arena) and its earliest timer —
  * in typed arrays with open addressing (linear probing), keys as UTF-8 bytes in one arena. No object per
  * key, so memory does not grow with objects for idle keys, and there is no Map size limit (V8's Map stops
  * at 2^24 entries). Entries are grouped in chunks of 1,024 slots, each knowing (a lower bound of) its
@@ -18,7 +19,7 @@ export class ParkedTable {
   private tags!: Uint8Array;
   private keyOffset!: Uint32Array;
   private keyLength!: Uint16Array;
-  /** Snapshot LSNs in 48 bits: the low 32 here, the high 16 in `lsnHigh`. */
+  /** References (snapshot LSNs, arena offsets) in 48 bits: the low 32 here, the high 16 in `lsnHigh`. */
   private lsnLow!: Uint32Array;
   private lsnHigh!: Uint16Array;
   private timers!: Float64Array;
@@ -36,7 +37,7 @@ export class ParkedTable {
     this.arena = Buffer.allocUnsafe(this.capacity * 16);
   }
 
-  /** Parks (or updates) a key: its snapshot's LSN and its timer (`NaN` for none). */
+  /** Parks (or updates) a key: the reference to its state (a snapshot's LSN, an offset) and its timer (`NaN` for none). */
   set(key: string, snapshotLsn: number, timerAtMs: number): void {
     if ((this.used + 1) / this.capacity > MAX_LOAD) this.resize(this.size * 2 + 1 > this.capacity * MAX_LOAD ? this.capacity * 2 : this.capacity);
     const bytes = this.encode(key);
@@ -62,6 +63,17 @@ export class ParkedTable {
     return slot < 0 ? undefined : this.lsnAt(slot);
   }
 
+  /** The parked key's reference; an alias of `snapshotLsn` for callers that keep something else there. */
+  ref(key: string): number | undefined {
+    return this.snapshotLsn(key);
+  }
+
+  /** The parked key's reference and timer (`NaN` for none) in one lookup, or undefined when it is not parked. */
+  entry(key: string): { ref: number; timer: number } | undefined {
+    const slot = this.lookup(key);
+    return slot < 0 ? undefined : { ref: this.lsnAt(slot), timer: this.timers[slot]! };
+  }
+
   /** The parked key's timer (`NaN` for none), or undefined when it is not parked. */
   timerAt(key: string): number | undefined {
     const slot = this.lookup(key);
@@ -78,11 +90,14 @@ export class ParkedTable {
   }
 
   /**
-   * Calls `visit` for every parked key whose timer is at or before `untilMs`, skipping chunks whose earliest
-   * timer is later; tightens each visited chunk's bound as it goes.
+   * Calls `visit` for parked keys whose timer is at or before `untilMs` — at most `max` of them — skipping
+   * chunks whose earliest timer is later. The visited keys' timers no longer count towards their chunk's
+   * earliest (the caller moves them elsewhere, or unparks the key); each chunk swept to its end has its bound
+   * tightened. `visit` may `delete` the key it is given, nothing else.
    */
-  sweep(untilMs: number, visit: (key: string, timerAtMs: number) => void): void {
+  sweep(untilMs: number, visit: (key: string, timerAtMs: number) => void, max = Number.POSITIVE_INFINITY): void {
     const chunks = this.capacity >>> CHUNK_BITS;
+    let visited = 0;
     for (let c = 0; c < chunks; c++) {
       if (!(this.chunkMin[c]! <= untilMs)) continue;
       let min = Number.POSITIVE_INFINITY;
@@ -90,11 +105,77 @@ export class ParkedTable {
       for (let slot = c << CHUNK_BITS; slot < end; slot++) {
         if (this.tags[slot]! < 2) continue;
         const at = this.timers[slot]!;
-        if (at <= untilMs) visit(this.keyAt(slot), at);
-        else if (at < min) min = at;
+        if (!(at <= untilMs)) {
+          if (at < min) min = at; // (NaN, no timer, is never less)
+          continue;
+        }
+        if (visited === max) return; // this chunk's bound stays as it was: still a lower bound
+        visited++;
+        visit(this.keyAt(slot), at);
       }
       this.chunkMin[c] = min;
     }
+  }
+
+  /** The earliest parked timer, exactly (tightening chunk bounds on the way), or undefined when none is set. */
+  earliest(): number | undefined {
+    const chunks = this.chunkMin.length;
+    for (;;) {
+      let first = -1;
+      for (let c = 0; c < chunks; c++) if (first < 0 ? this.chunkMin[c]! < Number.POSITIVE_INFINITY : this.chunkMin[c]! < this.chunkMin[first]!) first = c;
+      if (first < 0) return undefined;
+      let min = Number.POSITIVE_INFINITY;
+      const end = (first + 1) << CHUNK_BITS;
+      for (let slot = first << CHUNK_BITS; slot < end; slot++) if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
+      if (min === this.chunkMin[first]) return min; // exact, and no chunk's bound is lower
+      this.chunkMin[first] = min; // tightened: look again
+    }
+  }
+
+  /** Every parked key, in slot order. The table must not change while this runs. */
+  *keys(): IterableIterator<string> {
+    for (let slot = 0; slot < this.capacity; slot++) if (this.tags[slot]! >= 2) yield this.keyAt(slot);
+  }
+
+  /**
+   * The keys parked now, to be read later a few at a time while the table goes on changing (a snapshot):
+   * copies of the slot arrays (7 bytes a slot) and the key arena as it is (a grown or rehashed table
+   * writes a new one). `unread(key)` says whether a key is among them and not read yet.
+   */
+  frozenKeys(): { next(max: number): string[]; unread(key: string): boolean } {
+    const tags = this.tags.slice();
+    const offsets = this.keyOffset.slice();
+    const lengths = this.keyLength.slice();
+    const arena = this.arena;
+    const mask = this.capacity - 1;
+    const scratch = Buffer.allocUnsafe(256);
+    let slot = 0;
+    return {
+      next(max) {
+        const out: string[] = [];
+        for (; slot < tags.length && out.length < max; slot++) {
+          if (tags[slot]! >= 2) out.push(arena.toString('utf8', offsets[slot]!, offsets[slot]! + lengths[slot]!));
+        }
+        return out;
+      },
+      unread(key) {
+        const bytes = Buffer.byteLength(key);
+        const buf = bytes <= scratch.length ? scratch : Buffer.allocUnsafe(bytes);
+        buf.write(key, 0);
+        const hash = hashBytes(buf, bytes);
+        for (let at = hash & mask, probes = 0; probes <= mask; at = (at + 1) & mask, probes++) {
+          const tag = tags[at];
+          if (tag === EMPTY) return false;
+          if (tag === tagOf(hash) && lengths[at] === bytes && buf.compare(arena, offsets[at]!, offsets[at]! + bytes, 0, bytes) === 0) return at >= slot;
+        }
+        return false;
+      },
+    };
+  }
+
+  /** Replaces every parked key's reference by `move(ref)` (its state was moved: an arena compacted). */
+  remapRefs(move: (ref: number) => number): void {
+    for (let slot = 0; slot < this.capacity; slot++) if (this.tags[slot]! >= 2) this.setLsn(slot, move(this.lsnAt(slot)));
   }
 
   /** Bytes held by the table's arrays and key arena (what a parked key costs). */

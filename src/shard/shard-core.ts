@@ -1,5 +1,6 @@
 import { sabotage } from '../core/sabotage.js';
 import { TIMER, type Effects, type Rules, type ShardRecord } from './rules.js';
+import { ParkedStates } from './parked-states.js';
 import { TimerWheel } from './timer-wheel.js';
 
 /** Something the core tells its host about, as it happens (for metrics and logs). */
@@ -13,6 +14,12 @@ export interface ShardCoreOptions {
   horizonMs?: number;
   /** Where time starts for the wheel (the host's clock when the core is made). */
   nowMs: number;
+  /**
+   * Keys kept loaded (their state an object, their timer in the wheel) at most, give or take a quarter: beyond
+   * it the least recently applied are parked — their state as bytes and their timer in a table entry, no object per key — and
+   * loaded again when a record for them is applied or their timer comes due. @default 10_000
+   */
+  maxLoadedKeys?: number;
 }
 
 /** A shard snapshot: every key's state and timer (null for none) as of `lsn`. */
@@ -23,9 +30,13 @@ export interface ShardSnapshot<S> {
 
 interface SnapshotCapture<S> {
   readonly lsn: number;
-  readonly keys: string[];
+  /** The keys held when the snapshot began: the loaded ones, then the parked ones (read a few at a time). */
+  readonly loaded: string[];
+  /** Of `loaded`, those not serialised yet. */
+  readonly loadedUnread: Set<string>;
+  readonly parked: { next(max: number): string[]; unread(key: string): boolean };
   next: number;
-  /** State and timer of keys changed since the snapshot began, as they were then. */
+  /** State and timer of keys changed since the snapshot began and not serialised yet, as they were then. */
   readonly before: Map<string, [S | undefined, number | null]>;
 }
 
@@ -42,9 +53,16 @@ interface Queued<O> {
  * the host appends a `timer` record for each and applies it like any other.
  */
 export class ShardCore<S, O> {
+  /** Loaded keys' states, the least recently applied first. */
   private readonly states = new Map<string, S>();
+  /** Loaded keys' timers. */
   private readonly timers = new Map<string, number>();
-  /** Timers beyond the wheel's horizon, by key. */
+  /** Idle keys: a key is loaded or parked, never both. */
+  private readonly parked = new ParkedStates<S>();
+  private readonly maxLoaded: number;
+  private readonly loadedTimer = (key: string): number | undefined => this.timers.get(key);
+  private readonly tickMs: number;
+  /** Loaded keys' timers beyond the wheel's horizon, by key. */
   private readonly far = new Map<string, number>();
   private readonly wheel: TimerWheel;
   private readonly queue: Queued<O>[] = [];
@@ -60,7 +78,10 @@ export class ShardCore<S, O> {
     private readonly rules: Rules<S, O>,
     options: ShardCoreOptions,
   ) {
-    this.wheel = new TimerWheel(options.tickMs ?? 10, options.horizonMs ?? 60_000, options.nowMs);
+    this.tickMs = options.tickMs ?? 10;
+    this.wheel = new TimerWheel(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
+    this.maxLoaded = options.maxLoadedKeys ?? 10_000;
+    if (!(Number.isInteger(this.maxLoaded) && this.maxLoaded >= 1)) throw new RangeError(`ShardCore: maxLoadedKeys must be an integer from 1 up, got ${this.maxLoaded}`);
   }
 
   /**
@@ -71,7 +92,9 @@ export class ShardCore<S, O> {
     if (!(lsn > this.lastLsn)) throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
     this.lastLsn = lsn;
     const key = record.key;
-    if (this.capture && !this.capture.before.has(key)) this.capture.before.set(key, [this.states.get(key), this.timers.get(key) ?? null]);
+    const c = this.capture;
+    if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key))) c.before.set(key, [this.state(key), this.timerOf(key) ?? null]);
+    this.load(key, record.at);
     let timer = this.timers.get(key);
     let timerChanged = false;
     let reply: unknown = undefined;
@@ -92,9 +115,13 @@ export class ShardCore<S, O> {
     const next = this.rules.apply(this.states.get(key) ?? this.rules.initial(key), record, effects);
     if (timerChanged) this.setTimer(key, timer, record.at);
     this.emit({ type: 'applied', lsn, key, record: record.type });
+    const had = this.states.delete(key); // and set again below: the most recently applied go last
     if (this.rules.retired(next) && timer === undefined) {
-      if (this.states.delete(key)) this.emit({ type: 'retired', key });
-    } else this.states.set(key, next);
+      if (had) this.emit({ type: 'retired', key });
+    } else {
+      this.states.set(key, next);
+      this.parkIdle();
+    }
     return reply;
   }
 
@@ -111,7 +138,8 @@ export class ShardCore<S, O> {
    */
   beginSnapshot(): { readonly lsn: number } {
     if (this.capture) throw new Error('ShardCore.beginSnapshot: a snapshot is under way');
-    this.capture = { lsn: this.lastLsn, keys: [...this.states.keys()], next: 0, before: new Map() };
+    const loaded = [...this.states.keys()];
+    this.capture = { lsn: this.lastLsn, loaded, loadedUnread: new Set(loaded), parked: this.parked.frozenKeys(), next: 0, before: new Map() };
     return this.capture;
   }
 
@@ -120,13 +148,26 @@ export class ShardCore<S, O> {
     const c = this.capture;
     if (!c) throw new Error('ShardCore.snapshotChunk: no snapshot under way');
     const out: string[] = [];
-    for (; c.next < c.keys.length && out.length < max; c.next++) {
-      const key = c.keys[c.next]!;
+    const entry = (key: string): void => {
+      c.loadedUnread.delete(key);
       const before = c.before.get(key);
-      const state = before ? before[0] : this.states.get(key);
-      if (state !== undefined) out.push(JSON.stringify([key, this.rules.rebase ? this.rules.rebase(state) : state, before ? before[1] : (this.timers.get(key) ?? null)]));
-    }
+      c.before.delete(key); // read once: the Map holds only what is still to come
+      if (before) {
+        if (before[0] !== undefined) out.push(JSON.stringify([key, this.rebase(before[0]), before[1]]));
+        return;
+      }
+      const loaded = this.states.get(key);
+      if (loaded !== undefined) out.push(JSON.stringify([key, this.rebase(loaded), this.timers.get(key) ?? null]));
+      else out.push(this.parked.entryJson(key)!); // parked: its JSON as it is
+    };
+    for (; c.next < c.loaded.length && out.length < max; c.next++) entry(c.loaded[c.next]!);
+    if (out.length < max) for (const key of c.parked.next(max - out.length)) entry(key);
     return out;
+  }
+
+  /** What a snapshot keeps of a loaded state (a parked one is kept as it was parked). */
+  private rebase(state: S): S {
+    return this.rules.rebase ? this.rules.rebase(state) : state;
   }
 
   endSnapshot(): void {
@@ -137,21 +178,51 @@ export class ShardCore<S, O> {
   importState(snapshot: ShardSnapshot<S>, nowMs: number): void {
     if (this.lastLsn !== 0) throw new RangeError('ShardCore.importState: the core has applied records already');
     this.lastLsn = snapshot.lsn;
-    for (const [key, state, timer] of snapshot.keys) {
-      this.states.set(key, state);
-      if (timer !== null && !sabotage.loseTimers) this.setTimer(key, timer, nowMs);
+    for (const [key, state, saved] of snapshot.keys) {
+      const timer = sabotage.loseTimers ? null : saved;
+      if (this.states.size < this.maxLoaded) {
+        this.states.set(key, state);
+        if (timer !== null) this.setTimer(key, timer, nowMs);
+      } else this.parked.park(key, state, timer ?? undefined);
     }
   }
 
-  /** Up to `max` keys whose timer is due at `nowMs`, oldest first: the host appends a `timer` record for each. */
+  /**
+   * Up to `max` keys whose timer is due at `nowMs`, oldest first (to a bucket of the wheel): the host
+   * appends a `timer` record for each. Parked keys named are loaded (so at most `max` are decoded a call).
+   */
   due(nowMs: number, max: number): string[] {
     this.promote(nowMs);
-    return this.wheel.due(nowMs, max, (key) => this.timers.get(key));
+    const out: string[] = [];
+    const named = new Set<string>();
+    while (out.length < max) {
+      const parked = this.parked.size > 0 ? this.parked.earliest() : undefined;
+      const wheelFrom = this.wheel.firstBucketMs(); // a lower bound, found without reading the bucket
+      let got: string[] = [];
+      if (wheelFrom !== undefined && wheelFrom <= nowMs && !(parked! < wheelFrom)) {
+        // The wheel's timers up to the earliest parked one (all due ones when none is parked).
+        got = this.wheel.due(Math.min(nowMs, parked ?? Number.POSITIVE_INFINITY), max - out.length, this.loadedTimer);
+        if (got.length > 0) this.earliestStale = true;
+      }
+      if (got.length === 0) {
+        if (!(parked! <= nowMs)) break;
+        // Parked timers a bucket at a time: the wheel has none earlier.
+        got = this.parked.due(Math.min(nowMs, parked! + this.tickMs - 1), max - out.length);
+        for (const key of got) {
+          const { state, timer } = this.parked.unpark(key)!;
+          this.states.set(key, state);
+          this.timers.set(key, timer!); // handed out now, so not in the wheel
+        }
+      }
+      if (got.length === 0) break;
+      for (const key of got) if (!named.has(key)) named.add(key), out.push(key);
+    }
+    return out;
   }
 
   /** The key's timer, if one is set. */
   timerOf(key: string): number | undefined {
-    return this.timers.get(key);
+    return this.timers.get(key) ?? this.parked.timerOf(key);
   }
 
   /**
@@ -160,28 +231,37 @@ export class ShardCore<S, O> {
    * no timer is set. Never more than the horizon away, so a Node timer can always hold it.
    */
   nextDueMs(nowMs: number): number | undefined {
-    if (this.earliestStale) {
-      this.earliest = this.wheel.earliestMs((key) => this.timers.get(key));
-      this.earliestStale = false;
-    }
-    const wheel = this.earliest;
+    const wheel = this.wheelEarliest();
     const sweep = this.far.size > 0 ? nowMs + this.wheel.horizonMs / 2 : undefined;
-    if (wheel === undefined) return sweep;
-    return sweep === undefined ? wheel : Math.min(wheel, sweep);
+    const parked = this.parked.size > 0 ? this.parked.earliest() : undefined;
+    const times = [wheel, sweep, parked === undefined ? undefined : Math.min(parked, nowMs + this.wheel.horizonMs)].filter((t) => t !== undefined);
+    return times.length === 0 ? undefined : Math.min(...times);
   }
 
+  /** The key's state (a parked key's decoded afresh), or undefined when it has none. */
   state(key: string): S | undefined {
-    return this.states.get(key);
+    return this.states.get(key) ?? this.parked.state(key);
   }
 
-  /** How many keys have state. */
+  /** How many keys have state, loaded or parked. */
   get keyCount(): number {
-    return this.states.size;
+    return this.states.size + this.parked.size;
   }
 
-  /** Keys with state. */
-  keys(): IterableIterator<string> {
-    return this.states.keys();
+  /** How many keys are parked. */
+  get parkedCount(): number {
+    return this.parked.size;
+  }
+
+  /** Bytes held by the parked keys' table and state arena. */
+  parkedBytes(): number {
+    return this.parked.bytes();
+  }
+
+  /** Keys with state: the loaded ones, then the parked ones. Nothing may be applied while this runs. */
+  *keys(): IterableIterator<string> {
+    yield* this.states.keys();
+    yield* this.parked.keys();
   }
 
   get appliedLsn(): number {
@@ -197,16 +277,56 @@ export class ShardCore<S, O> {
     this.listeners.push(listener);
   }
 
-  private setTimer(key: string, atMs: number | undefined, nowMs: number): void {
-    this.far.delete(key);
-    if (this.timers.has(key)) this.earliestStale = true; // removed or moved: the earliest may have gone
-    if (atMs === undefined) {
-      this.timers.delete(key);
-      return;
+  /** The earliest wheel timer, exact. */
+  private wheelEarliest(): number | undefined {
+    if (this.earliestStale) {
+      this.earliest = this.wheel.earliestMs(this.loadedTimer);
+      this.earliestStale = false;
     }
-    this.timers.set(key, atMs);
-    if (this.wheel.within(atMs, nowMs)) this.addToWheel(key, atMs);
-    else this.far.set(key, atMs);
+    return this.earliest;
+  }
+
+  /** Loads a parked key for a record: its state into `states`, its timer into the wheel (or `far`). */
+  private load(key: string, nowMs: number): void {
+    if (this.parked.size === 0 || this.states.has(key)) return;
+    const entry = this.parked.unpark(key);
+    if (!entry) return;
+    this.states.set(key, entry.state);
+    if (entry.timer !== undefined) this.setTimer(key, entry.timer, nowMs);
+  }
+
+  /**
+   * Once the loaded keys pass `maxLoaded` by a quarter, parks the least recently applied down to it: in one
+   * pass, since a Map walked from its front after deletes there skips their holes each time.
+   */
+  private parkIdle(): void {
+    if (this.states.size <= this.maxLoaded + (this.maxLoaded >> 2)) return;
+    for (const [key, state] of this.states) {
+      if (this.states.size <= this.maxLoaded) break;
+      const timer = this.timers.get(key);
+      this.states.delete(key);
+      if (timer !== undefined) {
+        this.timers.delete(key);
+        if (!this.far.delete(key)) {
+          if (timer === this.earliest) this.earliestStale = true; // only the earliest's leaving changes it
+          this.wheel.dropped(this.loadedTimer);
+        }
+      }
+      this.parked.park(key, state, timer);
+    }
+  }
+
+  private setTimer(key: string, atMs: number | undefined, nowMs: number): void {
+    const had = this.timers.has(key);
+    const wasFar = this.far.delete(key);
+    if (had) this.earliestStale = true; // removed or moved: the earliest may have gone
+    if (atMs === undefined) this.timers.delete(key);
+    else {
+      this.timers.set(key, atMs);
+      if (this.wheel.within(atMs, nowMs)) this.addToWheel(key, atMs);
+      else this.far.set(key, atMs);
+    }
+    if (had && !wasFar) this.wheel.dropped(this.loadedTimer);
   }
 
   private addToWheel(key: string, atMs: number): void {

@@ -7,6 +7,9 @@ export class TimerWheel {
   private readonly buckets = new Map<number, string[]>();
   /** The first bucket not yet fully handed out. */
   private cursor: number;
+  /** Entries held, and how many of them were reported dropped since the last clean-up (an estimate). */
+  private entries = 0;
+  private stale = 0;
 
   constructor(
     private readonly tickMs: number,
@@ -26,6 +29,29 @@ export class TimerWheel {
     const list = this.buckets.get(bucket);
     if (list) list.push(key);
     else this.buckets.set(bucket, [key]);
+    this.entries++;
+  }
+
+  /**
+   * Says that an entry went stale (its key's timer was cleared or moved, or the key was parked). Once about
+   * half the entries are stale, the wheel drops them all (checking each against `timerOf`), so it never
+   * holds more than about twice the live timers: the clean-up costs what the reports that led to it did.
+   */
+  dropped(timerOf: (key: string) => number | undefined): void {
+    if (++this.stale <= this.entries / 2 || this.entries < 64) return;
+    this.entries = 0;
+    for (const [bucket, list] of this.buckets) {
+      const live = list.filter((key) => this.live(bucket, timerOf(key)));
+      if (live.length === 0) this.buckets.delete(bucket);
+      else this.buckets.set(bucket, live);
+      this.entries += live.length;
+    }
+    this.stale = 0;
+  }
+
+  /** True when a key's timer (`atMs`) still puts it in `bucket`. */
+  private live(bucket: number, atMs: number | undefined): boolean {
+    return atMs !== undefined && Math.max(this.cursor, Math.floor(atMs / this.tickMs)) === Math.max(this.cursor, bucket);
   }
 
   /**
@@ -36,16 +62,20 @@ export class TimerWheel {
   due(nowMs: number, max: number, timerOf: (key: string) => number | undefined): string[] {
     const out: string[] = [];
     const picked = new Set<string>();
+    // The cursor's bucket is always looked at (it holds timers added overdue, even when `nowMs` is earlier
+    // than a previous call's), but the cursor never moves past the bucket of `nowMs`.
     const last = Math.floor(nowMs / this.tickMs);
-    while (this.cursor <= last && out.length < max) {
+    while (out.length < max) {
       const list = this.buckets.get(this.cursor);
       if (!list) {
+        if (this.cursor >= last) break;
         this.cursor++;
         continue;
       }
       const later: string[] = [];
       while (list.length > 0 && out.length < max) {
         const key = list.pop()!;
+        this.entries--;
         const at = timerOf(key);
         if (at === undefined || Math.max(this.cursor, Math.floor(at / this.tickMs)) !== this.cursor || picked.has(key)) continue;
         if (at <= nowMs) {
@@ -54,12 +84,21 @@ export class TimerWheel {
         } else later.push(key);
       }
       list.push(...later);
+      this.entries += later.length;
       if (list.length === 0) {
         this.buckets.delete(this.cursor);
+        if (this.cursor >= last) break;
         this.cursor++;
       } else if (later.length === list.length) break; // what is left in this bucket is not due yet
     }
     return out;
+  }
+
+  /** The start of the earliest bucket held (at most the earliest timer, which may be later), or undefined. */
+  firstBucketMs(): number | undefined {
+    let first = Number.POSITIVE_INFINITY;
+    for (const b of this.buckets.keys()) if (b < first) first = b;
+    return first === Number.POSITIVE_INFINITY ? undefined : Math.max(first, this.cursor) * this.tickMs;
   }
 
   /**
@@ -71,14 +110,14 @@ export class TimerWheel {
       let first = Number.POSITIVE_INFINITY;
       for (const b of this.buckets.keys()) if (b < first) first = b;
       const list = this.buckets.get(first)!;
-      const bucket = Math.max(first, this.cursor);
       let min = Number.POSITIVE_INFINITY;
       const live = list.filter((key) => {
         const at = timerOf(key);
-        if (at === undefined || Math.max(this.cursor, Math.floor(at / this.tickMs)) !== bucket) return false;
-        if (at < min) min = at;
+        if (!this.live(first, at)) return false;
+        if (at! < min) min = at!;
         return true;
       });
+      this.entries -= list.length - live.length;
       if (live.length > 0) {
         this.buckets.set(first, live);
         return min;

@@ -17,10 +17,12 @@ export interface ShardHostOptions<S, O> {
    * outputs are not handed out again, since they may have left before the crash; this says what must.
    */
   readonly resume?: (key: string, state: S) => O[];
-  /** Timers fired per turn of the event loop, so a mass wake starts its first runs before loading the rest. @default 1_000 */
+  /** Timers fired per turn of the event loop at most (a wake starts at a sixteenth and doubles), so a mass wake starts its first runs before loading the rest. @default 1_000 */
   readonly chunk?: number;
   readonly tickMs?: number;
   readonly horizonMs?: number;
+  /** Keys kept loaded at most; idle ones beyond it are parked (see `ShardCoreOptions`). @default 10_000 */
+  readonly maxLoadedKeys?: number;
   /**
    * Take a snapshot (whole-shard state, JSON) after this many records (and at least twice as many records
    * as keys held), at the next moment when everything applied is durable and handed out; the log then
@@ -39,7 +41,7 @@ export interface ShardHostOptions<S, O> {
 }
 
 /** Keys serialised per turn of the event loop while a snapshot is written. */
-const SNAPSHOT_CHUNK = 5_000;
+const SNAPSHOT_CHUNK = 1_000;
 
 const encode = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
 const decode = (bytes: Uint8Array): ShardRecord => {
@@ -63,9 +65,11 @@ export class ShardHost<S, O> {
   private snapshotting = false;
   private pendingAppends = 0;
   private snapshotRun: Promise<void> | undefined;
+  /** Timers fired by the last turn of a wake (0 when none is under way). */
+  private burst = 0;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
-    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs });
+    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs, maxLoadedKeys: options.maxLoadedKeys });
   }
 
   /** Loads the snapshot, replays the log after it, hands out what recovered keys still owe, arms the timers. */
@@ -204,11 +208,16 @@ export class ShardHost<S, O> {
     });
   }
 
-  /** Fires due timers, a chunk per turn of the event loop. */
+  /**
+   * Fires due timers, a chunk per turn of the event loop. A wake starts with a sixteenth of a chunk and
+   * doubles each turn up to `chunk`, so the first outputs leave (their records durable) before a whole
+   * chunk has been loaded and appended.
+   */
   private fire(): void {
     if (this.closed || this.failed !== undefined) return;
     const now = this.options.clock.now();
-    const chunk = this.options.chunk ?? 1_000;
+    const max = this.options.chunk ?? 1_000;
+    const chunk = (this.burst = Math.min(max, this.burst > 0 ? this.burst * 2 : Math.ceil(max / 16)));
     const keys = this.core.due(now, chunk);
     this.firing = true; // the appends below must not re-arm: this loop goes on by itself
     try {
@@ -217,6 +226,9 @@ export class ShardHost<S, O> {
       this.firing = false;
     }
     if (keys.length === chunk) setImmediate(() => this.fire());
-    else this.arm();
+    else {
+      this.burst = 0;
+      this.arm();
+    }
   }
 }
