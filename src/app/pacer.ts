@@ -84,8 +84,10 @@ export class Pacer {
     const key = coordinatorKey(subscriber, start.key);
     const src = start.source;
     const host = this.host(key);
-    // A new run ID only when this event opens a window (none is open, or the open one is due) or is a run by itself.
-    const r = pace === undefined || needsRunId(host.core.state(key), pace, this.clock.now()) ? this.uuid() : '';
+    // A new run ID only when this event opens a window (none is open, or the open one is due) or is a run by
+    // itself. The record is stamped with the very time this looked at: a clock read twice could tick between.
+    const at = this.clock.now();
+    const r = pace === undefined || needsRunId(host.core.state(key), pace, at) ? this.uuid() : '';
     let data: EventData = { e: start.event, r };
     if (pace?.order !== undefined) {
       const o = orderOf(pace.order, start, subscriber);
@@ -94,7 +96,7 @@ export class Pacer {
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
     let submitted: ReturnType<typeof host.submit>;
     try {
-      submitted = host.submit({ key, type: EVENT, data: full });
+      submitted = host.submit({ key, at, type: EVENT, data: full });
     } catch (error) {
       throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
     }
