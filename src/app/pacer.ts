@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SluiceError, reasonOf, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
+import { jsonValue } from '../pace/json-value.js';
 import { coordinatorKey, DONE, EVENT, needsRunId, paceRules, type EventData, type PaceOutput, type PaceReply, type PaceRun, type PaceState } from '../pace/rules.js';
 import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
@@ -60,7 +61,6 @@ export class Pacer {
         },
         onSettled: this.onProgress,
         snapshotEvery: this.store.snapshotEvery,
-        applyJournaled: true, // events as a replay would read them: live and recovered runs get the same values
         onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
       });
       this.hosts.push(host);
@@ -88,19 +88,19 @@ export class Pacer {
     // itself. The record is stamped with the very time this looked at: a clock read twice could tick between.
     const at = this.clock.now();
     const r = pace === undefined || needsRunId(host.core.state(key), pace, at) ? this.uuid() : '';
-    let data: EventData = { e: start.event, r };
+    let e: unknown;
+    try {
+      e = jsonValue(start.event); // as a replay will read it, and not shared with the sender
+    } catch (error) {
+      throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
+    }
+    let data: EventData = { e, r };
     if (pace?.order !== undefined) {
       const o = orderOf(pace.order, start, subscriber);
       if (o !== 0) data = { ...data, o };
     }
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
-    let submitted: ReturnType<typeof host.submit>;
-    try {
-      submitted = host.submit({ key, at, type: EVENT, data: full });
-    } catch (error) {
-      throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
-    }
-    const { reply } = await submitted;
+    const { reply } = await host.submit({ key, at, type: EVENT, data: full });
     return reply as PaceReply;
   }
 

@@ -29,11 +29,6 @@ export interface ShardHostOptions<S, O> {
    * deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
-  /**
-   * Apply each record as the log will give it back (its JSON text parsed again) rather than as handed in:
-   * live state then holds exactly what a replay would, at one extra parse per record. @default false
-   */
-  readonly applyJournaled?: boolean;
   /** Told when a background snapshot failed (the log goes on; the next snapshot tries again). */
   readonly onSnapshotError?: (error: unknown) => void;
   /** Called after each append became durable (or failed), its outputs handed out. */
@@ -114,7 +109,7 @@ export class ShardHost<S, O> {
     const log = this.options.log;
     const durable = log.append(bytes);
     this.pendingAppends++;
-    const reply = this.core.apply(log.assignedLsn(), this.options.applyJournaled ? decode(bytes) : stamped);
+    const reply = this.core.apply(log.assignedLsn(), stamped);
     if (sabotage.releaseEarly) for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
     this.arm();
     try {

@@ -1,0 +1,58 @@
+/**
+ * A value as JSON would give it back — `JSON.parse(JSON.stringify(value))` — without the text in between:
+ * a pace event is applied live as a replay will read it from the journal, so live and recovered runs see
+ * the same value, and the sender's object is not shared with the coordinator (changing it after `send`
+ * changes nothing). Follows JSON.stringify: `toJSON` is called; `undefined`, functions and symbols are left
+ * out of objects and become `null` in arrays; non-finite numbers become `null`; a BigInt or a cycle throws
+ * a TypeError, as JSON.stringify does.
+ */
+export function jsonValue(value: unknown): unknown {
+  return copy(value, '', [], true);
+}
+
+function copy(value: unknown, key: string, path: object[], top: boolean): unknown {
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    value = (value as { toJSON(key: string): unknown }).toJSON(key);
+  }
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? (value === 0 ? 0 : value) : null; // -0 reads back as 0
+    case 'bigint':
+      throw new TypeError('Do not know how to serialize a BigInt');
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+      return top ? undefined : SKIP;
+  }
+  if (value === null) return null;
+  const object = value as object;
+  if (path.includes(object)) throw new TypeError('Converting circular structure to JSON');
+  path.push(object);
+  try {
+    if (Array.isArray(object)) {
+      const out = new Array<unknown>(object.length);
+      for (let i = 0; i < object.length; i++) {
+        const v = copy(object[i], String(i), path, false);
+        out[i] = v === SKIP ? null : v;
+      }
+      return out;
+    }
+    // Boxed primitives read as their value, as in JSON.stringify.
+    if (object instanceof Number || object instanceof String || object instanceof Boolean) return copy(object.valueOf(), key, path, top);
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(object)) {
+      const v = copy((object as Record<string, unknown>)[k], k, path, false);
+      if (v === SKIP) continue;
+      if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true }); // an own key, as JSON.parse makes it
+      else out[k] = v;
+    }
+    return out;
+  } finally {
+    path.pop();
+  }
+}
+
+const SKIP = Symbol('skip');
