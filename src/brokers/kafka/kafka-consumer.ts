@@ -2,7 +2,6 @@ import { PartitionAssigners, type Admin, type Consumer as KafkajsConsumer, type 
 import { subscriptionAwareAssigner } from './assigner.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
-import { KafkaInbound } from './convert.js';
 import { PartitionFeed } from './partition-feed.js';
 
 /** Consumer settings of a {@link KafkaBroker}; every field has a default. */
@@ -193,16 +192,17 @@ export class KafkaConsumer implements Consumer {
     if (this.closing || !this.assignment.has(p)) return;
     let feed = this.feeds.get(p);
     if (!feed) {
-      this.feeds.set(p, (feed = new PartitionFeed(p)));
+      this.feeds.set(p, (feed = new PartitionFeed(this.request.topic, p)));
       this.feedList = [...this.feeds.values()];
     }
     if (feed.revoked) return;
-    const messages = batch.messages.map((m) => new KafkaInbound(this.request.topic, p, m));
+    // kafkajs's messages as they are: the feed wraps each one only when the app takes it.
+    const messages = batch.messages;
     if (messages.length === 0) {
       resolveOffset(batch.lastOffset()); // only control records
       return;
     }
-    const end = messages[messages.length - 1]!.offset + 1;
+    const end = Number(messages[messages.length - 1]!.offset) + 1;
     feed.append(messages);
     this.request.onReadable();
     // Hold the batch until the app has taken all of it: kafkajs fetches this partition again only after,

@@ -1,11 +1,20 @@
+import type { KafkaMessage } from 'kafkajs';
 import type { InboundMessage } from '../../core/message.js';
+import { KafkaInbound } from './convert.js';
+
+const NONE: readonly KafkaMessage[] = [];
 
 /**
  * One owned partition of a Kafka consumer: the messages fetched and not yet taken, how far the app has
  * finished (the committable offset), and what was last sent to the group coordinator.
+ *
+ * The fetched batch is held as kafkajs decoded it — neither copied nor changed — and a message becomes a
+ * {@link KafkaInbound} only when it is taken: a batch waiting for room costs no object per message beyond
+ * kafkajs's own, and the wrappers live only as long as their delivery (they die young instead of being
+ * promoted with the batch).
  */
 export class PartitionFeed {
-  private messages: InboundMessage[] = [];
+  private messages: readonly KafkaMessage[] = NONE;
   private head = 0;
   /** The offset after the last message taken: where this member's reading stands. */
   position: number | undefined = undefined;
@@ -19,13 +28,15 @@ export class PartitionFeed {
   private waiters: (() => void)[] = [];
   private target = Number.POSITIVE_INFINITY;
 
-  constructor(readonly partition: number) {}
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+  ) {}
 
-  append(batch: readonly InboundMessage[]): void {
-    if (this.head === this.messages.length) {
-      this.messages = [...batch];
-      this.head = 0;
-    } else this.messages.push(...batch);
+  /** Adds a fetched batch (kept by reference, never modified). */
+  append(batch: readonly KafkaMessage[]): void {
+    this.messages = this.head === this.messages.length ? batch : [...this.messages.slice(this.head), ...batch];
+    this.head = 0;
   }
 
   /** Messages fetched and not taken. */
@@ -34,16 +45,21 @@ export class PartitionFeed {
   }
 
   takeInto(out: InboundMessage[], max: number): void {
-    const end = Math.min(this.messages.length, this.head + max);
-    for (let i = this.head; i < end; i++) out.push(this.messages[i]!);
-    if (end > this.head) this.position = this.messages[end - 1]!.offset + 1;
-    this.head = end;
+    const messages = this.messages;
+    const end = Math.min(messages.length, this.head + max);
+    let last: KafkaInbound | undefined;
+    for (let i = this.head; i < end; i++) out.push((last = new KafkaInbound(this.topic, this.partition, messages[i]!)));
+    if (last !== undefined) this.position = last.offset + 1;
+    if (end === messages.length) {
+      this.messages = NONE; // drained: let the batch go as soon as its deliveries do
+      this.head = 0;
+    } else this.head = end;
     if (this.position !== undefined && this.position >= this.target) this.wake();
   }
 
   /** Drops what was fetched and not taken (a revoke: the next owner reads it again). */
   clear(): void {
-    this.messages = [];
+    this.messages = NONE;
     this.head = 0;
   }
 
