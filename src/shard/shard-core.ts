@@ -40,6 +40,25 @@ interface SnapshotCapture<S> {
   readonly before: Map<string, [S | undefined, number | null]>;
 }
 
+/** The effects handed to the rules, reused from one record to the next. */
+class Fx<O> implements Effects<O> {
+  lsn = 0;
+  at: number | undefined = undefined;
+  changed = false;
+  replied: unknown = undefined;
+  constructor(private readonly queue: Queued<O>[]) {}
+  reply(value: unknown): void {
+    this.replied = value;
+  }
+  output(value: O): void {
+    this.queue.push({ lsn: this.lsn, value });
+  }
+  timer(atMs: number | undefined): void {
+    this.at = atMs;
+    this.changed = true;
+  }
+}
+
 interface Queued<O> {
   readonly lsn: number;
   readonly value: O;
@@ -66,6 +85,7 @@ export class ShardCore<S, O> {
   private readonly far = new Map<string, number>();
   private readonly wheel: TimerWheel;
   private readonly queue: Queued<O>[] = [];
+  private readonly fx = new Fx<O>(this.queue);
   /** The earliest wheel timer, kept as timers are added; recomputed only after one was removed or moved. */
   private earliest: number | undefined = undefined;
   private earliestStale = false;
@@ -95,26 +115,18 @@ export class ShardCore<S, O> {
     const c = this.capture;
     if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key))) c.before.set(key, [this.state(key), this.timerOf(key) ?? null]);
     this.load(key, record.at);
-    let timer = this.timers.get(key);
-    let timerChanged = false;
-    let reply: unknown = undefined;
-    const queue = this.queue;
-    const effects: Effects<O> = {
-      output: (value) => void queue.push({ lsn, value }),
-      timer: (atMs) => {
-        timer = atMs;
-        timerChanged = true;
-      },
-      reply: (value) => void (reply = value),
-    };
-    if (record.type === TIMER) {
-      // A timer record clears the timer it fired; the rules may set the next one.
-      timer = undefined;
-      timerChanged = true;
-    }
-    const next = this.rules.apply(this.states.get(key) ?? this.rules.initial(key), record, effects);
-    if (timerChanged) this.setTimer(key, timer, record.at);
-    this.emit({ type: 'applied', lsn, key, record: record.type });
+    // One effects object for every apply (no closures per record): reset here, read back below.
+    const fx = this.fx;
+    fx.lsn = lsn;
+    fx.replied = undefined;
+    // A timer record clears the timer it fired; the rules may set the next one.
+    fx.changed = record.type === TIMER;
+    fx.at = fx.changed ? undefined : this.timers.get(key);
+    const next = this.rules.apply(this.states.get(key) ?? this.rules.initial(key), record, fx);
+    const timer = fx.at;
+    const reply = fx.replied;
+    if (fx.changed) this.setTimer(key, timer, record.at);
+    if (this.listeners.length > 0) this.emit({ type: 'applied', lsn, key, record: record.type });
     const had = this.states.delete(key); // and set again below: the most recently applied go last
     if (this.rules.retired(next) && timer === undefined) {
       if (had) this.emit({ type: 'retired', key });
@@ -231,11 +243,12 @@ export class ShardCore<S, O> {
    * no timer is set. Never more than the horizon away, so a Node timer can always hold it.
    */
   nextDueMs(nowMs: number): number | undefined {
-    const wheel = this.wheelEarliest();
-    const sweep = this.far.size > 0 ? nowMs + this.wheel.horizonMs / 2 : undefined;
+    // Called after every append: no arrays, no closures.
+    let next = this.wheelEarliest();
+    if (this.far.size > 0) next = earlier(next, nowMs + this.wheel.horizonMs / 2);
     const parked = this.parked.size > 0 ? this.parked.earliest() : undefined;
-    const times = [wheel, sweep, parked === undefined ? undefined : Math.min(parked, nowMs + this.wheel.horizonMs)].filter((t) => t !== undefined);
-    return times.length === 0 ? undefined : Math.min(...times);
+    if (parked !== undefined) next = earlier(next, Math.min(parked, nowMs + this.wheel.horizonMs));
+    return next;
   }
 
   /** The key's state (a parked key's decoded afresh), or undefined when it has none. */
@@ -348,3 +361,5 @@ export class ShardCore<S, O> {
     for (const l of this.listeners) l(event);
   }
 }
+
+const earlier = (a: number | undefined, b: number): number => (a === undefined || b < a ? b : a);
