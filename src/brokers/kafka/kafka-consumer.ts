@@ -89,7 +89,8 @@ export class KafkaConsumer implements Consumer {
 
   take(max: number): readonly InboundMessage[] {
     // Drain one partition's batch before moving to the next: its eachBatch returns sooner, so kafkajs
-    // fetches that partition again while the others' batches are still being worked on.
+    // fetches that partition again while the others' batches are still being worked on — when they are led
+    // by other brokers (kafkajs fetches from a broker again once every batch of its last fetch returned).
     const out: InboundMessage[] = [];
     const feeds = this.feedList;
     const n = feeds.length;
