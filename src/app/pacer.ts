@@ -8,6 +8,8 @@ import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
 import { ShardHost } from '../store/shard-host.js';
 
+const replyOf = (submitted: { readonly reply: unknown }): PaceReply => submitted.reply as PaceReply;
+
 /** Where a paced subscriber's runs go. */
 export type RunTarget = (run: PaceRun) => void;
 
@@ -78,7 +80,15 @@ export class Pacer {
    * Appends an event to its coordinator; resolves once it is durable, with the run it joined or
    * `{ dropped: true }`. `pace.order` is asked here, once: its number is journaled with the event.
    */
-  async start(subscriber: string, start: PaceStart): Promise<PaceReply> {
+  start(subscriber: string, start: PaceStart): Promise<PaceReply> {
+    try {
+      return this.submitStart(subscriber, start).then(replyOf);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private submitStart(subscriber: string, start: PaceStart): ReturnType<ShardHost<PaceState, PaceOutput>['submit']> {
     if (!this.opened) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
     const pace = this.paces.get(subscriber);
     const key = coordinatorKey(subscriber, start.key);
@@ -100,8 +110,7 @@ export class Pacer {
       if (o !== 0) data = { ...data, o };
     }
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
-    const { reply } = await host.submit({ key, at, type: EVENT, data: full });
-    return reply as PaceReply;
+    return host.submit({ key, at, type: EVENT, data: full });
   }
 
   /** Records that a run finished: it never runs again. */
