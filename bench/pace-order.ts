@@ -20,6 +20,8 @@ import type { CompiledPace } from '../src/pace/config.js';
 import { coordinatorKey, EVENT, paceRules, type PaceOutput, type PaceState } from '../src/pace/rules.js';
 import { TIMER } from '../src/shard/rules.js';
 import { ShardCore } from '../src/shard/shard-core.js';
+import { seeded } from '../test/helpers.js'; // mulberry32: the same jobs in every round
+import { median } from './stats.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const KEYS = Number(process.env.BENCH_KEYS ?? 10_000);
@@ -31,17 +33,6 @@ interface Job extends Keyed {
   readonly order: number;
 }
 
-/** mulberry32: the same jobs in every round. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function jobs(): Job[] {
   const random = seeded(7);
@@ -90,7 +81,6 @@ function coordinator(pace: CompiledPace | undefined, withOrder: boolean): { ns: 
   return { ns: Number(process.hrtime.bigint() - t0) / N, runs };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (ns: number): string => ns.toFixed(0).padStart(6);
 
 /** A FIFO that never shifts (a head index): what a queue costs without `Array.shift`. */

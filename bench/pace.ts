@@ -31,6 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { App, fileStore, ManualClock, MemoryBroker, shardOf, silentLogger, subscriber, type Receipt, type Store } from '../src/index.js';
 import { coordinatorKey } from '../src/pace/rules.js';
+import { fmt, median, range } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 1.5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -50,13 +51,6 @@ const root = await fs.mkdtemp(path.join(os.tmpdir(), 'sluice-bench-pace-'));
 let dirs = 0;
 const freshDir = (): string => path.join(root, `d${dirs++}`);
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const fmt = (n: number): string => Math.round(n).toLocaleString('en');
-const range = (xs: number[], digits = 2): string => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
 const keyOf = (i: number): string => `customer-${i}`;
 const eventOf = (i: number): { n: number; amount: number } => ({ n: i, amount: 1999 });
 /** Bytes of a record as ShardHost encodes it (src/store/shard-host.ts `encode`). */

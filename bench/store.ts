@@ -23,6 +23,7 @@ import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileStore } from '../src/index.js';
+import { fmt, median, range } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 1.5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -48,13 +49,6 @@ const root = await fs.mkdtemp(path.join(os.tmpdir(), 'sluice-bench-store-'));
 let dirs = 0;
 const freshDir = (): string => path.join(root, `d${dirs++}`);
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const fmt = (n: number): string => Math.round(n).toLocaleString('en');
-const range = (xs: number[]): string => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
 
 /** `concurrency` loops, each awaiting one append after another until the wall time is up; appends/s. */
 async function drive(concurrency: number, append: () => Promise<unknown>): Promise<{ rate: number; count: number }> {
