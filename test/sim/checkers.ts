@@ -59,7 +59,7 @@ function sameRunSameInput(h: History): string[] {
         break;
       }
     }
-    if (!first.runId.startsWith(`${first.key}@`)) out.push(`run ${id} is not a run ID of its key ${first.key}`);
+    if (!first.runId.startsWith(`${first.key}@`) || first.runId.length <= first.key.length + 1) out.push(`run ${id} is not a run ID of its key ${first.key} (<key>@<uuid>)`);
   }
   return out;
 }
@@ -73,6 +73,7 @@ function receiptsNeverChange(h: History): string[] {
   const out: string[] = [];
   const first = new Map<string, History['acks'][number]>();
   for (const a of h.acks) {
+    if (!('runId' in a) || a.runId.length <= a.key.length + 1 || !a.runId.startsWith(`${a.key}@`)) out.push(`receipt of event ${a.n} names ${a.runId}, not a run ID of key ${a.key} (<key>@<uuid>)`);
     if (a.eventId === undefined) continue;
     const id = `${a.sub}/${a.eventId}`;
     const f = first.get(id);

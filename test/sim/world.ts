@@ -6,7 +6,7 @@
  * real disk or a real timer, so a failing seed replays exactly. What happened is recorded in a History
  * for the checkers (checkers.ts).
  */
-import { App, HandlerOutcome, ManualClock, MemoryBroker, fileStore, silentLogger, subscriber, type Broker, type ConsumeRequest, type Consumer, type Context, type HandlerResult, type Receipt } from '../../src/index.js';
+import { App, HandlerOutcome, type Clock, ManualClock, MemoryBroker, fileStore, silentLogger, subscriber, type Broker, type ConsumeRequest, type Consumer, type Context, type HandlerResult, type Receipt } from '../../src/index.js';
 import { RATES, type History, type Outcome } from './checkers.js';
 import { Random } from './random.js';
 import { SimDisk } from './sim-disk.js';
@@ -127,7 +127,9 @@ export class World {
         await turn();
         break;
       case 4:
-        this.now += this.random.int(1200);
+        // Mostly on a grid of the windows' lengths, so that events land exactly at, or a millisecond
+        // before, a window's end — where boundary bugs live.
+        this.now += this.random.chance(0.5) ? this.random.pick([0, 1, 100, 250, 499, 500, 999, 1000]) : this.random.int(1200);
         await this.life!.clock.advanceTo(this.now);
         break;
       case 5:
@@ -169,7 +171,14 @@ export class World {
     let life: Life | undefined;
     const store = fileStore({ dir: '/sim', shards: 2, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true) });
     const handler = (sub: string) => (payload: unknown, ctx: Context) => this.handle(n, sub, payload, ctx);
-    const app = new App({ name: 'sim', clock, store, logger: silentLogger, shutdownTimeoutMs: 2_000, randomUUID: () => `u${++this.uuids}` }).withBroker(
+    // The app reads a clock that may tick between two reads, as a real one does: a read moves it on by a
+    // millisecond now and then (never back), while timers fire on the manual clock underneath.
+    let skew = 0;
+    const ticking: Clock = {
+      now: () => clock.now() + (this.random.chance(0.05) ? ++skew : skew),
+      setTimer: (ms, fire) => clock.setTimer(ms, fire),
+    };
+    const app = new App({ name: 'sim', clock: ticking, store, logger: silentLogger, shutdownTimeoutMs: 2_000, randomUUID: () => `u${++this.uuids}` }).withBroker(
       lifeBroker(this.broker, () => life, consumers),
       (b) =>
         b.include(
