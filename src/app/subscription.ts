@@ -168,7 +168,19 @@ export class Subscription implements ExecutorHost {
     if (this.stopping) return; // it is recorded as started: it runs again after the restart
     // A batch run gets its events; a debounced run, or a start that is a run by itself, its one event.
     const payload = this.pacer!.paceOf(this.sub.name)?.kind === 'batch' ? run.events : run.events[0];
-    const m: InboundMessage = { topic: this.sub.topic, partition: -1, offset: -1, key: run.key, headers: { [RUN_HEADER]: run.id }, value: encodeValue(payload), timestamp: this.clock.now() };
+    // The run as a message: its bytes are needed only by a dead letter, so they are made on first read.
+    let bytes: Buffer | undefined;
+    const m: InboundMessage = {
+      topic: this.sub.topic,
+      partition: -1,
+      offset: -1,
+      key: run.key,
+      headers: { [RUN_HEADER]: run.id },
+      get value() {
+        return (bytes ??= encodeValue(payload));
+      },
+      timestamp: this.clock.now(),
+    };
     const job = new Job(this, m, this.runMarks, undefined, undefined, run);
     job.payload = payload;
     job.decoded = true;
