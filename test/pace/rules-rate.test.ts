@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CompiledPace } from '../../src/pace/config.js';
-import { coordinatorKey, DONE, EVENT, paceRules, type PaceOutput, type PaceRun, type PaceState } from '../../src/pace/rules.js';
+import { coordinatorKey, DONE, EVENT, type PaceOutput, type PaceRun } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
-import { ShardCore } from '../../src/shard/shard-core.js';
+import { paceCore } from './core.js';
 
 // Rates with short periods: the rules take any period (`perMinute` is a rate of 60 s).
 const paces = new Map<string, CompiledPace>([
@@ -13,13 +13,7 @@ const paces = new Map<string, CompiledPace>([
   ['e', { kind: 'each', dedupMs: 1000, rate: { max: 2, perMs: 300, drop: true } }],
 ]);
 
-function core() {
-  const c = new ShardCore<PaceState, PaceOutput>(paceRules(paces), { nowMs: 0 });
-  let lsn = 0;
-  const apply = (r: ShardRecord) => c.apply(++lsn, r);
-  const released = () => c.release(lsn);
-  return { c, apply, released };
-}
+const core = () => paceCore(paces);
 const ev = (sub: string, key: string, at: number, e: unknown, r: string, extra: { id?: string; o?: number } = {}): ShardRecord => ({ key: coordinatorKey(sub, key), at, type: EVENT, data: { e, r, ...extra } });
 const timer = (sub: string, key: string, at: number): ShardRecord => ({ key: coordinatorKey(sub, key), at, type: TIMER });
 const runs = (outs: PaceOutput[]) => outs.filter((o): o is PaceRun => !('dropped' in o)).map((o) => [o.events, o.startedAt]);

@@ -1,22 +1,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CompiledPace } from '../../src/pace/config.js';
-import { coordinatorKey, DONE, EVENT, paceRules, type PaceRun, type PaceState } from '../../src/pace/rules.js';
+import { coordinatorKey, DONE, EVENT, type PaceRun } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
-import { ShardCore } from '../../src/shard/shard-core.js';
+import { paceCore } from './core.js';
 
 const DEBOUNCE: CompiledPace = { kind: 'debounce', windowMs: 100, maxWaitMs: 300, dedupMs: 1000 };
 const BATCH: CompiledPace = { kind: 'batch', max: 3, waitMs: 100, dedupMs: 1000 };
 const paces = new Map<string, CompiledPace>([['d', DEBOUNCE], ['b', BATCH]]);
 
-/** A core with the pace rules, and a way to feed it records as a host would. */
-function core() {
-  const c = new ShardCore<PaceState, PaceRun>(paceRules(paces), { nowMs: 0 });
-  let lsn = 0;
-  const apply = (r: ShardRecord) => c.apply(++lsn, r);
-  const released = () => c.release(lsn);
-  return { c, apply, released };
-}
+/** These paces have no drop: every output is a run. */
+const core = () => {
+  const k = paceCore(paces);
+  return { ...k, released: () => k.released() as PaceRun[] };
+};
 const ev = (sub: string, key: string, at: number, e: unknown, r: string, id?: string): ShardRecord => ({ key: coordinatorKey(sub, key), at, type: EVENT, data: id === undefined ? { e, r } : { e, r, id } });
 
 describe('pace rules', () => {
