@@ -222,11 +222,12 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       expect(handled).toEqual(['fine']);
       expect(calls.get('throws')).toBe(2);
       expect(calls.get('rejects')).toBe(1);
+      // The retried delivery waits for its backoff on no worker, so the others may be dead-lettered first.
       expect(dead).toHaveLength(3);
-      expect(dead[0]!.reason).toMatch(/exhausted 2 attempts: card declined/);
-      expect(dead[1]!.reason).toBe('not ours');
-      expect(dead[2]!.reason).toMatch(/^DECODE_FAILED: /);
-      expect(dead[2]!.value).toBe('{not json');
+      const reasonOf = (value: string) => dead.find((d) => d.value.includes(value))?.reason;
+      expect(reasonOf('throws')).toMatch(/exhausted 2 attempts: card declined/);
+      expect(reasonOf('rejects')).toBe('not ours');
+      expect(reasonOf('{not json')).toMatch(/^DECODE_FAILED: /);
     });
 
     it('stop() lets in-flight work finish, commits it, and a restart gets only what was not finished', async () => {
