@@ -56,9 +56,32 @@ describe('the @subscriber decorator', () => {
     expect(compiled(a)['Std.handle']).toMatchObject({ topic: 'std', workers: 2 });
   });
 
-  it('rejects invalid options when the class is declared, naming the topic, field and value', () => {
-    expectError(() => subscriber('orders', { workers: 0 }), 'WORKERS_INVALID', /orders/, /workers/, /got 0/);
-    expectError(() => subscriber('orders', { wrokers: 2 } as never), 'CONFIG_INVALID', /wrokers/);
+  it('rejects invalid options when the class is declared, naming the subscriber, topic, field and value', () => {
+    expectError(
+      () => {
+        class Shop {
+          @subscriber('orders', { workers: 0 })
+          bill() {}
+        }
+        return Shop;
+      },
+      'WORKERS_INVALID',
+      /subscriber "Shop\.bill"/, /orders/, /workers must be a positive integer, got 0/,
+    );
+    expectError(
+      () => {
+        class Shop {
+          @subscriber('orders', { name: 'billing', wrokers: 2 } as { name: string })
+          bill() {}
+        }
+        return Shop;
+      },
+      'CONFIG_INVALID',
+      /subscriber "billing"/, /wrokers must be a known setting/, /got 2/,
+    );
+    // A standard (TC39) decorator sees the method only: the subscriber is named by it.
+    const std = subscriber('std', { retry: { attempts: 0 } }) as unknown as (v: Function, c: { kind: 'method'; name: string }) => void;
+    expectError(() => std(function handle() {}, { kind: 'method', name: 'handle' }), 'CONFIG_INVALID', /subscriber "handle"/, /std/, /retry\.attempts must be a positive integer, got 0/);
   });
 });
 
@@ -130,7 +153,10 @@ describe('the builder chain', () => {
 
   it('rejects a missing topic or handler', () => {
     expectError(() => subscriber('', bill), 'CONFIG_INVALID', /topic/);
-    expectError(() => subscriber('orders', { nope: true } as never).build(), 'CONFIG_INVALID');
+    expectError(() => subscriber('orders', 42 as never), 'CONFIG_INVALID', /subscriber\("orders"\)/, /a handler/, /got 42/);
+    // An object without handle() reads as decorator options: refused where the decorator is applied.
+    const decorate = subscriber('orders', { nope: true } as never) as unknown as (target: object, key: string) => void;
+    expectError(() => decorate({ constructor: { name: 'Shop' } }, 'bill'), 'CONFIG_INVALID', /subscriber "Shop\.bill"/, /nope must be a known setting/, /got true/);
   });
 
   it('validates pace parts and durations, quoting the text', () => {

@@ -32,19 +32,32 @@ export function subscriber(topic: string, second?: unknown): SubscriberBuilder |
     return startBuilder(topic, second as Handler);
   }
   checkTopic(topic);
-  const options = validateOptions((second ?? {}) as SubscriberOptions, `@subscriber(${show(topic)})`);
-  const declared: Declared = { topic, options };
+  if (second !== undefined && (second === null || typeof second !== 'object' || Array.isArray(second))) {
+    throw new SluiceError('CONFIG_INVALID', `subscriber(${show(topic)}): the second argument must be a handler (a function or an object with handle()) or decorator options, got ${show(second)}`);
+  }
+  const raw = (second ?? {}) as SubscriberOptions;
+  // Checked when the decorator is applied, when the method (and, for legacy decorators, the class) is known.
   return ((target: unknown, context: unknown) => {
     if (typeof target === 'function' && typeof context === 'object' && context !== null && 'kind' in context) {
-      if ((context as { kind: string }).kind !== 'method') throw new SluiceError('CONFIG_INVALID', `@subscriber(${show(topic)}) decorates methods only`);
-      const list = declaredByFunction.get(target) ?? [];
-      declaredByFunction.set(target, [...list, declared]);
+      const { kind, name } = context as { kind: string; name: string | symbol };
+      if (kind !== 'method') throw new SluiceError('CONFIG_INVALID', `@subscriber(${show(topic)}) decorates methods only`);
+      // A standard decorator sees the method, not its class: the subscriber is named by the method alone.
+      const declared: Declared = { topic, options: validateOptions(raw, whoIs(raw, String(name), topic)) };
+      declaredByFunction.set(target, [...(declaredByFunction.get(target) ?? []), declared]);
       return;
     }
+    const method = String(context);
+    const className = (target as { constructor?: { name?: string } }).constructor?.name;
+    const declared: Declared = { topic, options: validateOptions(raw, whoIs(raw, className ? `${className}.${method}` : method, topic)) };
     const list: Record<string, Declared[]> = Reflect.getOwnMetadata(METADATA_KEY, target as object) ?? {};
-    const name = String(context);
-    Reflect.defineMetadata(METADATA_KEY, { ...list, [name]: [...(list[name] ?? []), declared] }, target as object);
+    Reflect.defineMetadata(METADATA_KEY, { ...list, [method]: [...(list[method] ?? []), declared] }, target as object);
   }) as SubscriberDecorator;
+}
+
+/** Names a decorated subscriber in errors as the builder does: its `name` option, else `Class.method`; and its topic. */
+function whoIs(raw: SubscriberOptions, defaultName: string, topic: string): string {
+  const named = typeof raw.name === 'string' && raw.name.trim() !== '' ? raw.name : defaultName;
+  return `subscriber "${named}" (@subscriber(${show(topic)}))`;
 }
 
 /** True when the class (or the instance's class) has `@subscriber` methods. */
