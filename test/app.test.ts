@@ -95,6 +95,77 @@ describe('failure handling', () => {
     await a.stop();
   });
 
+  it('a retry waits for its backoff on no worker: later deliveries run meanwhile, the watermark holds at the retried one', async () => {
+    const broker = new MemoryBroker();
+    const clock = new ManualClock();
+    const handled: string[] = [];
+    const count = new Counter();
+    let failures = 0;
+    const a = app(broker, (b) => b.include(subscriber('t', (v: { id: string }) => {
+      if (v.id === 'a' && failures++ === 0) throw new Error('provider down');
+      handled.push(v.id);
+      count.add();
+    }).retry({ attempts: 3, backoff: { initialMs: 10_000 } }).build()), { clock }); // one worker
+    await a.start();
+    for (const id of ['a', 'b', 'c']) await broker.publish('t', { id });
+    await count.reach(2);
+    expect(handled).toEqual(['b', 'c']); // the one worker was not held by a's backoff
+    expect(broker.committed('app', 't')).toEqual([0]); // a holds the watermark
+    await clock.advance(10_000);
+    await a.idle();
+    expect(handled).toEqual(['b', 'c', 'a']);
+    expect(broker.committed('app', 't')).toEqual([3]);
+    await a.stop();
+  });
+
+  it('under lanes a retrying key holds only its own later deliveries; other keys go on', async () => {
+    const broker = new MemoryBroker();
+    const clock = new ManualClock();
+    const handled: string[] = [];
+    const count = new Counter();
+    let failures = 0;
+    const a = app(broker, (b) => b.include(subscriber('t', (v: { id: string }) => {
+      if (v.id === 'x1' && failures++ === 0) throw new Error('provider down');
+      handled.push(v.id);
+      count.add();
+    }).workersByKey(2).retry({ attempts: 3, backoff: { initialMs: 10_000 } }).build()), { clock });
+    await a.start();
+    for (const id of ['x1', 'x2', 'y1', 'y2', 'y3']) await broker.publish('t', { id }, { key: id[0] });
+    await count.reach(3);
+    await turns(3);
+    expect(handled).toEqual(['y1', 'y2', 'y3']); // x2 waits behind x1's retry
+    await clock.advance(10_000);
+    await a.idle();
+    expect(handled).toEqual(['y1', 'y2', 'y3', 'x1', 'x2']);
+    expect(broker.committed('app', 't')).toEqual([5]);
+    await a.stop();
+  });
+
+  it("stop() does not wait for a retry's backoff: the delivery stays uncommitted and a restart gets it again", async () => {
+    const broker = new MemoryBroker();
+    const clock = new ManualClock();
+    const handled: string[] = [];
+    const failed = new Counter();
+    const sub = () => subscriber('t', (v: { id: string }) => {
+      if (v.id === 'a' && failed.value === 0) { failed.add(); throw new Error('provider down'); }
+      handled.push(v.id);
+    }).retry({ attempts: 3, backoff: { initialMs: 10_000 } }).build();
+    const first = app(broker, (b) => b.include(sub()), { clock });
+    await first.start();
+    for (const id of ['a', 'b']) await broker.publish('t', { id });
+    await failed.reach(1);
+    await turns(3);
+    expect(handled).toEqual(['b']);
+    await first.stop(); // no clock advance: the backoff is not waited for
+    expect(broker.committed('app', 't')).toEqual([0]);
+    const second = app(broker, (b) => b.include(sub()), { clock });
+    await second.start();
+    await second.idle();
+    expect(handled).toEqual(['b', 'a', 'b']); // what was not committed comes again
+    expect(broker.committed('app', 't')).toEqual([2]);
+    await second.stop();
+  });
+
   it('validates with a schema decoder (parse) and dead-letters only the bad messages of a batch', async () => {
     const broker = new MemoryBroker();
     const schema = { parse: (v: unknown) => { if (typeof (v as { n?: unknown }).n !== 'number') throw new Error('n must be a number'); return v as { n: number }; } };

@@ -16,12 +16,17 @@ const ACK = HandlerOutcome.ack();
 /** What the executor needs from its subscription. */
 export interface ExecutorHost extends ContextHost {
   readonly clock: Clock;
-  /** Aborted when the subscription stops: waits for a retry end, their deliveries stay uncommitted. */
+  /** Aborted when the subscription stops: a dead letter's publish stops being retried, its delivery stays uncommitted. */
   readonly stopSignal: AbortSignal;
   /** True once the subscription stops taking new work: queued jobs are abandoned. */
   readonly stopping: boolean;
   settle(job: Job): void;
   abandon(job: Job): void;
+  /**
+   * The job leaves its worker (`slot.away`) and runs again, as its next attempt, after `delayMs`: its key
+   * stays held and its offset uncommitted meanwhile, and the worker takes other work.
+   */
+  retryLater(job: Job, slot: Slot<Job>, delayMs: number): void;
 }
 
 /**
@@ -68,7 +73,7 @@ export class Executor {
   /** A replacement worker's entry point after the slot's attempt hung past `timeoutMs`. */
   readonly resumeAfterTimeout = async (job: Job, slot: Slot<Job>): Promise<void> => {
     const error = new SluiceError('HANDLER_TIMEOUT', `handler did not finish within ${this.sub.timeoutMs} ms`);
-    if (await this.failed(job, slot, reasonOf(error), undefined)) await this.attempts(job, slot);
+    await this.failed(job, slot, reasonOf(error), undefined);
   };
 
   private async slowPath(job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<void> {
@@ -78,47 +83,20 @@ export class Executor {
       if (!(await this.deadLetter(job, slot, bad))) return;
       if (result === UNDECODABLE) return this.host.settle(job);
     }
-    if (await this.judge(job, slot, result, failed)) await this.attempts(job, slot);
+    await this.judge(job, slot, result, failed);
   }
 
-  /** Attempts after the first, until one ends the job. */
-  private async attempts(job: Job, slot: Slot<Job>): Promise<void> {
-    for (;;) {
-      slot.attempts++;
-      slot.waiting = false;
-      job.beginAttempt();
-      let result: unknown;
-      let failed = false;
-      try {
-        result = this.sub.handler(job.payload, job);
-        if (result !== null && typeof result === 'object' && typeof (result as Promise<unknown>).then === 'function') result = await result;
-      } catch (error) {
-        result = error;
-        failed = true;
-      }
-      if (slot.abandoned) return; // a replacement worker took this job when the attempt timed out
-      if (!(await this.judge(job, slot, result, failed))) return;
-    }
-  }
-
-  /** Acts on one attempt's result. Returns true when the job should be attempted again. */
-  private async judge(job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<boolean> {
+  /** Acts on one attempt's result: settles it, dead-letters it, or sends it away to be retried. */
+  private async judge(job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<void> {
     if (failed) {
       this.log.warn('handler failed', { id: messageId(job.delivery), attempt: job.attempt, error: result });
       return this.failed(job, slot, reasonOf(result), undefined);
     }
-    if (result === undefined || result === null || result === ACK) {
-      this.host.settle(job);
-      return false;
-    }
+    if (result === undefined || result === null || result === ACK) return this.host.settle(job);
     if (!(result instanceof HandlerOutcome)) return this.failed(job, slot, `handler returned ${typeof result}, not a HandlerOutcome`, undefined);
-    if (result.kind === 'reject') {
-      await this.deadLetterAndSettle(job, slot, result.reason ?? 'rejected');
-      return false;
-    }
+    if (result.kind === 'reject') return this.deadLetterAndSettle(job, slot, result.reason ?? 'rejected');
     if (result.kind === 'retry') return this.failed(job, slot, 'retry requested', result.delayMs);
     this.host.settle(job);
-    return false;
   }
 
   /**
@@ -149,23 +127,15 @@ export class Executor {
   }
 
   /**
-   * An attempt failed: if attempts are left, wait the backoff and return true (try again); otherwise
-   * dead-letter it. Returns false when the job ended here (dead-lettered, or abandoned by a stop).
+   * An attempt failed: if attempts are left, the job goes away to wait for its backoff (its worker is
+   * free meanwhile) and runs again; otherwise it is dead-lettered.
    */
-  private async failed(job: Job, slot: Slot<Job>, reason: string, delayMs: number | undefined): Promise<boolean> {
+  private async failed(job: Job, slot: Slot<Job>, reason: string, delayMs: number | undefined): Promise<void> {
     const { attempts, initialMs, maxMs } = this.sub.retry;
     if (job.attempt >= attempts) {
-      await this.deadLetterAndSettle(job, slot, `exhausted ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`);
-      return false;
+      return this.deadLetterAndSettle(job, slot, `exhausted ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`);
     }
-    slot.waiting = true; // waiting, not hanging
-    const waited = await sleep(this.host.clock, delayMs ?? backoffMs(job.attempt, initialMs, maxMs), this.host.stopSignal);
-    if (!waited || job.revoked()) {
-      this.host.abandon(job);
-      return false;
-    }
-    job.attempt++;
-    return true;
+    this.host.retryLater(job, slot, delayMs ?? backoffMs(job.attempt, initialMs, maxMs));
   }
 
   private async deadLetterAndSettle(job: Job, slot: Slot<Job>, reason: string): Promise<void> {

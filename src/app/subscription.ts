@@ -4,7 +4,7 @@ import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
 import { ranked } from '../dispatch/ranked.js';
 import { lanes, pool } from '../dispatch/strategy.js';
 import { Watermark } from '../dispatch/watermark.js';
-import { Workers } from '../dispatch/workers.js';
+import { Workers, type Slot } from '../dispatch/workers.js';
 import type { PaceRun } from '../pace/rules.js';
 import type { CompiledSubscriber } from '../spec/compile.js';
 import { Executor, type ExecutorHost } from './executor.js';
@@ -15,6 +15,12 @@ import type { Pacer } from './pacer.js';
 const PACE_INTAKE = 1_000;
 /** The header a paced run's dead letter carries its run ID in. */
 export const RUN_HEADER = 'x-sluice-run-id';
+
+/** A timer due at once: on the next turn, after the worker has let the job go. */
+function immediately(fire: () => void): Timer {
+  const handle = setImmediate(fire);
+  return { cancel: () => clearImmediate(handle) };
+}
 
 /** Settings a subscription takes from the app. */
 export interface SubscriptionSettings {
@@ -49,6 +55,8 @@ export class Subscription implements ExecutorHost {
   private readonly revokeWaiters: (() => void)[] = [];
   private pumping = false;
   private sweepTimer: Timer | undefined;
+  /** Jobs waiting for a retry's backoff, each with the timer that brings it back. */
+  private readonly backoffs = new Map<Job, Timer>();
   /** For a paced subscriber: its pace stage, deliveries being appended, and the never-revoked marks of runs. */
   private readonly pacer: Pacer | undefined;
   private appending = 0;
@@ -242,6 +250,28 @@ export class Subscription implements ExecutorHost {
     }
   }
 
+  retryLater(job: Job, slot: Slot<Job>, delayMs: number): void {
+    slot.away = true;
+    for (const marks of job.batchMarks ?? [job.marks]) marks.away++;
+    const due = (): void => {
+      this.backoffs.delete(job);
+      if (this.stopping || job.revoked()) return this.dropRetry(job);
+      for (const marks of job.batchMarks ?? [job.marks]) marks.away--;
+      job.attempt++;
+      this.workers.back(job);
+    };
+    this.backoffs.set(job, delayMs > 0 ? this.clock.setTimer(delayMs, due) : immediately(due));
+  }
+
+  /** A job waiting for its retry's backoff will not run again here: it stays uncommitted. */
+  private dropRetry(job: Job): void {
+    this.backoffs.get(job)?.cancel();
+    this.backoffs.delete(job);
+    for (const marks of job.batchMarks ?? [job.marks]) marks.away--;
+    this.abandon(job);
+    this.workers.drop(job);
+  }
+
   /** A run ended (handled, or dead-lettered): record it, so that it never runs again. */
   private finishRun(run: PaceRun): void {
     this.pacer!.done(run).catch((error: unknown) => this.log.error('pace: a finished run was not recorded; it may run again after a restart', { runId: run.id, error }));
@@ -269,6 +299,8 @@ export class Subscription implements ExecutorHost {
       this.marks.delete(p);
       revoked.push(marks);
     }
+    // Retries waiting for their backoff would count nowhere now: the next owner gets them again.
+    for (const job of [...this.backoffs.keys()]) if (job.revoked()) this.dropRetry(job);
     const busy = (): boolean => revoked.some((m) => m.outstanding > 0);
     if (busy()) {
       let timedOut = false;
@@ -317,7 +349,7 @@ export class Subscription implements ExecutorHost {
   }
 
   /**
-   * Stops: take nothing more, abandon retries that wait, let running attempts finish until `deadline`
+   * Stops: take nothing more, abandon retries that wait for their backoff, let running attempts finish until `deadline`
    * fires (then abort their signal), commit what finished, leave the group.
    */
   async stop(deadline: Promise<void>): Promise<void> {
@@ -325,6 +357,7 @@ export class Subscription implements ExecutorHost {
     this.stopping = true;
     this.sweepTimer?.cancel();
     this.stopController.abort();
+    for (const job of [...this.backoffs.keys()]) this.dropRetry(job); // they stay uncommitted
     const finished = await Promise.race([this.workers.drained().then(() => true), deadline.then(() => false)]);
     if (!finished) {
       this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted', { inFlight: this.workers.inFlight });

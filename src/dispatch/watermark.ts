@@ -10,6 +10,8 @@ export class Watermark {
   private next: number;
   /** Deliveries of this partition handed out and not yet finished or abandoned. */
   outstanding = 0;
+  /** Of those, deliveries waiting for a retry's backoff (running nowhere). */
+  away = 0;
   /** Set while the partition is paused because the window reached its cap. */
   paused = false;
   /** Set when the partition was revoked: its late results are dropped. */

@@ -1,12 +1,14 @@
-import type { DispatchStrategy, Keyed, Scheduler } from './strategy.js';
+import { FifoScheduler, type DispatchStrategy, type Keyed, type Scheduler } from './strategy.js';
 
 /** One worker's seat: what it runs now and since when, so that a hung attempt can be found and replaced. */
 export class Slot<J> {
   job: J | undefined = undefined;
   /** Counts the attempts started on this slot; a watchdog that sees the same count twice, far apart, found a hang. */
   attempts = 0;
-  /** True while the job waits (a retry's backoff) rather than runs. */
+  /** True while the job waits (a dead letter's publish retried) rather than runs. */
   waiting = false;
+  /** Set by the runner when the job leaves its worker to wait for a retry's backoff: it is not finished. */
+  away = false;
   /** The watchdog's last look: which attempt it saw, and when it first saw it. */
   seenAttempt = -1;
   seenAtMs = 0;
@@ -31,8 +33,12 @@ export interface JobRunner<J> {
 export class Workers<J extends Keyed> {
   /** Jobs pushed and not yet finished: queued, running, or waiting to retry. */
   inFlight = 0;
+  /** Of those, jobs waiting for a retry's backoff: on no worker, their key still held. */
+  away = 0;
   readonly slots: Slot<J>[] = [];
   private readonly scheduler: Scheduler<J>;
+  /** Jobs back from a retry's backoff: they go before anything new (their key is still theirs). */
+  private readonly again = new FifoScheduler<J>();
   private readonly sleepers: (() => void)[] = [];
   private closed = false;
   private drainWaiters: (() => void)[] = [];
@@ -47,9 +53,12 @@ export class Workers<J extends Keyed> {
     for (let w = 0; w < strategy.workers; w++) this.start(new Slot<J>(), undefined);
   }
 
-  /** Free places: the strategy's worker count less what is in flight. */
+  /**
+   * Free places: the strategy's worker count less what is in flight, not counting jobs waiting for a
+   * retry's backoff (they hold no worker; the partition's watermark bounds how many there may be).
+   */
   room(): number {
-    return this.strategy.workers - this.inFlight;
+    return this.strategy.workers - this.inFlight + this.away;
   }
 
   push(job: J): void {
@@ -57,6 +66,20 @@ export class Workers<J extends Keyed> {
     if (!this.scheduler.push(job)) return; // waits behind its key
     const wake = this.sleepers.pop();
     if (wake) wake();
+  }
+
+  /** A job that waited for its retry's backoff may run again: it goes before anything queued. */
+  back(job: J): void {
+    this.away--;
+    this.again.push(job);
+    const wake = this.sleepers.pop();
+    if (wake) wake();
+  }
+
+  /** A job that waited for its retry's backoff will not run again here (a stop, a revoke): it is finished. */
+  drop(job: J): void {
+    this.away--;
+    this.finishJob(job);
   }
 
   /**
@@ -93,10 +116,10 @@ export class Workers<J extends Keyed> {
     if (resume) {
       await resume(slot);
       if (slot.abandoned) return;
-      this.finish(slot);
+      this.release(slot);
     }
     for (;;) {
-      const job = this.scheduler.next();
+      const job = this.again.next() ?? this.scheduler.next();
       if (job === undefined) {
         if (this.closed) return;
         await new Promise<void>((wake) => this.sleepers.push(wake));
@@ -116,13 +139,21 @@ export class Workers<J extends Keyed> {
       const more = this.runner.end(job, slot, result, failed);
       if (more !== undefined) await more;
       if (slot.abandoned) return;
-      this.finish(slot);
+      this.release(slot);
     }
   }
 
-  private finish(slot: Slot<J>): void {
+  /** The slot's job is finished, or went away to wait for its retry's backoff: the worker is free. */
+  private release(slot: Slot<J>): void {
     const job = slot.job!;
     slot.job = undefined;
+    if (!slot.away) return this.finishJob(job);
+    slot.away = false;
+    this.away++;
+    this.onDone(); // its place is free: read again
+  }
+
+  private finishJob(job: J): void {
     this.scheduler.done(job); // what it freed, this worker takes next
     this.inFlight--;
     this.onDone();
