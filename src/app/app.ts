@@ -8,6 +8,7 @@ import type { PaceReceipt } from '../pace/rules.js';
 import { compile, type CompiledSubscriber } from '../spec/compile.js';
 import type { SharedOptions } from '../spec/options.js';
 import { Router } from '../spec/router.js';
+import { validateDefaults } from '../spec/validate.js';
 import { fileStore } from '../store/file-store.js';
 import { Pacer } from './pacer.js';
 import { Subscription } from './subscription.js';
@@ -54,6 +55,8 @@ export class App {
   readonly clock: Clock;
   readonly log: Logger;
   private readonly shutdownTimeoutMs: number;
+  /** `options.defaults`, checked and frozen at construction. */
+  private readonly defaults: Readonly<SharedOptions> | undefined;
   private readonly mounts: { broker: Broker; subscribers: CompiledSubscriber[] }[] = [];
   private readonly names = new Set<string>();
   private readonly paces = new Map<string, CompiledPace>();
@@ -75,6 +78,7 @@ export class App {
     if (m !== undefined && !(Number.isInteger(m) && m >= 1)) {
       throw new SluiceError('CONFIG_INVALID', `App "${options.name}": maxUncommitted must be a positive integer, got ${show(m)}`);
     }
+    this.defaults = options.defaults === undefined ? undefined : validateDefaults(options.defaults, `App "${options.name}" defaults`);
     this.name = options.name;
     this.version = options.version ?? '0.0.0';
     this.shutdownTimeoutMs = t ?? 30_000;
@@ -90,7 +94,7 @@ export class App {
     if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
     const router = new Router();
     configure(router);
-    const subscribers = router.mounted().map((m) => compile(m, { name: this.name, defaults: this.options.defaults }));
+    const subscribers = router.mounted().map((m) => compile(m, { name: this.name, defaults: this.defaults }));
     const reads = new Map(this.mounts.filter((m) => m.broker === broker).flatMap((m) => m.subscribers.map((s) => [`${s.topic}\u0000${s.group}`, s.name])));
     for (const s of subscribers) {
       if (this.names.has(s.name)) throw new SluiceError('CONFIG_INVALID', `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`);

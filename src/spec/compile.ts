@@ -2,6 +2,7 @@ import { SluiceError, show } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
 import type { Handler, KeyFn, PaceOptions, SharedOptions, SubscriberOptions } from './options.js';
 import type { Mounted } from './router.js';
+import { validateOptions } from './validate.js';
 
 /** A subscriber with every setting resolved: what the app runs. Frozen. */
 export interface CompiledSubscriber {
@@ -30,7 +31,11 @@ export const DEFAULTS = Object.freeze({
   timeoutMs: 60_000,
 });
 
-/** Merges a subscriber's settings over its routers' and the app's, applies defaults, freezes the result. */
+/**
+ * Merges a subscriber's settings over its routers' and the app's, checks the merged result as one
+ * subscriber's settings (so no combination of layers escapes validation), applies defaults, freezes it.
+ * Nested settings come out as frozen copies; functions are kept by reference.
+ */
 export function compile(mounted: Mounted, app: { name: string; defaults?: SharedOptions }): CompiledSubscriber {
   const { spec, prefix, layers } = mounted;
   const own: SubscriberOptions = spec.options;
@@ -42,28 +47,38 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
   // retry merges field by field: a subscriber's attempts keep its router's backoff.
   const retries = chain.map((o) => o.retry).filter((r) => r !== undefined);
   const retryField = <T>(get: (r: NonNullable<SharedOptions['retry']>) => T | undefined): T | undefined => retries.map(get).find((v) => v !== undefined);
-  const initialMs = retryField((r) => r.backoff?.initialMs) ?? DEFAULTS.initialMs;
-  const maxMs = retryField((r) => r.backoff?.maxMs) ?? Math.max(initialMs, DEFAULTS.maxMs);
+  const merged = validateOptions<SubscriberOptions>(
+    {
+      ...own,
+      workers: pick('workers'),
+      byKey: (own.workers !== undefined ? own.byKey : pick('byKey')) ?? false,
+      group: pick('group'),
+      decode: pick('decode'),
+      retry: { attempts: retryField((r) => r.attempts), backoff: { initialMs: retryField((r) => r.backoff?.initialMs), maxMs: retryField((r) => r.backoff?.maxMs) } },
+      deadLetter: pick('deadLetter'),
+      timeoutMs: pick('timeoutMs'),
+    },
+    `subscriber "${name}"`,
+  );
+  const backoff = merged.retry!.backoff!;
+  const initialMs = backoff.initialMs ?? DEFAULTS.initialMs;
   const compiled: CompiledSubscriber = {
     name,
     topic,
-    group: pick('group') ?? app.name,
-    workers: pick('workers') ?? DEFAULTS.workers,
-    byKey: (own.workers !== undefined ? own.byKey : pick('byKey')) ?? false,
-    key: own.key,
-    decode: decoderOf(pick('decode')),
-    batchMax: own.batch?.max,
-    retry: Object.freeze({ attempts: retryField((r) => r.attempts) ?? DEFAULTS.attempts, initialMs, maxMs: Math.max(initialMs, maxMs) }),
-    deadLetter: pick('deadLetter') ?? `${topic}.dlq`,
-    timeoutMs: pick('timeoutMs') ?? DEFAULTS.timeoutMs,
-    pace: own.pace,
+    group: merged.group ?? app.name,
+    workers: merged.workers ?? DEFAULTS.workers,
+    byKey: merged.byKey!,
+    key: merged.key,
+    decode: decoderOf(merged.decode),
+    batchMax: merged.batch?.max,
+    retry: Object.freeze({ attempts: merged.retry!.attempts ?? DEFAULTS.attempts, initialMs, maxMs: backoff.maxMs ?? Math.max(initialMs, DEFAULTS.maxMs) }),
+    deadLetter: merged.deadLetter ?? `${topic}.dlq`,
+    timeoutMs: merged.timeoutMs ?? DEFAULTS.timeoutMs,
+    pace: merged.pace,
     handler: spec.handler,
   };
-  if (compiled.byKey && compiled.batchMax !== undefined) {
-    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": batch must not be combined with byKey (from a router), got batch ${show(own.batch)}`);
-  }
   if (compiled.pace !== undefined && compiled.batchMax !== undefined) {
-    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": batch must not be combined with pace (a paced run is one key's; use pace.batch), got batch ${show(own.batch)}`);
+    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": batch must not be combined with pace (a paced run is one key's; use pace.batch), got batch ${show(merged.batch)}`);
   }
   return Object.freeze(compiled);
 }

@@ -1,15 +1,28 @@
 import { SluiceError, show, type ErrorCode } from '../core/errors.js';
 import { parseDuration } from './duration.js';
-import { OPTION_NAMES, type PaceOptions, type SubscriberOptions } from './options.js';
+import { OPTION_NAMES, SHARED_OPTION_NAMES, type PaceOptions, type SharedOptions, type SubscriberOptions } from './options.js';
 
 const PACE_PARTS = new Set(['debounce', 'batch', 'perMinute', 'drop', 'order', 'turns', 'dedup']);
+const SHARED_NAMES: ReadonlySet<string> = new Set(SHARED_OPTION_NAMES);
+
+/** The fields of each nested setting, by path: any other key is a misspelling, refused like an unknown option. */
+const NESTED_FIELDS = {
+  batch: ['max'],
+  retry: ['attempts', 'backoff'],
+  'retry.backoff': ['initialMs', 'maxMs'],
+  'pace.debounce': ['window', 'maxWait'],
+  'pace.batch': ['max', 'wait'],
+  'pace.drop': ['max', 'per'],
+} as const satisfies Record<string, readonly string[]>;
 
 /**
- * Checks raw subscriber (or router) settings and returns a frozen copy. `who` names the owner in errors,
- * e.g. `subscriber "Billing.bill"`. Throws `SluiceError` naming the field and the value.
+ * Checks raw subscriber (or router) settings and returns a deeply frozen copy: nested settings (`retry`,
+ * its `backoff`, `batch`, `pace` and its parts) are copied, functions and decoders kept by reference, so
+ * changing the caller's object afterwards changes nothing. `who` names the owner in errors, e.g.
+ * `subscriber "Billing.bill"`. Throws `SluiceError` naming the field and the value.
  */
 export function validateOptions<T extends SubscriberOptions>(raw: T, who: string): Readonly<T> {
-  if (raw === null || typeof raw !== 'object') fail('CONFIG_INVALID', who, 'options', raw, 'an object');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) fail('CONFIG_INVALID', who, 'options', raw, 'an object');
   for (const field of Object.keys(raw)) {
     if (!OPTION_NAMES.has(field)) fail('CONFIG_INVALID', who, field, (raw as Record<string, unknown>)[field], `a known setting (${[...OPTION_NAMES].join(', ')})`);
   }
@@ -23,14 +36,15 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
     fail('CONFIG_INVALID', who, 'decode', o.decode, 'a function or an object with parse()');
   }
   if (o.batch !== undefined) {
-    if (o.batch === null || typeof o.batch !== 'object') fail('CONFIG_INVALID', who, 'batch', o.batch, 'an object { max }');
+    fields(who, 'batch', o.batch, '{ max }');
     positiveInt('CONFIG_INVALID', who, 'batch.max', o.batch.max);
   }
   if (o.retry !== undefined) {
-    if (o.retry === null || typeof o.retry !== 'object') fail('CONFIG_INVALID', who, 'retry', o.retry, 'an object { attempts, backoff }');
+    fields(who, 'retry', o.retry, '{ attempts?, backoff? }');
     if (o.retry.attempts !== undefined) positiveInt('CONFIG_INVALID', who, 'retry.attempts', o.retry.attempts);
     const b = o.retry.backoff;
     if (b !== undefined) {
+      fields(who, 'retry.backoff', b, '{ initialMs?, maxMs? }');
       if (b.initialMs !== undefined) nonNegative(who, 'retry.backoff.initialMs', b.initialMs);
       if (b.maxMs !== undefined) nonNegative(who, 'retry.backoff.maxMs', b.maxMs);
       if (b.initialMs !== undefined && b.maxMs !== undefined && b.maxMs < b.initialMs) {
@@ -48,34 +62,77 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
   if (o.byKey === true && o.batch !== undefined) {
     fail('CONFIG_INVALID', who, 'batch', o.batch, 'left out when byKey is set (a batch spans keys; use pace.batch for per-key batches)');
   }
-  return Object.freeze({ ...raw });
+  return frozenCopy(raw);
+}
+
+/**
+ * Checks defaults given to everything included (the app's `defaults`): only the settings a router may give
+ * (`SHARED_OPTION_NAMES`), each checked as a subscriber's. Returns a deeply frozen copy.
+ */
+export function validateDefaults(raw: unknown, who: string): Readonly<SharedOptions> {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new SluiceError('CONFIG_INVALID', `${who} must be an object, got ${show(raw)}`);
+  for (const field of Object.keys(raw)) {
+    if (!SHARED_NAMES.has(field)) fail('CONFIG_INVALID', who, field, (raw as Record<string, unknown>)[field], `a setting given as a default (${SHARED_OPTION_NAMES.join(', ')})`);
+  }
+  return validateOptions(raw as SharedOptions, who);
 }
 
 function validatePace(pace: PaceOptions, who: string): void {
-  if (pace === null || typeof pace !== 'object') fail('CONFIG_INVALID', who, 'pace', pace, 'an object');
+  if (pace === null || typeof pace !== 'object' || Array.isArray(pace)) fail('CONFIG_INVALID', who, 'pace', pace, 'an object');
   for (const part of Object.keys(pace)) {
-    if (!PACE_PARTS.has(part)) fail('PACE_UNKNOWN_PART', who, `pace.${part}`, part, `one of ${[...PACE_PARTS].join(', ')}`);
+    if (!PACE_PARTS.has(part)) fail('PACE_UNKNOWN_PART', who, `pace.${part}`, (pace as Record<string, unknown>)[part], `a pace part (${[...PACE_PARTS].join(', ')})`);
   }
   const where = (f: string): string => `${who}: pace.${f}`;
   const d = pace.debounce;
   if (d !== undefined) {
     if (typeof d === 'object' && d !== null) {
+      fields(who, 'pace.debounce', d, '{ window, maxWait? } or a duration');
       parseDuration(d.window, where('debounce.window'));
       if (d.maxWait !== undefined) parseDuration(d.maxWait, where('debounce.maxWait'));
     } else parseDuration(d, where('debounce'));
   }
   if (pace.batch !== undefined) {
+    fields(who, 'pace.batch', pace.batch, '{ max?, wait? }');
     if (pace.batch.max !== undefined) positiveInt('CONFIG_INVALID', who, 'pace.batch.max', pace.batch.max);
     if (pace.batch.wait !== undefined) parseDuration(pace.batch.wait, where('batch.wait'));
   }
   if (pace.perMinute !== undefined) positiveInt('CONFIG_INVALID', who, 'pace.perMinute', pace.perMinute);
   if (pace.drop !== undefined) {
+    fields(who, 'pace.drop', pace.drop, '{ max, per }');
     positiveInt('CONFIG_INVALID', who, 'pace.drop.max', pace.drop.max);
     parseDuration(pace.drop.per, where('drop.per'));
   }
   if (pace.order !== undefined && typeof pace.order !== 'function') fail('CONFIG_INVALID', who, 'pace.order', pace.order, 'a function');
   if (pace.turns !== undefined && pace.turns !== 'key') fail('CONFIG_INVALID', who, 'pace.turns', pace.turns, "'key'");
   if (pace.dedup !== undefined) parseDuration(pace.dedup, where('dedup'));
+}
+
+/** A nested setting is an object (not null, not an array) with no key but its known fields. */
+function fields(who: string, path: keyof typeof NESTED_FIELDS, value: unknown, shape: string): void {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail('CONFIG_INVALID', who, path, value, `an object ${shape}`);
+  const known: readonly string[] = NESTED_FIELDS[path];
+  for (const k of Object.keys(value)) {
+    if (!known.includes(k)) fail('CONFIG_INVALID', who, `${path}.${k}`, (value as Record<string, unknown>)[k], `a known field of ${path} (${known.join(', ')})`);
+  }
+}
+
+/** A copy of checked settings, frozen at every level; functions and decoders are kept by reference. */
+function frozenCopy<T extends SubscriberOptions>(o: T): Readonly<T> {
+  const copy: SubscriberOptions = { ...o };
+  if (o.batch !== undefined) copy.batch = Object.freeze({ ...o.batch });
+  if (o.retry !== undefined) {
+    const backoff = o.retry.backoff;
+    copy.retry = Object.freeze({ ...o.retry, ...(backoff !== undefined ? { backoff: Object.freeze({ ...backoff }) } : {}) });
+  }
+  if (o.pace !== undefined) {
+    const p = o.pace;
+    const pace: PaceOptions = { ...p };
+    if (typeof p.debounce === 'object' && p.debounce !== null) pace.debounce = Object.freeze({ ...p.debounce });
+    if (p.batch !== undefined) pace.batch = Object.freeze({ ...p.batch });
+    if (p.drop !== undefined) pace.drop = Object.freeze({ ...p.drop });
+    copy.pace = Object.freeze(pace);
+  }
+  return Object.freeze(copy) as Readonly<T>;
 }
 
 function positiveInt(code: ErrorCode, who: string, field: string, value: unknown): void {
