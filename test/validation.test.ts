@@ -152,3 +152,32 @@ describe('frozen specs', () => {
     expect(compiled(app().withBroker(new MemoryBroker(), (b) => b.include(r))).bill!.retry).toEqual({ attempts: 2, initialMs: 7, maxMs: 30_000 });
   });
 });
+
+describe('Router.decode', () => {
+  it('sets the default decoder, chainably; a subscriber own decoder wins', () => {
+    const text = (raw: Uint8Array) => Buffer.from(raw).toString('utf8');
+    const own = (raw: Uint8Array) => raw.length;
+    const r = new Router({ prefix: 'logs.' });
+    expect(r.decode(text)).toBe(r);
+    r.include(subscriber('lines', bill), subscriber('sizes', async function sizes() {}).decode(own));
+    const subs = compiled(app().withBroker(new MemoryBroker(), (b) => b.include(r)));
+    expect(subs.bill!.decode).toBe(text);
+    expect(subs.sizes!.decode).toBe(own);
+  });
+
+  it('reaches the handler', async () => {
+    const broker = new MemoryBroker();
+    const seen: unknown[] = [];
+    const r = new Router().decode((raw: Uint8Array) => `text:${Buffer.from(raw).toString('utf8')}`).include(subscriber('lines', async (line: string) => void seen.push(line)));
+    const a = app().withBroker(broker, (b) => b.include(r));
+    await a.start();
+    await broker.publish('lines', 'hello');
+    await a.idle();
+    await a.stop();
+    expect(seen).toEqual(['text:hello']);
+  });
+
+  it('refuses what is not a decoder, naming the router and the value', () => {
+    expectError(() => new Router({ prefix: 'logs.' }).decode(42 as never), 'CONFIG_INVALID', /router "logs\.": decode must be a function or an object with parse\(\), got 42/);
+  });
+});

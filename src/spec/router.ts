@@ -1,7 +1,7 @@
 import { SluiceError, show } from '../core/errors.js';
 import { SubscriberBuilder } from './builder.js';
 import { hasSubscribers, specsOf } from './decorators.js';
-import { SHARED_OPTION_NAMES, type RetryOptions, type SharedOptions } from './options.js';
+import { SHARED_OPTION_NAMES, type Decoder, type RetryOptions, type SharedOptions } from './options.js';
 import { SubscriberSpec } from './spec.js';
 import { validateOptions } from './validate.js';
 
@@ -46,6 +46,8 @@ export class Router {
   retry(retry: RetryOptions): this { return this.set({ retry }); }
   deadLetter(topic: string | false): this { return this.set({ deadLetter: topic }); }
   timeout(ms: number): this { return this.set({ timeoutMs: ms }); }
+  /** The default decoder: a function of the raw bytes, or an object with `parse` (a zod schema fits). */
+  decode(decoder: Decoder): this { return this.set({ decode: decoder }); }
 
   /** @internal Every subscriber below this router, with the layers of defaults above it. */
   mounted(): Mounted[] {
