@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryBroker, PARTITION_KEY_HEADER, type ConsumeRequest, type Consumer } from '../src/index.js';
+import { MemoryBroker, PARTITION_KEY_HEADER, SluiceError, type ConsumeRequest, type Consumer } from '../src/index.js';
 
 const request = (topic: string, group: string, revoked: number[][] = []): ConsumeRequest => ({
   topic,
@@ -86,9 +86,36 @@ describe('MemoryBroker', () => {
     expect(committed[pa!]).toBe(3);
   });
 
-  it('rejects bad partition counts', async () => {
-    expect(() => new MemoryBroker({ partitions: 0 })).toThrow(/positive integer/);
-    await expect(new MemoryBroker().createTopic('t', 1.5)).rejects.toThrow(/positive integer/);
+  it('rejects bad partition counts with SluiceError CONFIG_INVALID, naming the field and the value', async () => {
+    const refused = (fn: () => unknown): SluiceError => {
+      try {
+        fn();
+      } catch (error) {
+        expect(error).toBeInstanceOf(SluiceError);
+        expect((error as SluiceError).code).toBe('CONFIG_INVALID');
+        return error as SluiceError;
+      }
+      throw new Error('expected a SluiceError');
+    };
+    expect(refused(() => new MemoryBroker({ partitions: 0 })).message).toBe('MemoryBroker: partitions must be a positive integer, got 0');
+    expect(refused(() => new MemoryBroker({ partitions: Number.NaN })).message).toMatch(/partitions must be a positive integer, got NaN/);
+    expect(refused(() => new MemoryBroker({ topics: { orders: 0 } })).message).toBe('MemoryBroker: topics["orders"] must be a positive integer, got 0');
+    expect(refused(() => new MemoryBroker({ topics: { orders: 2, refunds: 1.5 } })).message).toMatch(/topics\["refunds"\] must be a positive integer, got 1\.5/);
+    expect(refused(() => new MemoryBroker({ topics: { orders: '3' as never } })).message).toMatch(/topics\["orders"\] must be a positive integer, got "3"/);
+    expect(refused(() => new MemoryBroker({ topics: null as never })).message).toMatch(/topics must be an object .*got null/);
+    expect(refused(() => new MemoryBroker({ now: 5 as never })).message).toMatch(/now must be a function, got 5/);
+    const rejection = await new MemoryBroker().createTopic('t', 1.5).catch((error: unknown) => error);
+    expect(rejection).toBeInstanceOf(SluiceError);
+    expect((rejection as SluiceError).code).toBe('CONFIG_INVALID');
+    expect((rejection as SluiceError).message).toBe('MemoryBroker.createTopic("t"): partitions must be a positive integer, got 1.5');
+  });
+
+  it('gives the topics named in topics their own partition count, fixed at construction', () => {
+    const topics: Record<string, number> = { orders: 3 };
+    const broker = new MemoryBroker({ partitions: 2, topics });
+    topics.orders = 7;
+    expect(broker.endOffsets('orders')).toHaveLength(3);
+    expect(broker.endOffsets('other')).toHaveLength(2);
   });
 });
 

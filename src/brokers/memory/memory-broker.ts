@@ -1,3 +1,4 @@
+import { SluiceError, show } from '../../core/errors.js';
 import { utf8, type InboundMessage, type PublishOptions } from '../../core/message.js';
 import type { Broker, ConsumeRequest, Consumer } from '../../core/ports.js';
 import { GroupTopic } from './group.js';
@@ -31,12 +32,21 @@ export class MemoryBroker implements Broker {
   private readonly topicLogs = new Map<string, TopicLog>();
   private readonly groups = new Map<string, GroupTopic>();
   private readonly defaultPartitions: number;
+  /** `options.topics`, checked and copied at construction. */
+  private readonly topicPartitions = new Map<string, number>();
   private readonly now: () => number;
 
-  constructor(private readonly options: MemoryBrokerOptions = {}) {
-    const p = options.partitions ?? 1;
-    if (!Number.isInteger(p) || p < 1) throw new RangeError(`MemoryBroker partitions must be a positive integer, got ${p}`);
-    this.defaultPartitions = p;
+  constructor(options: MemoryBrokerOptions = {}) {
+    if (options === null || typeof options !== 'object') throw new SluiceError('CONFIG_INVALID', `MemoryBroker: options must be an object, got ${show(options)}`);
+    this.defaultPartitions = checkPartitions('MemoryBroker: partitions', options.partitions ?? 1);
+    const topics = options.topics;
+    if (topics !== undefined) {
+      if (topics === null || typeof topics !== 'object' || Array.isArray(topics)) {
+        throw new SluiceError('CONFIG_INVALID', `MemoryBroker: topics must be an object { [topic]: partitions }, got ${show(topics)}`);
+      }
+      for (const [name, n] of Object.entries(topics)) this.topicPartitions.set(name, checkPartitions(`MemoryBroker: topics[${show(name)}]`, n));
+    }
+    if (options.now !== undefined && typeof options.now !== 'function') throw new SluiceError('CONFIG_INVALID', `MemoryBroker: now must be a function, got ${show(options.now)}`);
     this.now = options.now ?? Date.now;
   }
 
@@ -74,7 +84,7 @@ export class MemoryBroker implements Broker {
 
   /** Creates a topic with `partitions` partitions; an existing topic is left as it is. */
   async createTopic(name: string, partitions: number): Promise<void> {
-    if (!Number.isInteger(partitions) || partitions < 1) throw new RangeError(`MemoryBroker.createTopic: partitions must be a positive integer, got ${partitions}`);
+    checkPartitions(`MemoryBroker.createTopic(${show(name)}): partitions`, partitions);
     if (!this.topicLogs.has(name)) this.topicLogs.set(name, new TopicLog(name, partitions));
   }
 
@@ -110,9 +120,15 @@ export class MemoryBroker implements Broker {
 
   private topic(name: string): TopicLog {
     let log = this.topicLogs.get(name);
-    if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.options.topics?.[name] ?? this.defaultPartitions)));
+    if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.topicPartitions.get(name) ?? this.defaultPartitions)));
     return log;
   }
+}
+
+/** A partition count is a positive integer; `field` names the setting in the error. */
+function checkPartitions(field: string, n: unknown): number {
+  if (typeof n === 'number' && Number.isInteger(n) && n >= 1) return n;
+  throw new SluiceError('CONFIG_INVALID', `${field} must be a positive integer, got ${show(n)}`);
 }
 
 function decodeForInspection(bytes: Uint8Array): unknown {
