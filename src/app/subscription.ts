@@ -86,6 +86,10 @@ export class Subscription implements ExecutorHost {
       group: this.sub.group,
       onReadable: this.pump,
       onRevoke: (partitions) => this.revoke(partitions),
+      active: (partition) => {
+        const marks = this.marks.get(partition);
+        return marks === undefined ? 0 : marks.outstanding - marks.away;
+      },
     });
     this.scheduleSweep();
     this.pump();
@@ -247,12 +251,16 @@ export class Subscription implements ExecutorHost {
     for (const marks of job.batchMarks ?? [job.marks]) {
       marks.abandon();
       if (marks.revoked) this.wakeRevoke();
+      else this.settledIfQuiet(marks);
     }
   }
 
   retryLater(job: Job, slot: Slot<Job>, delayMs: number): void {
     slot.away = true;
-    for (const marks of job.batchMarks ?? [job.marks]) marks.away++;
+    for (const marks of job.batchMarks ?? [job.marks]) {
+      marks.away++;
+      this.settledIfQuiet(marks);
+    }
     const due = (): void => {
       this.backoffs.delete(job);
       if (this.stopping || job.revoked()) return this.dropRetry(job);
@@ -277,9 +285,15 @@ export class Subscription implements ExecutorHost {
     this.pacer!.done(run).catch((error: unknown) => this.log.error('pace: a finished run was not recorded; it may run again after a restart', { runId: run.id, error }));
   }
 
+  /** Tells the consumer when nothing of the partition runs or waits for a worker any more. */
+  private settledIfQuiet(marks: Watermark): void {
+    if (marks.outstanding === marks.away && marks.partition >= 0) this.consumer?.settled?.(marks.partition);
+  }
+
   private complete(marks: Watermark, offset: number): void {
     const moved = marks.complete(offset);
     if (marks.revoked) return this.wakeRevoke();
+    if (marks.outstanding === marks.away) this.consumer?.settled?.(marks.partition);
     if (!moved) return;
     const consumer = this.consumer!;
     consumer.commit(marks.partition, marks.watermark());

@@ -34,6 +34,12 @@ export interface ConsumeRequest {
    * lets the partitions go. Messages of these partitions taken later are never handed out.
    */
   onRevoke(partitions: readonly number[]): Promise<void>;
+  /**
+   * Deliveries of `partition` taken and still running or waiting for a worker (not those waiting for a
+   * retry's backoff). An adapter that lets a fetched batch go only once its work is done asks this; the
+   * subscription calls `settled(partition)` when it drops to 0.
+   */
+  active?(partition: number): number;
 }
 
 /**
@@ -65,6 +71,11 @@ export interface Consumer {
   pause(partition: number): void;
   resume(partition: number): void;
   commit(partition: number, offset: number): void;
+  /**
+   * Nothing of `partition` is running or waiting for a worker any more (what is left, if anything, waits
+   * for a retry's backoff): see `ConsumeRequest.active`. Optional; cheap.
+   */
+  settled?(partition: number): void;
   /** Sends every pending commit. */
   flush(): Promise<void>;
   /** Leaves the group (revoking what it owns through `onRevoke`). */

@@ -18,8 +18,9 @@ export interface KafkaBrokerOptions {
   consumer?: Partial<KafkaConsumerSettings>;
   /**
    * Create topics that do not exist when a subscriber starts or a message is published, with this many
-   * partitions (replication factor 1 unless `replicationFactor` says otherwise). `false` leaves it to the
-   * broker's `auto.create.topics.enable`.
+   * partitions (replication factor 1 unless `replicationFactor` says otherwise). With `false` no topic is
+   * created: neither by Sluice nor, through its requests, by the broker's `auto.create.topics.enable`, so
+   * a publish to a missing topic fails (and a dead letter is retried until the topic exists).
    * @default false
    */
   createTopics?: false | { partitions: number; replicationFactor?: number };
@@ -68,7 +69,7 @@ export class KafkaBroker implements Broker {
 
   connect(): Promise<void> {
     this.connecting ??= (async () => {
-      this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: true });
+      this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
       this.admin = this.kafka.admin();
       await Promise.all([this.producer.connect(), this.admin.connect()]);
     })();

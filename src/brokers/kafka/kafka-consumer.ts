@@ -8,7 +8,11 @@ import { PartitionFeed } from './partition-feed.js';
 export interface KafkaConsumerSettings {
   /** @default 30_000 */
   sessionTimeoutMs: number;
-  /** How long a rebalance waits for members (and Sluice for revoked in-flight work). @default 60_000 */
+  /**
+   * How long a rebalance waits for members. A member that sees a rebalance waits for its revoked partitions'
+   * in-flight work (heartbeating) for at most this less one heartbeat interval, and less than the app's
+   * `shutdownTimeoutMs` when that is shorter. @default 60_000
+   */
   rebalanceTimeoutMs: number;
   /** @default 3_000 */
   heartbeatIntervalMs: number;
@@ -27,11 +31,14 @@ const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?:
  * One member of a Kafka consumer group reading one topic, through kafkajs's eachBatch.
  *
  * A batch is buffered and handed out by `take()` as the app has room; its eachBatch call stays open until
- * the app has finished every message of it (or gave it up), heartbeating meanwhile. That is the
- * back-pressure (kafkajs fetches a partition again only after its batch returns) and the revoke hook:
- * a rebalance reported by a heartbeat revokes everything — the app finishes or abandons the partitions'
- * in-flight work and commits its watermark — before kafkajs rejoins the group. Offsets are committed only
- * up to what the app reports finished, never for a partition not owned.
+ * the app has taken all of it and nothing of the partition is running or waiting for a worker (only
+ * retries waiting for their backoff may remain), heartbeating meanwhile. That is the back-pressure
+ * (kafkajs fetches a partition again only after its batch returns) and the revoke hook: work in flight
+ * always sits under an open eachBatch, so a rebalance is seen by our heartbeat, which revokes everything —
+ * the app finishes or abandons the partitions' in-flight work and commits its watermark, heartbeating on —
+ * before kafkajs rejoins the group. (A rebalance kafkajs sees between batches finds nothing running: only
+ * retries waiting for their backoff, which the revoke drops.) Offsets are committed only up to what the
+ * app reports finished, never for a partition not owned.
  */
 export class KafkaConsumer implements Consumer {
   private consumer: KafkajsConsumer | undefined;
@@ -62,6 +69,7 @@ export class KafkaConsumer implements Consumer {
       rebalanceTimeout: s.rebalanceTimeoutMs,
       heartbeatInterval: s.heartbeatIntervalMs,
       maxWaitTimeInMs: s.maxWaitTimeMs,
+      allowAutoTopicCreation: false, // topics are created by KafkaBroker's createTopics, where the user allows it
       // Ours first; kafkajs's round-robin too, so plain kafkajs members can share the group.
       partitionAssigners: [subscriptionAwareAssigner, PartitionAssigners.roundRobin],
     }));
@@ -151,6 +159,10 @@ export class KafkaConsumer implements Consumer {
     if (this.assignment.has(partition)) this.feeds.get(partition)?.markCommittable(offset);
   }
 
+  settled(partition: number): void {
+    this.feeds.get(partition)?.wake();
+  }
+
   /** Sends every pending commit of the partitions owned, one request at a time. */
   flush(): Promise<void> {
     this.committing = this.committing.then(() => this.sendCommits(), () => this.sendCommits());
@@ -190,6 +202,8 @@ export class KafkaConsumer implements Consumer {
 
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const p = batch.partition;
+    // A partition given back to this member while its revoke still runs: wait for the revoke, then read anew.
+    if (this.feeds.get(p)?.revoked && this.revoking) await this.revoking;
     if (this.closing || !this.assignment.has(p)) return;
     let feed = this.feeds.get(p);
     if (!feed) {
@@ -206,10 +220,15 @@ export class KafkaConsumer implements Consumer {
     const end = Number(messages[messages.length - 1]!.offset) + 1;
     feed.append(messages);
     this.request.onReadable();
-    // Hold the batch until the app has taken all of it: kafkajs fetches this partition again only after,
-    // so nothing is read beyond what the app has room for (one batch of read-ahead per partition).
-    while (!this.closing && !feed.revoked && isRunning() && !isStale() && (feed.position ?? -1) < end) {
+    // Hold the batch until the app has taken all of it and finished what it took (retries waiting for their
+    // backoff aside): kafkajs fetches this partition again only after, so nothing is read beyond what the app
+    // has room for (one batch of read-ahead per partition), and in-flight work always has an open eachBatch
+    // whose heartbeat sees a rebalance before kafkajs rejoins.
+    const active = this.request.active;
+    const busy = (): boolean => (feed.position ?? -1) < end || (active !== undefined && active(p) > 0);
+    while (!this.closing && !feed.revoked && isRunning() && !isStale() && busy()) {
       await feed.until(end, this.settings.heartbeatIntervalMs);
+      if (!busy()) break;
       try {
         await heartbeat();
       } catch (error) {
@@ -219,12 +238,34 @@ export class KafkaConsumer implements Consumer {
           this.log.debug('heartbeat failed', { error });
           continue;
         }
-        await this.revokeAll();
+        await this.heartbeating(this.revokeAll(), heartbeat);
         throw error;
       }
     }
     if (this.closing || feed.revoked || isStale()) return;
     resolveOffset(batch.lastOffset());
+  }
+
+  /**
+   * Waits for `work` while heartbeating, so that the coordinator keeps this member while it settles its
+   * revoked partitions (during a rebalance a heartbeat answers REBALANCE_IN_PROGRESS, and still counts). Gives
+   * up waiting one heartbeat interval before the rebalance timeout: the work goes on, its results dropped.
+   */
+  private async heartbeating(work: Promise<void>, heartbeat: () => Promise<void>): Promise<void> {
+    const { heartbeatIntervalMs, rebalanceTimeoutMs } = this.settings;
+    const giveUpAt = Date.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
+    let finished = false;
+    const done = work.then(
+      () => void (finished = true),
+      () => void (finished = true),
+    );
+    while (!finished && Date.now() < giveUpAt) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, heartbeatIntervalMs)))]);
+      clearTimeout(timer);
+      if (!finished) await heartbeat().catch(() => {}); // REBALANCE_IN_PROGRESS is the expected answer
+    }
+    if (!finished) this.log.warn('revoke: in-flight work did not settle before the rebalance timeout; its results will be dropped');
   }
 
   /**

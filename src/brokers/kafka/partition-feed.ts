@@ -67,10 +67,12 @@ export class PartitionFeed {
     if (this.committable === undefined || offset > this.committable) this.committable = offset;
   }
 
-  /** Resolves once everything below `offset` has been taken, on `wake()`, or after `ms`. */
+  /**
+   * Resolves once everything below `offset` has been taken, on `wake()`, or after `ms`. When everything
+   * below it already was, it waits for `wake()` (the app settled the partition) or `ms`.
+   */
   until(offset: number, ms: number): Promise<void> {
-    if ((this.position ?? -1) >= offset) return Promise.resolve();
-    this.target = offset;
+    if ((this.position ?? -1) < offset) this.target = offset;
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);
       this.waiters.push(() => {
