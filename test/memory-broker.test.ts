@@ -25,6 +25,12 @@ describe('MemoryBroker', () => {
     expect(broker.values('t').map((v) => (v as { i: number }).i).sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
   });
 
+  it('refuses a publish to a partition the topic does not have, with CONFIG_INVALID', async () => {
+    const broker = new MemoryBroker({ partitions: 2 });
+    await expect(broker.publish('t', 'x', { partition: 2 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringMatching(/"t".*partition.*got 2/) });
+    expect(broker.messages('t')).toEqual([]);
+  });
+
   it('reads the key from a partition-key header too, and rotates keyless messages', async () => {
     const broker = new MemoryBroker({ partitions: 3 });
     const m = broker.publishNow('t', 'x', { headers: { [PARTITION_KEY_HEADER]: 'abc' } });

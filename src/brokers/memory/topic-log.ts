@@ -1,3 +1,4 @@
+import { SluiceError } from '../../core/errors.js';
 import { PARTITION_KEY_HEADER, encodeValue, type Headers, type InboundMessage, type PublishOptions } from '../../core/message.js';
 
 /** A topic in memory: a fixed number of append-only partitions, offsets from 0 without gaps. */
@@ -19,7 +20,7 @@ export class TopicLog {
     if (key !== undefined) headers = { ...headers, [PARTITION_KEY_HEADER]: key };
     const partition = options?.partition ?? this.partitionFor(key ?? headers[PARTITION_KEY_HEADER]);
     const log = this.partitions[partition];
-    if (log === undefined) throw new RangeError(`topic ${this.name} has no partition ${partition}`);
+    if (log === undefined) throw new SluiceError('CONFIG_INVALID', `publish to "${this.name}": partition must be an integer from 0 to ${this.partitions.length - 1}, got ${String(partition)}`);
     const message: InboundMessage = {
       topic: this.name,
       partition,
