@@ -2,9 +2,9 @@
  * Pace under SIGKILL: a child (test/fixtures/pace-child.mjs) runs an app with a debounced and a batched
  * subscriber on a file store and the system clock, sends events with and without IDs, and is killed at
  * random moments (after some acknowledgements, or just after a run started), again and again on the same
- * directory; each new life first retries starts of earlier lives. A last life sends nothing new and lets
- * every window close and every run finish. Then, across all lives: every acknowledged event is in exactly
- * one run's input, every acknowledged window ran under the run ID its receipt named, no run was empty, and
+ * directory; each new life first retries starts of earlier lives. A last life sends nothing new and waits
+ * until every acknowledged run has finished (told which runs earlier lives acknowledged and saw finish).
+ * Then, across all lives: every acknowledged event is in exactly one run's input, every acknowledged window ran under the run ID its receipt named, no run was empty, and
  * a retried event ID got its first receipt again.
  */
 import { spawn } from 'node:child_process';
@@ -44,7 +44,9 @@ interface Life {
   readonly sends: Start[];
   readonly acks: Ack[];
   readonly runs: Run[];
-  /** The child printed `drained`: every window closed and every run finished. */
+  /** The runs whose handler returned successfully (it printed `finished` just before), as `[sub, runId]`. */
+  readonly finished: [sub: Sub, runId: string][];
+  /** The child printed `drained`: every acknowledged run finished. */
   drained: boolean;
 }
 
@@ -61,7 +63,7 @@ interface KillAt {
 function life(n: number, args: readonly string[], kill: KillAt | undefined): Promise<Life> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const result: Life = { sends: [], acks: [], runs: [], drained: false };
+    const result: Life = { sends: [], acks: [], runs: [], finished: [], drained: false };
     let buffer = '';
     let stderr = '';
     const parse = (line: string): void => {
@@ -70,6 +72,7 @@ function life(n: number, args: readonly string[], kill: KillAt | undefined): Pro
       if (word === 'send') result.sends.push([f[0] as Sub, f[1]!, f[2]!, id(f[3]!)]);
       else if (word === 'ack') result.acks.push({ sub: f[0] as Sub, key: f[1]!, eventNo: f[2]!, eventId: id(f[3]!), runId: f[4]!, duplicate: f[5] === 'true' });
       else if (word === 'run') result.runs.push({ sub: f[0] as Sub, runId: f[1]!, key: f[2]!, size: Number(f[3]), events: f.slice(5), life: n });
+      else if (word === 'finished') result.finished.push([f[0] as Sub, f[1]!]);
       else if (word === 'drained') result.drained = true;
     };
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -99,10 +102,13 @@ describe('pace under SIGKILL', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-pace-crash-'));
     const store = path.join(dir, 'store');
     const retriesFile = path.join(dir, 'retries.json');
+    const runsFile = path.join(dir, 'runs.json');
     const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 4));
     const sends: Start[] = [];
     const acks: Ack[] = [];
     const runs: Run[] = [];
+    /** Every run seen to finish, in any life, by `sub/runId`: the last life does not wait for these. */
+    const finished = new Map<string, [sub: Sub, runId: string]>();
     /** Starts with an ID never acknowledged: their client retries them in the next life until one is. */
     const unanswered = new Map<string, Start>();
     let runKills = 0;
@@ -114,12 +120,16 @@ describe('pace under SIGKILL', () => {
       const again = Array.from({ length: Math.min(answered.length, Math.floor(random() * 6)) }, () => answered[Math.floor(random() * answered.length)]!);
       const retries: Start[] = [...unanswered.values(), ...again.map((a): Start => [a.sub, a.key, a.eventNo, a.eventId])];
       writeFileSync(retriesFile, JSON.stringify(retries));
+      // What the runs of earlier lives came to: the last life waits for the acknowledged ones not seen to finish.
+      const acked = new Map(acks.map((a) => [`${a.sub}/${a.runId}`, [a.sub, a.runId]]));
+      writeFileSync(runsFile, JSON.stringify({ acked: [...acked.values()], finished: [...finished.values()] }));
       const kill: KillAt | undefined = last ? undefined : random() < 0.3 ? { acks: 400, runs: 1 + Math.floor(random() * 30) } : { acks: 1 + Math.floor(random() * 150) };
-      const l = await life(i, [store, String(i), String(Math.floor(random() * 2 ** 31)), retriesFile, last ? 'drain' : 'send'], kill);
+      const l = await life(i, [store, String(i), String(Math.floor(random() * 2 ** 31)), retriesFile, runsFile, last ? 'drain' : 'send'], kill);
       if (kill?.runs !== undefined && l.runs.length >= kill.runs && l.acks.length < kill.acks) runKills++;
       sends.push(...l.sends);
       acks.push(...l.acks);
       runs.push(...l.runs);
+      for (const [sub, runId] of l.finished) finished.set(`${sub}/${runId}`, [sub, runId]);
       for (const [sub, key, eventNo, eventId] of l.sends) if (eventId !== undefined) unanswered.set(`${sub}/${key}/${eventId}`, [sub, key, eventNo, eventId]);
       for (const a of l.acks) unanswered.delete(`${a.sub}/${a.key}/${a.eventId}`);
     }
