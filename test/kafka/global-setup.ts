@@ -4,7 +4,6 @@
  * must run, so a failure here fails the run; elsewhere they are skipped with a one-line reason.
  */
 import { spawnSync } from 'node:child_process';
-import net from 'node:net';
 import type { TestProject } from 'vitest/node';
 
 declare module 'vitest' {
@@ -14,14 +13,7 @@ declare module 'vitest' {
   }
 }
 
-const answers = (host: string, port: number): Promise<boolean> =>
-  new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    socket.setTimeout(1_000, () => (socket.destroy(), resolve(false)));
-    socket.on('connect', () => (socket.destroy(), resolve(true)));
-    socket.on('error', () => resolve(false));
-  });
-
+/** Set when this run's start.mjs started the broker (rather than finding one already up). */
 let startedHere = false;
 
 export async function setup(project: TestProject): Promise<void> {
@@ -30,11 +22,12 @@ export async function setup(project: TestProject): Promise<void> {
     project.provide('kafkaSkipReason', undefined);
     return;
   }
-  const running = await answers('127.0.0.1', 9092);
+  // start.mjs honours KAFKA_PORT (inherited with the environment) and reuses a broker already answering there;
+  // it says on stderr whether it started one, so a broker another run started (or is starting) is never ours.
   const started = spawnSync(process.execPath, ['scripts/kafka/start.mjs', '--fresh'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 });
   const address = /KAFKA_BROKERS=(\S+)/.exec(started.stdout ?? '')?.[1];
   if (started.status === 0 && address) {
-    startedHere = !running;
+    startedHere = /started broker pid \d+/.test(started.stderr ?? '');
     project.provide('kafkaBrokers', address);
     project.provide('kafkaSkipReason', undefined);
     return;
@@ -46,6 +39,7 @@ export async function setup(project: TestProject): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  // A broker this run started is stopped again under CI; on a workstation it stays up for the next run.
+  // A broker this run started is stopped again under CI (stop.mjs finds it by the same KAFKA_PORT); on a
+  // workstation it stays up for the next run. A broker this run found running is never stopped.
   if (startedHere && process.env.CI === 'true') spawnSync(process.execPath, ['scripts/kafka/stop.mjs'], { stdio: 'inherit' });
 }
