@@ -3,6 +3,7 @@
  * adapter runs this same suite (test/contract/memory.test.ts, and the Kafka adapter's).
  */
 import 'reflect-metadata';
+import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { App, ERROR_HEADER, HandlerOutcome, ManualClock, silentLogger, subscriber, type Broker, type Context } from '../../src/index.js';
 import { Concurrency, Counter, Gate, seeded, turns } from '../helpers.js';
@@ -15,9 +16,17 @@ export interface BrokerFixture {
   createTopic(name: string, partitions: number): Promise<void>;
 }
 
+/**
+ * This run's mark on the names it makes: a broker may be shared with other runs (another engineer's, a
+ * second CI job) and keep topics and groups from earlier ones, so a fixed name would meet their messages
+ * or join their group and trigger rebalances in both.
+ */
+const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
 let seq = 0;
-/** A topic name no other test uses. */
-export const uniqueTopic = (base: string): string => `${base}-${process.pid}-${++seq}`;
+/** A topic name no other test, and no other run, uses. */
+export const uniqueTopic = (base: string): string => `${base}-${run}-${++seq}`;
+/** A consumer group (the app's name) no other test, and no other run, uses. */
+export const uniqueGroup = (base: string): string => `${base}-${run}-${++seq}`;
 
 export function brokerContract(name: string, fixture: BrokerFixture): void {
   describe(`broker contract: ${name}`, () => {
@@ -37,7 +46,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       await fixture.createTopic(topic, 3);
       const broker = fixture.connect();
       const seen: { key: string | undefined; n: number; h: string | undefined }[] = [];
-      const app = makeApp('g-order', broker, (b) =>
+      const app = makeApp(uniqueGroup('g-order'), broker, (b) =>
         b.include(subscriber(topic, (v: { n: number }, ctx: Context) => void seen.push({ key: ctx.message.key, n: v.n, h: ctx.message.headers['x-test'] })).build()),
       );
       await app.start();
@@ -56,9 +65,10 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       await fixture.createTopic(topic, 4);
       const byMember = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
       const sub = (i: number) => subscriber(topic, (v: { n: number }, ctx: Context) => void byMember[i]!.set(v.n, ctx.message.partition)).name(`m${i}`).build();
-      const a1 = makeApp('g-shared', fixture.connect(), (b) => b.include(sub(0)));
-      const a2 = makeApp('g-shared', fixture.connect(), (b) => b.include(sub(1)));
-      const other = makeApp('g-other', fixture.connect(), (b) => b.include(sub(2)));
+      const sharedGroup = uniqueGroup('g-shared');
+      const a1 = makeApp(sharedGroup, fixture.connect(), (b) => b.include(sub(0)));
+      const a2 = makeApp(sharedGroup, fixture.connect(), (b) => b.include(sub(1)));
+      const other = makeApp(uniqueGroup('g-other'), fixture.connect(), (b) => b.include(sub(2)));
       await a1.start();
       await a2.start();
       await other.start();
@@ -82,7 +92,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const spy = new SpyBroker(fixture.connect());
       const c = new Concurrency();
       const gates: Gate[] = [];
-      const app = makeApp('g-pool', spy, (b) =>
+      const app = makeApp(uniqueGroup('g-pool'), spy, (b) =>
         b.include(
           subscriber(topic, async () => {
             c.enter();
@@ -118,7 +128,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const random = seeded(7);
       const c = new Concurrency();
       const seen = new Map<string, number[]>();
-      const app = makeApp('g-lanes', broker, (b) =>
+      const app = makeApp(uniqueGroup('g-lanes'), broker, (b) =>
         b.include(
           subscriber(topic, async (v: { key: string; n: number }) => {
             c.enter();
@@ -147,7 +157,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const broker = fixture.connect();
       const c = new Concurrency();
       const gate = new Gate();
-      const app = makeApp('g-keyless', broker, (b) =>
+      const app = makeApp(uniqueGroup('g-keyless'), broker, (b) =>
         b.include(subscriber(topic, async () => { c.enter(); await gate.promise; c.leave(); }).workersByKey(3).build()),
       );
       await app.start();
@@ -165,7 +175,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const clock = new ManualClock();
       const attempts: number[] = [];
       const calls = new Counter();
-      const app = makeApp('g-retry', broker, (b) =>
+      const app = makeApp(uniqueGroup('g-retry'), broker, (b) =>
         b.include(
           subscriber(topic, (_v: unknown, ctx: Context) => {
             attempts.push(ctx.message.attempt);
@@ -197,7 +207,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const dead: { value: string; reason: string | undefined }[] = [];
       const handled: string[] = [];
       const calls = new Map<string, number>();
-      const app = makeApp('g-dlq', broker, (b) => {
+      const app = makeApp(uniqueGroup('g-dlq'), broker, (b) => {
         b.include(
           subscriber(topic, (v: { kind: string }) => {
             calls.set(v.kind, (calls.get(v.kind) ?? 0) + 1);
@@ -244,7 +254,8 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
           done.push(v.n);
           c.leave();
         }).workers(2).build();
-      const first = makeApp('g-stop', broker, (b) => b.include(sub()));
+      const group = uniqueGroup('g-stop');
+      const first = makeApp(group, broker, (b) => b.include(sub()));
       await first.start();
       for (let n = 0; n < 6; n++) await broker.publish(topic, { n });
       await c.started.reach(2);
@@ -254,7 +265,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       gate.open();
       await stopped;
       expect(done.sort()).toEqual([0, 1]);
-      const second = makeApp('g-stop', fixture.connect(), (b) => b.include(sub()));
+      const second = makeApp(group, fixture.connect(), (b) => b.include(sub()));
       await second.start();
       await second.idle();
       expect(done.sort()).toEqual([0, 1, 2, 3, 4, 5]); // nothing finished was delivered again
@@ -266,7 +277,8 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const clock = new ManualClock();
       const started = new Counter();
       let aborted = false;
-      const hanging = makeApp('g-hang', fixture.connect(), (b) =>
+      const group = uniqueGroup('g-hang');
+      const hanging = makeApp(group, fixture.connect(), (b) =>
         b.include(
           subscriber(topic, (_v: unknown, ctx: Context) => {
             started.add();
@@ -287,7 +299,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       await stopped;
       expect(aborted).toBe(true);
       const redelivered: number[] = [];
-      const next = makeApp('g-hang', fixture.connect(), (b) => b.include(subscriber(topic, (v: { n: number }) => void redelivered.push(v.n)).build()));
+      const next = makeApp(group, fixture.connect(), (b) => b.include(subscriber(topic, (v: { n: number }) => void redelivered.push(v.n)).build()));
       await next.start();
       await next.idle();
       expect(redelivered).toEqual([1]);
@@ -300,7 +312,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const clock = new ManualClock();
       const done: string[] = [];
       const firstTry = new Counter();
-      const app = makeApp('g-timeout', broker, (b) =>
+      const app = makeApp(uniqueGroup('g-timeout'), broker, (b) =>
         b.include(
           subscriber(topic, (v: { key: string }, ctx: Context) => {
             if (v.key === 'stuck' && ctx.message.attempt === 1) {
@@ -330,7 +342,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const broker = fixture.connect();
       const sizes: number[] = [];
       const seen: number[] = [];
-      const app = makeApp('g-batch', broker, (b) =>
+      const app = makeApp(uniqueGroup('g-batch'), broker, (b) =>
         b.include(subscriber(topic, (vs: { n: number }[]) => void (sizes.push(vs.length), seen.push(...vs.map((v) => v.n)))).batch({ max: 5 }).workers(2).build()),
       );
       for (let n = 0; n < 23; n++) await broker.publish(topic, { n });
@@ -346,7 +358,7 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       await fixture.createTopic(`${topic}.out`, 1);
       const broker = fixture.connect();
       const out: { n: number; key: string | undefined }[] = [];
-      const app = makeApp('g-onward', broker, (b) => {
+      const app = makeApp(uniqueGroup('g-onward'), broker, (b) => {
         b.include(subscriber(topic, (v: { n: number }, ctx: Context) => ctx.publish(`${topic}.out`, { n: v.n * 10 }, { key: `k${v.n}` })).build());
         b.include(subscriber(`${topic}.out`, (v: { n: number }, ctx: Context) => void out.push({ n: v.n, key: ctx.message.key })).build());
       });
