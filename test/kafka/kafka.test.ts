@@ -20,8 +20,8 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
   afterAll(closeAll);
   const admin = kafkaBrokers ? testKafka() : undefined;
-  const makeApp = (name: string, broker: KafkaBroker, include: Parameters<App['withBroker']>[1]) => {
-    const app = new App({ name, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, include);
+  const makeApp = (name: string, broker: KafkaBroker, include: Parameters<App['withBroker']>[1], extra: { clock?: ManualClock } = {}) => {
+    const app = new App({ name, logger: silentLogger, shutdownTimeoutMs: 5_000, clock: extra.clock }).withBroker(broker, include);
     apps.push(app);
     return app;
   };
@@ -145,6 +145,49 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     const partitionsOf = (by: string) => new Set(seen.filter((s) => s.by === by).map((s) => s.partition));
     expect(partitionsOf('a').size).toBe(2);
     expect(partitionsOf('b').size).toBe(2);
+  });
+
+  it('stop() commits below a delivery it aborted: that one and everything after it come again, nothing before', async () => {
+    const topic = uniqueTopic('stop-hang');
+    await admin!.createTopic(topic, 1);
+    const group = `g-${topic}`;
+    const clock = new ManualClock();
+    const finished = new Counter();
+    const hanging = new Counter();
+    const done: number[] = [];
+    const aborted: number[] = [];
+    // Offset 2 hangs; offsets 3, 4 and 5 after it finish while it does.
+    const first = makeApp(group, testKafka(), (r) =>
+      r.include(
+        subscriber(topic, (v: { n: number }, ctx: Context) => {
+          if (v.n === 2) {
+            ctx.signal.addEventListener('abort', () => aborted.push(v.n));
+            hanging.add();
+            return new Promise<void>(() => {}); // never settles
+          }
+          done.push(v.n);
+          finished.add();
+        }).workers(4).build(),
+      ),
+      { clock },
+    );
+    await first.start();
+    await producePlain(topic, Array.from({ length: 6 }, (_, n) => ({ value: JSON.stringify({ n }) })));
+    await hanging.reach(1);
+    await finished.reach(5);
+    expect(done.sort()).toEqual([0, 1, 3, 4, 5]);
+    const stopped = first.stop();
+    await clock.advance(4_999);
+    expect(aborted).toEqual([]);
+    await clock.advance(1); // shutdownTimeoutMs
+    await stopped;
+    expect(aborted).toEqual([2]);
+    expect(await withAdmin((adm) => committedOffsets(adm, group, topic))).toEqual(new Map([[0, 2]])); // the watermark: the aborted one
+    const again: number[] = [];
+    const next = makeApp(group, testKafka(), (r) => r.include(subscriber(topic, (v: { n: number }) => void again.push(v.n)).build()));
+    await next.start();
+    await next.idle();
+    expect(again).toEqual([2, 3, 4, 5]);
   });
 
   it.skipIf(noJava)('loses nothing when the broker restarts mid-consumption; duplicates come only from the uncommitted window', async () => {
