@@ -50,6 +50,21 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
   const committedOffsets = (a: Admin, group: string, topic: string): Promise<Map<number, number>> =>
     a.fetchOffsets({ groupId: group, topics: [topic] }).then((r) => new Map(r[0]!.partitions.map((p) => [p.partition, Number(p.offset)])));
 
+  /**
+   * Counts the answers to Heartbeat requests of the group members `broker` makes, through kafkajs's own
+   * instrumentation (its REQUEST event): how a test knows a member has heard of a rebalance.
+   */
+  function heartbeatsOf(broker: KafkaBroker): Counter {
+    const answered = new Counter();
+    const make = broker.kafka.consumer.bind(broker.kafka);
+    broker.kafka.consumer = (config) => {
+      const consumer = make(config);
+      consumer.on(consumer.events.REQUEST, (e) => void (e.payload.apiName === 'Heartbeat' && answered.add()));
+      return consumer;
+    };
+    return answered;
+  }
+
   /** Asks the broker again until `holds` says yes: waits on a state only the broker knows, for no set time. */
   async function untilBroker(holds: () => Promise<boolean>): Promise<void> {
     while (!(await holds())) await new Promise<void>((resolve) => setTimeout(resolve, 20));
@@ -145,6 +160,89 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     const partitionsOf = (by: string) => new Set(seen.filter((s) => s.by === by).map((s) => s.partition));
     expect(partitionsOf('a').size).toBe(2);
     expect(partitionsOf('b').size).toBe(2);
+  });
+
+  it('hands partitions over in a rebalance only after the in-flight work finished and was committed, keeping per-key order', async () => {
+    const topic = uniqueTopic('handover');
+    await admin!.createTopic(topic, 3);
+    const group = `g-${topic}`;
+    const keys = Array.from({ length: 12 }, (_, k) => `k${k}`);
+    const perWave = 4;
+    const wave = (from: number) => Array.from({ length: perWave }, (_, i) => keys.map((key) => ({ key, value: JSON.stringify({ key, n: from + i }) }))).flat();
+    type Event = { ev: 'start' | 'end'; by: string; key: string; n: number; partition: number; aborted?: boolean };
+    const events: Event[] = [];
+    // The last message of each key in the first wave is held: A has then taken the whole wave (a key's
+    // messages run in order, and it has room for all 48), and its tail is in flight, not yet committed.
+    const gate = new Gate();
+    const tailsHeld = new Counter();
+    const sub = (by: string) =>
+      subscriber(topic, async (v: { key: string; n: number }, ctx: Context) => {
+        const { partition } = ctx.message;
+        events.push({ ev: 'start', by, key: v.key, n: v.n, partition });
+        if (v.n === perWave - 1 && !gate.opened) {
+          tailsHeld.add();
+          await gate.promise;
+        } else await turns(1);
+        events.push({ ev: 'end', by, key: v.key, n: v.n, partition, aborted: ctx.signal.aborted });
+      }).workersByKey(64).build();
+    await producePlain(topic, wave(0));
+    const aBroker = testKafka();
+    const aHeartbeats = heartbeatsOf(aBroker);
+    const a = makeApp(group, aBroker, (r) => r.include(sub('a')));
+    await a.start();
+    await tailsHeld.reach(keys.length);
+    expect(new Set(events.map((e) => e.partition)).size).toBe(3); // the keys cover every partition
+
+    // B joins. A's held work is let go only once A has seen the rebalance: the broker reports the group
+    // rebalancing, then A has had two more heartbeats answered (the second was surely sent after B's join, so
+    // it was answered REBALANCE_IN_PROGRESS) — or B is in already, when A did not wait for its work.
+    const b = makeApp(group, testKafka(), (r) => r.include(sub('b')));
+    let bIn = false;
+    const bJoined = b.start().then(() => void (bIn = true));
+    await withAdmin((adm) => untilBroker(async () => bIn || (await adm.describeGroups([group])).groups[0]!.state !== 'Stable'));
+    await Promise.race([bJoined, aHeartbeats.reach(aHeartbeats.value + 2)]);
+    const runningOnA = (upTo: number) => {
+      const running = new Set<string>();
+      for (const e of events.slice(0, upTo)) if (e.by === 'a') running[e.ev === 'start' ? 'add' : 'delete'](`${e.key}/${e.n}`);
+      return running;
+    };
+    const inFlightAtJoin = runningOnA(events.length);
+    expect(inFlightAtJoin.size).toBe(keys.length);
+    gate.open();
+    await bJoined;
+    // (a) By the time B has its partitions, A's in-flight work has finished, unaborted, and is committed:
+    // the group's offsets are the end of the first wave.
+    for (const id of inFlightAtJoin) expect(events.filter((e) => e.ev === 'end' && e.by === 'a' && `${e.key}/${e.n}` === id).map((e) => e.aborted)).toEqual([false]);
+    await withAdmin(async (adm) => {
+      const ends = new Map((await adm.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
+      expect(await committedOffsets(adm, group, topic)).toEqual(ends);
+    });
+
+    await producePlain(topic, wave(perWave));
+    await Promise.all([a.idle(), b.idle()]);
+
+    // (b) Every message handled, by A and B together; B took part.
+    const ended = events.filter((e) => e.ev === 'end');
+    expect(new Set(ended.map((e) => `${e.key}/${e.n}`)).size).toBe(keys.length * 2 * perWave);
+    expect(ended.some((e) => e.by === 'b')).toBe(true);
+    // (a) Nothing is handled twice, unless its first handler was still running when B began.
+    const firstOnB = events.findIndex((e) => e.by === 'b');
+    const starts = new Map<string, number[]>();
+    events.forEach((e, i) => e.ev === 'start' && starts.set(`${e.key}/${e.n}`, [...(starts.get(`${e.key}/${e.n}`) ?? []), i]));
+    for (const [id, at] of starts) if (at.length > 1) expect(runningOnA(firstOnB).has(id), `${id} handled ${at.length} times`).toBe(true);
+    // (c) Per key: the handled values, first handlings only, ascend; and no handler of a key starts while
+    // another of that key runs, on either instance (so B never starts n + 1 while A still runs n).
+    for (const key of keys) {
+      const ns = events.filter((e) => e.ev === 'start' && e.key === key).map((e) => e.n);
+      expect([...new Set(ns)], key).toEqual([...Array(2 * perWave).keys()]);
+      let running: Event | undefined;
+      for (const e of events.filter((x) => x.key === key)) {
+        if (e.ev === 'start') {
+          expect(running, `${key}: ${e.by} starts ${e.n} while ${running?.by} runs ${running?.n}`).toBeUndefined();
+          running = e;
+        } else if (running?.by === e.by && running.n === e.n) running = undefined;
+      }
+    }
   });
 
   it('stop() commits below a delivery it aborted: that one and everything after it come again, nothing before', async () => {
