@@ -24,6 +24,9 @@ export interface KafkaConsumerSettings {
   fromBeginning: boolean;
 }
 
+/** While a batch is held only for the work in flight, how often the partition's end is asked for. */
+const POLL_MS = 100;
+
 const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
 const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?: string })?.type ?? '');
 
@@ -31,14 +34,16 @@ const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?:
  * One member of a Kafka consumer group reading one topic, through kafkajs's eachBatch.
  *
  * A batch is buffered and handed out by `take()` as the app has room; its eachBatch call stays open until
- * the app has taken all of it and nothing of the partition is running or waiting for a worker (only
- * retries waiting for their backoff may remain), heartbeating meanwhile. That is the back-pressure
- * (kafkajs fetches a partition again only after its batch returns) and the revoke hook: work in flight
- * always sits under an open eachBatch, so a rebalance is seen by our heartbeat, which revokes everything —
- * the app finishes or abandons the partitions' in-flight work and commits its watermark, heartbeating on —
- * before kafkajs rejoins the group. (A rebalance kafkajs sees between batches finds nothing running: only
- * retries waiting for their backoff, which the revoke drops.) Offsets are committed only up to what the
- * app reports finished, never for a partition not owned.
+ * the app has taken all of it, and after that for as long as work of the partition runs (retries waiting
+ * for their backoff aside) and the broker has nothing newer, heartbeating meanwhile. That is the
+ * back-pressure (kafkajs fetches a partition again only after its batch returns) and the revoke hook:
+ * work in flight nearly always sits under an open eachBatch, so a rebalance is seen by our heartbeat,
+ * which revokes everything — the app finishes or abandons the partitions' in-flight work and commits its
+ * watermark, heartbeating on — before kafkajs rejoins the group. kafkajs has no revoke callback to wait
+ * in (its issue #592): a rebalance it sees itself, in the moment between a batch returned and the next
+ * fetched, makes it rejoin at once; the subscription then drops the revoked partitions' late results, and
+ * their uncommitted deliveries go again to the new owner. Offsets are committed only up to what the app
+ * reports finished, never for a partition not owned.
  */
 export class KafkaConsumer implements Consumer {
   private consumer: KafkajsConsumer | undefined;
@@ -50,6 +55,9 @@ export class KafkaConsumer implements Consumer {
   private closing = false;
   private revoking: Promise<void> | undefined;
   private commitTimer: NodeJS.Timeout | undefined;
+  /** Each partition's end (high watermark) as last seen, and the one request for them under way. */
+  private readonly ends = new Map<number, number>();
+  private endsRequest: Promise<void> | undefined;
   private committing: Promise<void> = Promise.resolve();
 
   constructor(
@@ -220,14 +228,20 @@ export class KafkaConsumer implements Consumer {
     const end = Number(messages[messages.length - 1]!.offset) + 1;
     feed.append(messages);
     this.request.onReadable();
-    // Hold the batch until the app has taken all of it and finished what it took (retries waiting for their
-    // backoff aside): kafkajs fetches this partition again only after, so nothing is read beyond what the app
-    // has room for (one batch of read-ahead per partition), and in-flight work always has an open eachBatch
-    // whose heartbeat sees a rebalance before kafkajs rejoins.
+    // Hold the batch until the app has taken all of it: kafkajs fetches this partition again only after, so
+    // nothing is read beyond what the app has room for (one batch of read-ahead per partition). Once taken,
+    // it is still held while work of the partition runs and the broker has nothing newer (the partition's
+    // end, from the fetch and then asked for every POLL_MS): so that work in flight has an open eachBatch
+    // whose heartbeat sees a rebalance before kafkajs rejoins, and yet newer messages are fetched at once.
     const active = this.request.active;
-    const busy = (): boolean => (feed.position ?? -1) < end || (active !== undefined && active(p) > 0);
+    this.ends.set(p, Math.max(this.ends.get(p) ?? 0, Number(batch.highWatermark)));
+    const newer = (): boolean => (this.ends.get(p) ?? 0) > end;
+    const taken = (): boolean => (feed.position ?? -1) >= end;
+    const busy = (): boolean => !taken() || (active !== undefined && active(p) > 0 && !newer());
     while (!this.closing && !feed.revoked && isRunning() && !isStale() && busy()) {
-      await feed.until(end, this.settings.heartbeatIntervalMs);
+      const caughtUp = taken();
+      await feed.until(end, caughtUp ? Math.min(POLL_MS, this.settings.heartbeatIntervalMs) : this.settings.heartbeatIntervalMs);
+      if (caughtUp && busy()) await this.refreshEnds();
       if (!busy()) break;
       try {
         await heartbeat();
@@ -244,6 +258,18 @@ export class KafkaConsumer implements Consumer {
     }
     if (this.closing || feed.revoked || isStale()) return;
     resolveOffset(batch.lastOffset());
+  }
+
+  /** Asks the broker for the topic's partition ends (one request at a time, shared by every partition). */
+  private refreshEnds(): Promise<void> {
+    this.endsRequest ??= this.admin
+      .fetchTopicOffsets(this.request.topic)
+      .then((ends) => {
+        for (const e of ends) this.ends.set(e.partition, Math.max(this.ends.get(e.partition) ?? 0, Number(e.high)));
+      })
+      .catch((error: unknown) => this.log.debug('partition ends not read', { error }))
+      .finally(() => (this.endsRequest = undefined));
+    return this.endsRequest;
   }
 
   /**
