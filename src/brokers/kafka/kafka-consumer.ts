@@ -168,7 +168,7 @@ export class KafkaConsumer implements Consumer {
   }
 
   settled(partition: number): void {
-    this.feeds.get(partition)?.wake();
+    this.feeds.get(partition)?.settled();
   }
 
   /** Sends every pending commit of the partitions owned, one request at a time. */

@@ -26,6 +26,8 @@ export class PartitionFeed {
   /** Being revoked: nothing more is handed out; commits still count until the revoke completes. */
   revoked = false;
   private waiters: (() => void)[] = [];
+  /** A waiter holds the batch for the partition's running work only: `settled()` wakes it. */
+  private waitingForWork = false;
   private target = Number.POSITIVE_INFINITY;
 
   constructor(
@@ -73,6 +75,7 @@ export class PartitionFeed {
    */
   until(offset: number, ms: number): Promise<void> {
     if ((this.position ?? -1) < offset) this.target = offset;
+    else this.waitingForWork = true;
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);
       this.waiters.push(() => {
@@ -82,8 +85,14 @@ export class PartitionFeed {
     });
   }
 
+  /** The app has nothing of this partition running any more: wakes a waiter that held the batch for it. */
+  settled(): void {
+    if (this.waitingForWork) this.wake();
+  }
+
   wake(): void {
     this.target = Number.POSITIVE_INFINITY;
+    this.waitingForWork = false;
     if (this.waiters.length > 0) for (const w of this.waiters.splice(0)) w();
   }
 }
