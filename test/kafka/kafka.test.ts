@@ -84,6 +84,34 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     for (const s of seen) expect(s).toEqual({ id: s.id, key: `k${s.id % 4}`, trace: `t${s.id}` });
   });
 
+  it('a long delivery in a caught-up partition holds back neither that partition\'s next messages nor another partition\'s', async () => {
+    const topic = uniqueTopic('held');
+    await admin!.createTopic(topic, 2);
+    const broker = testKafka();
+    const gate = new Gate();
+    const started = new Counter();
+    const handled: string[] = [];
+    const app = makeApp(`g-${topic}`, broker, (b) =>
+      b.include(subscriber(topic, async (v: { id: string }) => {
+        started.add();
+        if (v.id === 'long') await gate.promise;
+        handled.push(v.id);
+      }).workers(4).build()),
+    );
+    await app.start();
+    await broker.publish(topic, { id: 'long' }, { partition: 0 });
+    await started.reach(1); // partition 0 is caught up with work in flight: its batch is held for it
+    await broker.publish(topic, { id: 'p1' }, { partition: 1 });
+    await started.reach(2);
+    expect(handled).toEqual(['p1']); // another partition's message ran while 'long' still runs
+    await broker.publish(topic, { id: 'p0-next' }, { partition: 0 });
+    await started.reach(3);
+    expect(handled).toEqual(['p1', 'p0-next']); // and so did the next of its own partition
+    gate.open();
+    await app.idle();
+    expect(handled).toContain('long');
+  });
+
   it('keeps per-key order under workersByKey with 1,000 keys over 3 partitions', async () => {
     const topic = uniqueTopic('keys1000');
     await admin!.createTopic(topic, 3);

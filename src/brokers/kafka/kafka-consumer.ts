@@ -57,6 +57,12 @@ export class KafkaConsumer implements Consumer {
   private commitTimer: NodeJS.Timeout | undefined;
   /** Each partition's end (high watermark) as last seen, and the one request for them under way. */
   private readonly ends = new Map<number, number>();
+  /**
+   * For owned partitions that no batch came from yet: where kafkajs reads them from — the group's committed
+   * offset, else (fromBeginning) the partition's start; else their end when first seen.
+   */
+  private readonly starts = new Map<number, number>();
+  private readonly firstEnds = new Map<number, number>();
   private endsRequest: Promise<void> | undefined;
   private committing: Promise<void> = Promise.resolve();
 
@@ -221,23 +227,26 @@ export class KafkaConsumer implements Consumer {
     if (feed.revoked) return;
     // kafkajs's messages as they are: the feed wraps each one only when the app takes it.
     const messages = batch.messages;
+    this.ends.set(p, Math.max(this.ends.get(p) ?? 0, Number(batch.highWatermark)));
     if (messages.length === 0) {
+      feed.fetchedEnd = Number(batch.lastOffset()) + 1;
+      await this.beat(heartbeat);
       resolveOffset(batch.lastOffset()); // only control records
       return;
     }
     const end = Number(messages[messages.length - 1]!.offset) + 1;
+    feed.fetchedEnd = end;
     feed.append(messages);
     this.request.onReadable();
     // Hold the batch until the app has taken all of it: kafkajs fetches this partition again only after, so
     // nothing is read beyond what the app has room for (one batch of read-ahead per partition). Once taken,
-    // it is still held while work of the partition runs and the broker has nothing newer (the partition's
-    // end, from the fetch and then asked for every POLL_MS): so that work in flight has an open eachBatch
-    // whose heartbeat sees a rebalance before kafkajs rejoins, and yet newer messages are fetched at once.
+    // it is still held while work of the partition runs and the broker has nothing newer in any partition
+    // (kafkajs fetches again from a broker only once all its batches returned; the ends are asked for every
+    // POLL_MS): so that work in flight has an open eachBatch whose heartbeat sees a rebalance before kafkajs
+    // rejoins, and yet newer messages are fetched at once.
     const active = this.request.active;
-    this.ends.set(p, Math.max(this.ends.get(p) ?? 0, Number(batch.highWatermark)));
-    const newer = (): boolean => (this.ends.get(p) ?? 0) > end;
     const taken = (): boolean => (feed.position ?? -1) >= end;
-    const busy = (): boolean => !taken() || (active !== undefined && active(p) > 0 && !newer());
+    const busy = (): boolean => !taken() || (active !== undefined && active(p) > 0 && !this.newer());
     while (!this.closing && !feed.revoked && isRunning() && !isStale() && busy()) {
       const caughtUp = taken();
       await feed.until(end, caughtUp ? Math.min(POLL_MS, this.settings.heartbeatIntervalMs) : this.settings.heartbeatIntervalMs);
@@ -257,15 +266,65 @@ export class KafkaConsumer implements Consumer {
       }
     }
     if (this.closing || feed.revoked || isStale()) return;
+    await this.beat(heartbeat);
     resolveOffset(batch.lastOffset());
   }
 
-  /** Asks the broker for the topic's partition ends (one request at a time, shared by every partition). */
+  /**
+   * Heartbeats (when one is due) as a batch returns, so that kafkajs's own heartbeat right after finds one
+   * just sent and does not look: a rebalance is seen here, where the revoke is waited for, and not by kafkajs,
+   * which would rejoin at once while other partitions' work still runs.
+   */
+  private async beat(heartbeat: () => Promise<void>): Promise<void> {
+    try {
+      await heartbeat();
+    } catch (error) {
+      if (!isRebalance(error)) return this.log.debug('heartbeat failed', { error });
+      await this.heartbeating(this.revokeAll(), heartbeat);
+      throw error;
+    }
+  }
+
+  /**
+   * True when the broker has messages that no batch has brought yet, in any partition owned: then a batch
+   * held only for running work lets go, so that kafkajs fetches them.
+   */
+  private newer(): boolean {
+    for (const q of this.assignment) {
+      const e = this.ends.get(q);
+      if (e === undefined) continue;
+      const fetched = this.feeds.get(q)?.fetchedEnd;
+      if (fetched !== undefined) {
+        if (e > fetched) return true;
+        continue;
+      }
+      // A partition no batch came from yet (it was empty when fetched): newer than where kafkajs reads it from.
+      let start = this.starts.get(q);
+      if (start === undefined) {
+        start = this.firstEnds.get(q);
+        if (start === undefined) this.firstEnds.set(q, (start = e));
+      }
+      if (e > start) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Asks the broker for the topic's partition ends, and where the partitions no batch came from yet are
+   * read from (one request of each at a time, shared by every partition).
+   */
   private refreshEnds(): Promise<void> {
-    this.endsRequest ??= this.admin
-      .fetchTopicOffsets(this.request.topic)
-      .then((ends) => {
-        for (const e of ends) this.ends.set(e.partition, Math.max(this.ends.get(e.partition) ?? 0, Number(e.high)));
+    const { topic, group } = this.request;
+    const unread = [...this.assignment].some((q) => this.feeds.get(q)?.fetchedEnd === undefined);
+    this.endsRequest ??= Promise.all([this.admin.fetchTopicOffsets(topic), unread ? this.admin.fetchOffsets({ groupId: group, topics: [topic] }) : undefined])
+      .then(([ends, committed]) => {
+        const committedOf = new Map((committed?.[0]?.partitions ?? []).map((c) => [c.partition, Number(c.offset)]));
+        for (const e of ends) {
+          this.ends.set(e.partition, Math.max(this.ends.get(e.partition) ?? 0, Number(e.high)));
+          const c = committedOf.get(e.partition);
+          if (c !== undefined && c >= 0) this.starts.set(e.partition, Math.max(c, Number(e.low))); // below the start: reset to it
+          else if (c !== undefined && this.settings.fromBeginning) this.starts.set(e.partition, Number(e.low));
+        }
       })
       .catch((error: unknown) => this.log.debug('partition ends not read', { error }))
       .finally(() => (this.endsRequest = undefined));
@@ -334,6 +393,8 @@ export class KafkaConsumer implements Consumer {
     }
     this.feedList = [...this.feeds.values()];
     this.assignment = new Set(partitions);
+    this.firstEnds.clear();
+    this.starts.clear();
     if (stale.length > 0) void this.request.onRevoke(stale).catch((error) => this.log.warn('revoke failed', { error }));
     this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });
   }

@@ -16,6 +16,8 @@ const NONE: readonly KafkaMessage[] = [];
 export class PartitionFeed {
   private messages: readonly KafkaMessage[] = NONE;
   private head = 0;
+  /** The offset after the last batch fetched (kafkajs's next fetch starts there). */
+  fetchedEnd: number | undefined = undefined;
   /** The offset after the last message taken: where this member's reading stands. */
   position: number | undefined = undefined;
   /** Everything below is finished: what may be committed. */
