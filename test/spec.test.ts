@@ -1,21 +1,10 @@
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
 import { App, DEFAULTS, MAX_BATCH, MemoryBroker, Router, SluiceError, SubscriberBuilder, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
+import { expectError } from './expect-error.js';
 
 const app = () => new App({ name: 'spec-app', logger: silentLogger });
 const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
-
-function expectError(fn: () => unknown, code: string, ...parts: (string | RegExp)[]): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(SluiceError);
-  expect((caught as SluiceError).code).toBe(code);
-  for (const p of parts) expect((caught as SluiceError).message).toMatch(p);
-}
 
 describe('the @subscriber decorator', () => {
   class Billing {

@@ -1,23 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { App, MemoryBroker, Router, SluiceError, subscriber, silentLogger, type PaceOptions, type RetryOptions, type SubscriberOptions } from '../src/index.js';
+import { expectError } from './expect-error.js';
 
 const bill = async function bill() {};
 const app = (defaults?: object) => new App({ name: 'shop', logger: silentLogger, ...(defaults !== undefined ? { defaults: defaults as never } : {}) });
 const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
-
-/** Runs `fn`, expects a SluiceError with `code` whose message matches every part; returns the message. */
-function expectError(fn: () => unknown, code: string, ...parts: RegExp[]): string {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(SluiceError);
-  expect((caught as SluiceError).code).toBe(code);
-  for (const p of parts) expect((caught as SluiceError).message).toMatch(p);
-  return (caught as SluiceError).message;
-}
 
 describe("the app's defaults", () => {
   it('are checked when the App is constructed, naming the app, the field and the value', () => {
