@@ -95,20 +95,31 @@ describe('failure handling', () => {
     await a.stop();
   });
 
+  /** Fails the first attempt of delivery `failing` (a provider down), and records every delivery that it finishes. */
+  function failingOnce(failing: string) {
+    const handled: string[] = [];
+    const finished = new Counter();
+    const failed = new Counter();
+    const handler = (v: { id: string }) => {
+      if (v.id === failing && failed.value === 0) {
+        failed.add();
+        throw new Error('provider down');
+      }
+      handled.push(v.id);
+      finished.add();
+    };
+    return { handled, finished, failed, handler };
+  }
+  const backoff10s = { attempts: 3, backoff: { initialMs: 10_000 } };
+
   it('a retry waits for its backoff on no worker: later deliveries run meanwhile, the watermark holds at the retried one', async () => {
     const broker = new MemoryBroker();
     const clock = new ManualClock();
-    const handled: string[] = [];
-    const count = new Counter();
-    let failures = 0;
-    const a = app(broker, (b) => b.include(subscriber('t', (v: { id: string }) => {
-      if (v.id === 'a' && failures++ === 0) throw new Error('provider down');
-      handled.push(v.id);
-      count.add();
-    }).retry({ attempts: 3, backoff: { initialMs: 10_000 } }).build()), { clock }); // one worker
+    const { handled, finished, handler } = failingOnce('a');
+    const a = app(broker, (b) => b.include(subscriber('t', handler).retry(backoff10s).build()), { clock }); // one worker
     await a.start();
     for (const id of ['a', 'b', 'c']) await broker.publish('t', { id });
-    await count.reach(2);
+    await finished.reach(2);
     expect(handled).toEqual(['b', 'c']); // the one worker was not held by a's backoff
     expect(broker.committed('app', 't')).toEqual([0]); // a holds the watermark
     await clock.advance(10_000);
@@ -121,17 +132,11 @@ describe('failure handling', () => {
   it('under lanes a retrying key holds only its own later deliveries; other keys go on', async () => {
     const broker = new MemoryBroker();
     const clock = new ManualClock();
-    const handled: string[] = [];
-    const count = new Counter();
-    let failures = 0;
-    const a = app(broker, (b) => b.include(subscriber('t', (v: { id: string }) => {
-      if (v.id === 'x1' && failures++ === 0) throw new Error('provider down');
-      handled.push(v.id);
-      count.add();
-    }).workersByKey(2).retry({ attempts: 3, backoff: { initialMs: 10_000 } }).build()), { clock });
+    const { handled, finished, handler } = failingOnce('x1');
+    const a = app(broker, (b) => b.include(subscriber('t', handler).workersByKey(2).retry(backoff10s).build()), { clock });
     await a.start();
     for (const id of ['x1', 'x2', 'y1', 'y2', 'y3']) await broker.publish('t', { id }, { key: id[0] });
-    await count.reach(3);
+    await finished.reach(3);
     await turns(3);
     expect(handled).toEqual(['y1', 'y2', 'y3']); // x2 waits behind x1's retry
     await clock.advance(10_000);
@@ -144,12 +149,8 @@ describe('failure handling', () => {
   it("stop() does not wait for a retry's backoff: the delivery stays uncommitted and a restart gets it again", async () => {
     const broker = new MemoryBroker();
     const clock = new ManualClock();
-    const handled: string[] = [];
-    const failed = new Counter();
-    const sub = () => subscriber('t', (v: { id: string }) => {
-      if (v.id === 'a' && failed.value === 0) { failed.add(); throw new Error('provider down'); }
-      handled.push(v.id);
-    }).retry({ attempts: 3, backoff: { initialMs: 10_000 } }).build();
+    const { handled, failed, handler } = failingOnce('a');
+    const sub = () => subscriber('t', handler).retry(backoff10s).build();
     const first = app(broker, (b) => b.include(sub()), { clock });
     await first.start();
     for (const id of ['a', 'b']) await broker.publish('t', { id });
