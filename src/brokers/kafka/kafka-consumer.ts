@@ -2,6 +2,7 @@ import { PartitionAssigners, type Admin, type Consumer as KafkajsConsumer, type 
 import { subscriptionAwareAssigner } from './assigner.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { PartitionEnds } from './partition-ends.js';
 import { PartitionFeed } from './partition-feed.js';
 
 /** Consumer settings of a {@link KafkaBroker}; every field has a default. */
@@ -55,15 +56,8 @@ export class KafkaConsumer implements Consumer {
   private closing = false;
   private revoking: Promise<void> | undefined;
   private commitTimer: NodeJS.Timeout | undefined;
-  /** Each partition's end (high watermark) as last seen, and the one request for them under way. */
-  private readonly ends = new Map<number, number>();
-  /**
-   * For owned partitions that no batch came from yet: where kafkajs reads them from — the group's committed
-   * offset, else (fromBeginning) the partition's start; else their end when first seen.
-   */
-  private readonly starts = new Map<number, number>();
-  private readonly firstEnds = new Map<number, number>();
-  private endsRequest: Promise<void> | undefined;
+  /** What the broker holds beyond this member's batches: when a batch held for running work lets go. */
+  private readonly ends: PartitionEnds;
   private committing: Promise<void> = Promise.resolve();
 
   constructor(
@@ -72,7 +66,9 @@ export class KafkaConsumer implements Consumer {
     private readonly request: ConsumeRequest,
     private readonly settings: KafkaConsumerSettings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.ends = new PartitionEnds(admin, request.topic, request.group, settings.fromBeginning, log);
+  }
 
   /** Joins the group; resolves once the first assignment arrived. */
   async start(): Promise<void> {
@@ -227,7 +223,7 @@ export class KafkaConsumer implements Consumer {
     if (feed.revoked) return;
     // kafkajs's messages as they are: the feed wraps each one only when the app takes it.
     const messages = batch.messages;
-    this.ends.set(p, Math.max(this.ends.get(p) ?? 0, Number(batch.highWatermark)));
+    this.ends.seen(p, Number(batch.highWatermark));
     if (messages.length === 0) {
       feed.fetchedEnd = Number(batch.lastOffset()) + 1;
       await this.beat(heartbeat);
@@ -285,50 +281,14 @@ export class KafkaConsumer implements Consumer {
     }
   }
 
-  /**
-   * True when the broker has messages that no batch has brought yet, in any partition owned: then a batch
-   * held only for running work lets go, so that kafkajs fetches them.
-   */
+  /** True when an owned partition has messages that no batch brought yet. */
   private newer(): boolean {
-    for (const q of this.assignment) {
-      const e = this.ends.get(q);
-      if (e === undefined) continue;
-      const fetched = this.feeds.get(q)?.fetchedEnd;
-      if (fetched !== undefined) {
-        if (e > fetched) return true;
-        continue;
-      }
-      // A partition no batch came from yet (it was empty when fetched): newer than where kafkajs reads it from.
-      let start = this.starts.get(q);
-      if (start === undefined) {
-        start = this.firstEnds.get(q);
-        if (start === undefined) this.firstEnds.set(q, (start = e));
-      }
-      if (e > start) return true;
-    }
-    return false;
+    return this.ends.newer(this.assignment, (q) => this.feeds.get(q)?.fetchedEnd);
   }
 
-  /**
-   * Asks the broker for the topic's partition ends, and where the partitions no batch came from yet are
-   * read from (one request of each at a time, shared by every partition).
-   */
+  /** Asks the broker how far the partitions go (and, for those no batch came from, where they are read from). */
   private refreshEnds(): Promise<void> {
-    const { topic, group } = this.request;
-    const unread = [...this.assignment].some((q) => this.feeds.get(q)?.fetchedEnd === undefined);
-    this.endsRequest ??= Promise.all([this.admin.fetchTopicOffsets(topic), unread ? this.admin.fetchOffsets({ groupId: group, topics: [topic] }) : undefined])
-      .then(([ends, committed]) => {
-        const committedOf = new Map((committed?.[0]?.partitions ?? []).map((c) => [c.partition, Number(c.offset)]));
-        for (const e of ends) {
-          this.ends.set(e.partition, Math.max(this.ends.get(e.partition) ?? 0, Number(e.high)));
-          const c = committedOf.get(e.partition);
-          if (c !== undefined && c >= 0) this.starts.set(e.partition, Math.max(c, Number(e.low))); // below the start: reset to it
-          else if (c !== undefined && this.settings.fromBeginning) this.starts.set(e.partition, Number(e.low));
-        }
-      })
-      .catch((error: unknown) => this.log.debug('partition ends not read', { error }))
-      .finally(() => (this.endsRequest = undefined));
-    return this.endsRequest;
+    return this.ends.refresh([...this.assignment].some((q) => this.feeds.get(q)?.fetchedEnd === undefined));
   }
 
   /**
@@ -393,8 +353,7 @@ export class KafkaConsumer implements Consumer {
     }
     this.feedList = [...this.feeds.values()];
     this.assignment = new Set(partitions);
-    this.firstEnds.clear();
-    this.starts.clear();
+    this.ends.reset();
     if (stale.length > 0) void this.request.onRevoke(stale).catch((error) => this.log.warn('revoke failed', { error }));
     this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });
   }
