@@ -248,18 +248,7 @@ export class KafkaConsumer implements Consumer {
       await feed.until(end, caughtUp ? Math.min(POLL_MS, this.settings.heartbeatIntervalMs) : this.settings.heartbeatIntervalMs);
       if (caughtUp && busy()) await this.refreshEnds();
       if (!busy()) break;
-      try {
-        await heartbeat();
-      } catch (error) {
-        if (!isRebalance(error)) {
-          // A heartbeat that failed otherwise (a slow coordinator, a timeout) is tried again next round;
-          // throwing it would make kafkajs retry the whole batch with backoff, or crash the consumer.
-          this.log.debug('heartbeat failed', { error });
-          continue;
-        }
-        await this.heartbeating(this.revokeAll(), heartbeat);
-        throw error;
-      }
+      await this.beat(heartbeat);
     }
     if (this.closing || feed.revoked || isStale()) return;
     await this.beat(heartbeat);
@@ -267,14 +256,17 @@ export class KafkaConsumer implements Consumer {
   }
 
   /**
-   * Heartbeats (when one is due) as a batch returns, so that kafkajs's own heartbeat right after finds one
-   * just sent and does not look: a rebalance is seen here, where the revoke is waited for, and not by kafkajs,
-   * which would rejoin at once while other partitions' work still runs.
+   * Heartbeats (when one is due: kafkajs sends at most one per interval) while a batch is held and as it
+   * returns, so that kafkajs's own heartbeat right after finds one just sent and does not look: a rebalance
+   * is seen here, where the revoke is waited for, and not by kafkajs, which would rejoin at once while work
+   * still runs. Then it revokes everything and throws the rebalance to kafkajs, which rejoins.
    */
   private async beat(heartbeat: () => Promise<void>): Promise<void> {
     try {
       await heartbeat();
     } catch (error) {
+      // A heartbeat that failed otherwise (a slow coordinator, a timeout) is tried again next round; throwing
+      // it would make kafkajs retry the whole batch with backoff, or crash the consumer.
       if (!isRebalance(error)) return this.log.debug('heartbeat failed', { error });
       await this.heartbeating(this.revokeAll(), heartbeat);
       throw error;
