@@ -128,11 +128,11 @@ export class Pacer {
    * Stops the timers, waits for the appends under way (until `deadline`: a store that no longer answers
    * must not hold the stop forever), closes the store.
    */
-  async close(deadline?: Promise<void>): Promise<void> {
+  async close(deadline: Promise<void> = new Promise<void>(() => {})): Promise<void> {
     let late = false;
-    void deadline?.then(() => (late = true));
+    void deadline.then(() => (late = true));
     const snapshots = Promise.all(this.hosts.map((h) => h.close()));
-    while (!this.idle() && !late) await new Promise<void>((resolve) => setImmediate(resolve));
+    await Promise.race([Promise.all(this.hosts.map((h) => h.drained())), deadline]);
     await Promise.race([snapshots, deadline]);
     if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
     if (this.opened) await this.store.close();

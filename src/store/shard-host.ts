@@ -59,6 +59,7 @@ export class ShardHost<S, O> {
   private snapshotLsn = 0;
   private snapshotting = false;
   private pendingAppends = 0;
+  private drainWaiters: (() => void)[] = [];
   private snapshotRun: Promise<void> | undefined;
   /** Timers fired by the last turn of a wake (0 when none is under way). */
   private burst = 0;
@@ -124,12 +125,19 @@ export class ShardHost<S, O> {
     } finally {
       this.pendingAppends--;
       this.options.onSettled?.();
+      if (this.pendingAppends === 0 && this.drainWaiters.length > 0) for (const w of this.drainWaiters.splice(0)) w();
     }
   }
 
   /** Records appended (by `append` or by a firing timer) and not yet durable. */
   get pending(): number {
     return this.pendingAppends;
+  }
+
+  /** Resolves once no append is pending (at once when none is): each has become durable or failed. */
+  drained(): Promise<void> {
+    if (this.pendingAppends === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
   /**

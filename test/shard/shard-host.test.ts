@@ -43,6 +43,18 @@ describe('ShardHost', () => {
     expect(outputs).toEqual([{ key: 'a', kind: 'seen', count: 1 }]);
   });
 
+  it('drained() resolves once every pending append is durable', async () => {
+    const { h, store } = host();
+    await h.open();
+    await h.drained(); // nothing pending: at once
+    void h.append({ key: 'a', type: 'event' });
+    void h.append({ key: 'b', type: 'event' });
+    expect(h.pending).toBe(2);
+    await h.drained();
+    expect(h.pending).toBe(0);
+    expect(store.log(0).durableLsn()).toBe(2);
+  });
+
   it('fires timers on the clock, as records', async () => {
     const { h, outputs, clock, store } = host();
     await h.open();
