@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sabotage } from '../core/sabotage.js';
 import { SluiceError, reasonOf, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
@@ -110,7 +111,7 @@ export class Pacer {
       if (o !== 0) data = { ...data, o };
     }
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
-    return host.submit({ key, at, type: EVENT, data: full });
+    return host.submit({ key, at: sabotage.readClockTwice ? undefined : at, type: EVENT, data: full });
   }
 
   /** Records that a run finished: it never runs again. */

@@ -21,6 +21,8 @@ export const sabotage = {
   forgetWaiting: false,
   /** Pace rates (`perMinute`, `drop`) never hold a start back. */
   ignoreRates: false,
+  /** `app.send` reads the clock twice: once to decide whether the event opens a window, once to stamp it. */
+  readClockTwice: false,
 };
 
 export type Sabotage = keyof typeof sabotage;
