@@ -112,6 +112,45 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     expect(handled).toContain('long');
   });
 
+  it('keeps its membership while a handler runs past the session timeout: heartbeats go on, no rebalance', async () => {
+    const topic = uniqueTopic('long');
+    await admin!.createTopic(topic, 1);
+    // The broker's smallest session timeout (group.min.session.timeout.ms) is 6 s.
+    const broker = new KafkaBroker({ brokers: [kafkaBrokers!], logger: silentLogger, consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 6_000, rebalanceTimeoutMs: 10_000, commitIntervalMs: 200 } });
+    const heartbeats = new Counter();
+    let joins = 0;
+    const make = broker.kafka.consumer.bind(broker.kafka);
+    broker.kafka.consumer = (config) => {
+      const consumer = make(config);
+      consumer.on(consumer.events.HEARTBEAT, () => heartbeats.add());
+      consumer.on(consumer.events.GROUP_JOIN, () => joins++);
+      return consumer;
+    };
+    const gate = new Gate();
+    const started = new Counter();
+    const handled: number[] = [];
+    const app = makeApp(`g-${topic}`, broker, (b) =>
+      b.include(subscriber(topic, async (v: { n: number }) => {
+        started.add();
+        if (v.n === 0) await gate.promise;
+        handled.push(v.n);
+      }).build()),
+    );
+    await app.start();
+    await broker.publish(topic, { n: 0 });
+    await started.reach(1);
+    const from = heartbeats.value;
+    await heartbeats.reach(from + 25); // 25 heartbeats 300 ms apart: 7.5 s, past the 6 s session timeout
+    gate.open();
+    await broker.publish(topic, { n: 1 });
+    await app.idle();
+    expect(handled).toEqual([0, 1]); // each once: the member was never thrown out
+    expect(joins).toBe(1);
+    expect(await withAdmin((a) => committedOffsets(a, `g-${topic}`, topic))).toEqual(new Map([[0, 2]]));
+    await app.stop();
+    await broker.close();
+  }, 30_000);
+
   it('keeps per-key order under workersByKey with 1,000 keys over 3 partitions', async () => {
     const topic = uniqueTopic('keys1000');
     await admin!.createTopic(topic, 3);
