@@ -310,25 +310,27 @@ export class KafkaConsumer implements Consumer {
    * in-flight work and commit, send the commits while still a member of this generation, let go.
    */
   private revokeAll(): Promise<void> {
-    this.revoking ??= (async () => {
-      const revoked = [...this.feeds.values()].filter((f) => !f.revoked);
-      for (const f of revoked) {
-        f.revoked = true;
-        f.clear();
-        f.wake();
-      }
+    if (this.revoking) return this.revoking;
+    const revoked = [...this.feeds.values()].filter((f) => !f.revoked);
+    if (revoked.length === 0) return Promise.resolve();
+    for (const f of revoked) {
+      f.revoked = true;
+      f.clear();
+      f.wake();
+    }
+    const revoking = (async () => {
       try {
-        if (revoked.length > 0) {
-          await this.request.onRevoke(revoked.map((f) => f.partition));
-          await this.flush();
-        }
+        await this.request.onRevoke(revoked.map((f) => f.partition));
+        await this.flush();
       } finally {
         for (const f of revoked) if (this.feeds.get(f.partition) === f) this.feeds.delete(f.partition);
         this.feedList = [...this.feeds.values()];
-        this.revoking = undefined;
       }
     })();
-    return this.revoking;
+    // Cleared once it settles (not inside it: a revoke that finished at once would clear before being set).
+    const clear = (): void => void (this.revoking === revoking && (this.revoking = undefined));
+    revoking.then(clear, clear);
+    return (this.revoking = revoking);
   }
 
   private onJoin(partitions: readonly number[]): void {
