@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { silentLogger } from '../../src/index.js';
+import { jsonLogger } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 
 /** The bootstrap address of the test broker, or undefined (with a reason) when there is none. */
@@ -9,12 +9,15 @@ if (!kafkaBrokers) console.warn(`skipping Kafka suites: ${kafkaSkipReason}`);
 
 const made: KafkaBroker[] = [];
 
-/** A Kafka client tuned for tests: quick fetches and heartbeats, nothing logged. */
+/**
+ * A Kafka client tuned for tests: quick fetches and heartbeats. Only its errors are logged (to stderr): a
+ * consumer crash, a refused commit, kafkajs's own errors — what a failing Kafka test needs to be read.
+ */
 export function testKafka(): KafkaBroker {
   const broker = new KafkaBroker({
     brokers: [kafkaBrokers!],
     clientId: 'sluice-test',
-    logger: silentLogger,
+    logger: jsonLogger({ level: 'error' }),
     consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000, commitIntervalMs: 200 },
   });
   made.push(broker);

@@ -119,7 +119,13 @@ export class KafkaBroker implements Broker {
 
   private kafkaLog({ level, log }: LogEntry): void {
     const { message, ...fields } = log;
-    if (level === KafkaLogLevel.ERROR) this.log.error(message, fields);
+    // kafkajs logs every error answer of the broker as an error, though it handles most itself: a group
+    // rebalancing is the normal course of a rebalance (debug); other answers are warnings. Its failures
+    // that matter reach Sluice as errors or crashes, which are logged as errors.
+    if (level === KafkaLogLevel.ERROR && message.startsWith('Response ')) {
+      if (/rebalanc/i.test(String((fields as { error?: unknown }).error))) this.log.debug(message, fields);
+      else this.log.warn(message, fields);
+    } else if (level === KafkaLogLevel.ERROR) this.log.error(message, fields);
     else if (level === KafkaLogLevel.WARN) this.log.warn(message, fields);
     else this.log.debug(message, fields);
   }
