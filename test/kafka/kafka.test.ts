@@ -2,7 +2,7 @@
  * Kafka-specific behaviour beyond the broker contract, against the real broker.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
+import { Kafka, KafkaJSNonRetriableError, Partitioners, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { App, ManualClock, Router, memoryStore, silentLogger, subscriber, type Context, type KeySource } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
@@ -150,6 +150,37 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     await app.stop();
     await broker.close();
   }, 30_000);
+
+  it('joins again after a crash kafkajs does not recover from, and goes on serving', async () => {
+    const topic = uniqueTopic('crash');
+    await admin!.createTopic(topic, 1);
+    const broker = testKafka();
+    // The first batch kafkajs hands over throws an error it deems final: it crashes the consumer, leaves the
+    // group and does not restart it.
+    let crashes = 0;
+    const make = broker.kafka.consumer.bind(broker.kafka);
+    broker.kafka.consumer = (config) => {
+      const consumer = make(config);
+      const run = consumer.run.bind(consumer);
+      consumer.run = (options) =>
+        run({
+          ...options,
+          eachBatch: async (payload) => {
+            if (crashes++ === 0) throw new KafkaJSNonRetriableError('injected: not retriable');
+            return options!.eachBatch!(payload);
+          },
+        });
+      return consumer;
+    };
+    const handled: number[] = [];
+    const app = makeApp(`g-${topic}`, broker, (b) => b.include(subscriber(topic, (v: { n: number }) => void handled.push(v.n)).build()));
+    await app.start();
+    for (let n = 0; n < 3; n++) await broker.publish(topic, { n });
+    await app.idle();
+    expect(crashes).toBeGreaterThan(1); // it crashed, and read again after
+    expect(handled).toEqual([0, 1, 2]);
+    expect(await withAdmin((a) => committedOffsets(a, `g-${topic}`, topic))).toEqual(new Map([[0, 3]]));
+  });
 
   it('keeps per-key order under workersByKey with 1,000 keys over 3 partitions', async () => {
     const topic = uniqueTopic('keys1000');

@@ -25,6 +25,8 @@ export interface KafkaConsumerSettings {
   fromBeginning: boolean;
 }
 
+/** How long after a crash kafkajs does not recover from the consumer joins its group again. */
+const RESTART_MS = 1_000;
 /** While a batch is held only for the work in flight, how often the partition's end is asked for. */
 const POLL_MS = 100;
 
@@ -56,6 +58,7 @@ export class KafkaConsumer implements Consumer {
   private closing = false;
   private revoking: Promise<void> | undefined;
   private commitTimer: NodeJS.Timeout | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
   /** What the broker holds beyond this member's batches: when a batch held for running work lets go. */
   private readonly ends: PartitionEnds;
   private committing: Promise<void> = Promise.resolve();
@@ -91,18 +94,49 @@ export class KafkaConsumer implements Consumer {
     });
     // kafkajs is about to rejoin (a heartbeat outside our batches saw the rebalance): stop handing out.
     consumer.on(consumer.events.REBALANCING, () => void this.revokeAll().catch((error) => this.log.warn('revoke failed', { error })));
-    consumer.on(consumer.events.CRASH, (e) => this.log.error('kafka consumer crashed', { error: e.payload.error, restart: e.payload.restart }));
+    consumer.on(consumer.events.CRASH, (e) => {
+      this.log.error('kafka consumer crashed', { error: e.payload.error, restart: e.payload.restart });
+      // kafkajs restarts only after errors it deems retriable; after any other, the app would stop reading.
+      if (!e.payload.restart) this.restartAfterCrash();
+    });
     await consumer.connect();
     await consumer.subscribe({ topic: this.request.topic, fromBeginning: s.fromBeginning });
-    await consumer.run({
+    await this.run();
+    await joined;
+    this.commitTimer = setInterval(() => void this.flush().catch(() => {}), s.commitIntervalMs);
+    this.commitTimer.unref();
+  }
+
+  private run(): Promise<void> {
+    return this.consumer!.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1024,
       eachBatch: (payload) => this.eachBatch(payload),
     });
-    await joined;
-    this.commitTimer = setInterval(() => void this.flush().catch(() => {}), s.commitIntervalMs);
-    this.commitTimer.unref();
+  }
+
+  /**
+   * kafkajs gave up on the consumer (it has left the group): revoke what it held — the app settles or
+   * abandons that work, uncommitted work goes to the next owner — then join again, a second later (and
+   * again, a second after each failed attempt), so that the subscription keeps serving.
+   */
+  private restartAfterCrash(): void {
+    if (this.closing) return;
+    void this.revokeAll()
+      .catch((error: unknown) => this.log.warn('revoke failed', { error }))
+      .then(() => {
+        if (this.closing) return;
+        clearTimeout(this.restartTimer);
+        this.restartTimer = setTimeout(() => {
+          if (this.closing) return;
+          this.log.warn('kafka consumer restarting after a crash', { group: this.request.group, topic: this.request.topic });
+          this.run().catch((error: unknown) => {
+            this.log.error('kafka consumer restart failed; trying again', { error });
+            this.restartAfterCrash();
+          });
+        }, RESTART_MS);
+      });
   }
 
   take(max: number): readonly InboundMessage[] {
@@ -183,6 +217,7 @@ export class KafkaConsumer implements Consumer {
     if (this.closing) return;
     this.closing = true;
     clearInterval(this.commitTimer);
+    clearTimeout(this.restartTimer);
     for (const f of this.feeds.values()) f.wake();
     await this.flush().catch((error) => this.log.warn('final commit failed', { error }));
     await this.consumer?.disconnect(); // leaves the group
