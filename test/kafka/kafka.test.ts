@@ -2,7 +2,7 @@
  * Kafka-specific behaviour beyond the broker contract, against the real broker.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { Kafka, KafkaJSNonRetriableError, Partitioners, logLevel, type Admin } from 'kafkajs';
+import { Kafka, KafkaJSNonRetriableError, Partitioners, logLevel, type Admin, type Consumer } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { App, ManualClock, Router, memoryStore, silentLogger, subscriber, type Context, type KeySource } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
@@ -56,13 +56,18 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
    */
   function heartbeatsOf(broker: KafkaBroker): Counter {
     const answered = new Counter();
+    eachConsumer(broker, (consumer) => void consumer.on(consumer.events.REQUEST, (e) => void (e.payload.apiName === 'Heartbeat' && answered.add())));
+    return answered;
+  }
+
+  /** Lets `touch` see (and change) every kafkajs consumer `broker` makes, before it is used. */
+  function eachConsumer(broker: KafkaBroker, touch: (consumer: Consumer) => void): void {
     const make = broker.kafka.consumer.bind(broker.kafka);
     broker.kafka.consumer = (config) => {
       const consumer = make(config);
-      consumer.on(consumer.events.REQUEST, (e) => void (e.payload.apiName === 'Heartbeat' && answered.add()));
+      touch(consumer);
       return consumer;
     };
-    return answered;
   }
 
   /** Asks the broker again until `holds` says yes: waits on a state only the broker knows, for no set time. */
@@ -119,13 +124,10 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     const broker = new KafkaBroker({ brokers: [kafkaBrokers!], logger: silentLogger, consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 6_000, rebalanceTimeoutMs: 10_000, commitIntervalMs: 200 } });
     const heartbeats = new Counter();
     let joins = 0;
-    const make = broker.kafka.consumer.bind(broker.kafka);
-    broker.kafka.consumer = (config) => {
-      const consumer = make(config);
+    eachConsumer(broker, (consumer) => {
       consumer.on(consumer.events.HEARTBEAT, () => heartbeats.add());
       consumer.on(consumer.events.GROUP_JOIN, () => joins++);
-      return consumer;
-    };
+    });
     const gate = new Gate();
     const started = new Counter();
     const handled: number[] = [];
@@ -158,9 +160,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     // The first batch kafkajs hands over throws an error it deems final: it crashes the consumer, leaves the
     // group and does not restart it.
     let crashes = 0;
-    const make = broker.kafka.consumer.bind(broker.kafka);
-    broker.kafka.consumer = (config) => {
-      const consumer = make(config);
+    eachConsumer(broker, (consumer) => {
       const run = consumer.run.bind(consumer);
       consumer.run = (options) =>
         run({
@@ -170,8 +170,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
             return options!.eachBatch!(payload);
           },
         });
-      return consumer;
-    };
+    });
     const handled: number[] = [];
     const app = makeApp(`g-${topic}`, broker, (b) => b.include(subscriber(topic, (v: { n: number }) => void handled.push(v.n)).build()));
     await app.start();
