@@ -293,7 +293,7 @@ export class Subscription implements ExecutorHost {
   private complete(marks: Watermark, offset: number): void {
     const moved = marks.complete(offset);
     if (marks.revoked) return this.wakeRevoke();
-    if (marks.outstanding === marks.away) this.consumer?.settled?.(marks.partition);
+    this.settledIfQuiet(marks);
     if (!moved) return;
     const consumer = this.consumer!;
     consumer.commit(marks.partition, marks.watermark());
