@@ -6,6 +6,6 @@ export default defineConfig({
     env: { SLUICE_LOG_LEVEL: 'silent' },
     testTimeout: 20_000,
     pool: 'forks',
-    globalSetup: ['test/kafka/global-setup.ts'],
+    globalSetup: ['test/build-setup.ts', 'test/kafka/global-setup.ts'],
   },
 });
