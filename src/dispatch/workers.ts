@@ -79,7 +79,9 @@ export class Workers<J extends Keyed> {
   /** A job that waited for its retry's backoff will not run again here (a stop, a revoke): it is finished. */
   drop(job: J): void {
     this.away--;
-    this.finishJob(job);
+    this.finishJob(job); // may free a job of its key, and no worker is on its way to look: wake one
+    const wake = this.sleepers.pop();
+    if (wake) wake();
   }
 
   /**
