@@ -16,7 +16,7 @@ describe('RankedScheduler', () => {
       fc.record({ t: fc.constant('done' as const), i: fc.nat() }),
     );
     fc.assert(
-      fc.property(fc.boolean(), fc.array(op, { maxLength: 100 }), (byKey, ops) => {
+      fc.property(fc.boolean(), fc.array(op, { maxLength: 300, size: 'max' }), (byKey, ops) => {
         const s = new RankedScheduler<J>({ byKey, turns: false });
         const waiting: J[] = [];
         const running: J[] = [];
@@ -43,8 +43,76 @@ describe('RankedScheduler', () => {
           }
         }
       }),
-      { numRuns: 500 },
+      { numRuns: 300 },
     );
+  });
+
+  it('with turns, matches a model: highest order first, then keys in the order they joined the rotation (property)', () => {
+    const op = fc.oneof(
+      { weight: 3, arbitrary: fc.record({ t: fc.constant('push' as const), key: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { nil: undefined, freq: 6 }), order: fc.integer({ min: -1, max: 2 }) }) },
+      { weight: 2, arbitrary: fc.record({ t: fc.constant('next' as const) }) },
+      { weight: 1, arbitrary: fc.record({ t: fc.constant('done' as const), i: fc.nat() }) },
+    );
+    // The model: per key (undefined for keyless runs) its waiting runs; the keys in the rotation with the turn
+    // they took when they joined it; under byKey the keys with a run running.
+    let longest = 0;
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(op, { minLength: 1, maxLength: 400, size: 'max' }), (byKey, ops) => {
+        const s = new RankedScheduler<J>({ byKey, turns: true });
+        const waiting = new Map<string | undefined, J[]>();
+        const turnOf = new Map<string | undefined, number>();
+        const busy = new Set<string | undefined>();
+        const running: J[] = [];
+        let turn = 0;
+        let n = 0;
+        const best = (jobs: J[]) => jobs.reduce((x, y) => (y.order > x.order || (y.order === x.order && y.n < x.n) ? y : x));
+        const join = (key: string | undefined) => {
+          if ((waiting.get(key)?.length ?? 0) > 0 && !busy.has(key)) turnOf.set(key, turn++);
+        };
+        for (const o of ops) {
+          if (o.t === 'push') {
+            const job = { key: o.key, order: o.order, n: n++ };
+            waiting.set(o.key, [...(waiting.get(o.key) ?? []), job]);
+            expect(s.push(job)).toBe(!busy.has(o.key));
+            if (!turnOf.has(o.key)) join(o.key);
+          } else if (o.t === 'next') {
+            // The key whose best run has the highest order goes; among equal order, the earliest turn.
+            let pick: string | undefined | null = null;
+            for (const [key, t] of turnOf) {
+              if (pick === null) pick = key;
+              else {
+                const a = best(waiting.get(key)!);
+                const b = best(waiting.get(pick)!);
+                if (a.order > b.order || (a.order === b.order && t < turnOf.get(pick)!)) pick = key;
+              }
+            }
+            const got = s.next();
+            if (pick === null) {
+              expect(got).toBeUndefined();
+              continue;
+            }
+            const job = best(waiting.get(pick)!);
+            expect(got).toBe(job);
+            waiting.get(pick)!.splice(waiting.get(pick)!.indexOf(job), 1);
+            turnOf.delete(pick);
+            running.push(job);
+            if (byKey && pick !== undefined) busy.add(pick);
+            else join(pick); // back into the rotation, at its end
+          } else if (running.length > 0) {
+            const [job] = running.splice(o.i % running.length, 1);
+            s.done(job!);
+            if (byKey && job!.key !== undefined) {
+              busy.delete(job!.key);
+              join(job!.key);
+            }
+          }
+          expect(s.waiting).toBe([...waiting.values()].reduce((sum, jobs) => sum + jobs.length, 0));
+          longest = Math.max(longest, s.waiting);
+        }
+      }),
+      { numRuns: 150 },
+    );
+    expect(longest).toBeGreaterThan(30); // runs piled up behind each other: the rotation was in play
   });
 
   it('with turns, one key with 10,000 waiting runs holds another key’s single run back by one turn at most', () => {
