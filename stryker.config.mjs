@@ -18,7 +18,7 @@ export default {
   plugins: ['@stryker-mutator/vitest-runner'],
   mutate: CORE,
   coverageAnalysis: 'perTest',
-  reporters: ['clear-text', 'progress', 'json'],
+  reporters: ['clear-text', 'progress', 'json', 'html'],
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   concurrency: 2,
   timeoutMS: 10_000,
