@@ -133,6 +133,28 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     await broker.close();
   });
 
+  it('a message pinned to a partition the producer does not know is refused, not silently dropped', async () => {
+    const topic = uniqueTopic('pinned');
+    await createTopic(topic, 3);
+    const broker = testKafka(); // reads metadata again only every 30 s
+    await broker.publish(topic, 'first', { partition: 2 });
+    await expect(broker.publish(topic, 'nowhere', { partition: 3 })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: `kafka: publish to "${topic}": partition must be an integer from 0 to 2, got 3`,
+    });
+    await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
+    await expect(broker.publish(topic, 'too soon', { partition: 4 })).rejects.toThrow(/partition 4 is new and the producer does not know it yet/);
+    const ends = await withAdmin((a) => a.fetchTopicOffsets(topic));
+    expect(ends.map((e) => [e.partition, e.high]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([
+      [0, '0'],
+      [1, '0'],
+      [2, '1'],
+      [3, '0'],
+      [4, '0'],
+      [5, '0'],
+    ]);
+  });
+
   it('metadataMaxAgeMs must be a positive integer', () => {
     expect(() => new KafkaBroker({ brokers: ['127.0.0.1:9092'], metadataMaxAgeMs: 0 })).toThrow(
       expect.objectContaining({ code: 'CONFIG_INVALID', message: 'KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got 0' }),

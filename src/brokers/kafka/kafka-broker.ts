@@ -97,15 +97,17 @@ export class KafkaBroker implements Broker {
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     await this.connect();
     await this.ensureTopic(topic);
+    const partition = options?.partition;
+    let sent;
     try {
-      await this.producer!.send({
+      sent = await this.producer!.send({
         topic,
         messages: [
           {
             key: keyBytes(options?.key),
             value: options?.tombstone === true ? null : encodeValue(value),
             headers: options?.headers ? headersTo(options.headers) : undefined,
-            partition: options?.partition,
+            partition,
           },
         ],
       });
@@ -114,6 +116,18 @@ export class KafkaBroker implements Broker {
       if (refused === undefined) throw error;
       throw new SluiceError('PUBLISH_REFUSED', `kafka: publish to "${topic}" refused: ${refused} (${reasonOf(error)})`, { cause: error });
     }
+    // kafkajs sends nothing, and reports no error, for a pinned partition its metadata does not list.
+    if (partition !== undefined && !sent.some((r) => r.partition === partition)) await this.unknownPartition(topic, partition);
+  }
+
+  /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
+  private async unknownPartition(topic: string, partition: number): Promise<never> {
+    const metadata = await this.admin!.fetchTopicMetadata({ topics: [topic] });
+    const count = metadata.topics[0]?.partitions.length ?? 0;
+    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
+      throw new SluiceError('CONFIG_INVALID', `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`);
+    }
+    throw new Error(`kafka: publish to "${topic}": partition ${partition} is new and the producer does not know it yet (it reads metadata again within metadataMaxAgeMs); nothing was sent`);
   }
 
   async consume(request: ConsumeRequest): Promise<Consumer> {
