@@ -4,7 +4,7 @@
  */
 import 'reflect-metadata';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, ERROR_HEADER, HandlerOutcome, ManualClock, silentLogger, subscriber, type Context, type HeaderValue, type RawMessage } from '../../src/index.js';
+import { App, ERROR_HEADER, HandlerOutcome, ManualClock, silentLogger, subscriber, type Context, type HeaderValue, type Headers, type RawMessage } from '../../src/index.js';
 import { type BrokerFixture, uniqueGroup, uniqueTopic } from './broker-contract.js';
 
 /** A raw header or key as hex, so that bytes compare as bytes (a string stands for its UTF-8 bytes). */
@@ -25,12 +25,12 @@ export function deadLetterContract(name: string, fixture: BrokerFixture): void {
       await fixture.createTopic(topic, 3);
       await fixture.createTopic(`${topic}.dlq`, 3);
       const broker = fixture.connect();
-      const seen: { raw: RawMessage; partition: number }[] = [];
+      const seen: { raw: RawMessage; partition: number; text: Headers }[] = [];
       const dead: { raw: RawMessage; partition: number; reason: string | undefined }[] = [];
       const app = new App({ name: uniqueGroup('g-dlq-exact'), clock: new ManualClock(), logger: silentLogger, shutdownTimeoutMs: 1_000 }).withBroker(broker, (b) => {
         b.include(
           subscriber(topic, (_raw: Uint8Array, ctx: Context) => {
-            seen.push({ raw: ctx.message.raw, partition: ctx.message.partition });
+            seen.push({ raw: ctx.message.raw, partition: ctx.message.partition, text: ctx.message.headers });
             return HandlerOutcome.reject('kept as it was');
           })
             .decode((raw) => raw)
@@ -57,6 +57,9 @@ export function deadLetterContract(name: string, fixture: BrokerFixture): void {
       expect(hex(first.raw.headers['x-twice'])).toEqual([Buffer.from('first').toString('hex'), 'c328']);
       expect(hex(first.raw.headers['x-text'])).toBe(Buffer.from('plain').toString('hex'));
       expect(first.reason).toBe('kept as it was');
+      // The handler's text view: UTF-8 (U+FFFD for what is not), a repeated header's last value.
+      const text = byKey(seen, Buffer.from('text-key').toString('hex')).text;
+      expect(text).toMatchObject({ 'x-bin': Buffer.from('ff00fe8041', 'hex').toString('utf8'), 'x-twice': Buffer.from('c328', 'hex').toString('utf8'), 'x-text': 'plain' });
 
       // The handler saw the key's bytes too; one key lands in one partition of both topics (3 partitions each).
       const binary = byKey(dead, 'c328ff');

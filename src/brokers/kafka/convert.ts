@@ -1,5 +1,5 @@
 import type { IHeaders, KafkaMessage } from 'kafkajs';
-import { textHeaders, type Headers, type InboundMessage, type RawHeaders, type RawMessage } from '../../core/message.js';
+import { textHeaders, type HeaderValue, type Headers, type InboundMessage, type RawHeaders, type RawMessage } from '../../core/message.js';
 
 const EMPTY = Buffer.alloc(0);
 const NO_HEADERS: RawHeaders = Object.freeze({});
@@ -9,19 +9,22 @@ export function headersFrom(raw: IHeaders | undefined): Headers {
   return textHeaders(raw as RawHeaders | undefined);
 }
 
-/** Sluice's raw headers as kafkajs sends them: bytes as Buffers, a repeated header as an array. */
+/**
+ * Sluice's raw headers as kafkajs sends them: bytes as Buffers, a repeated header as an array. kafkajs
+ * cannot send a null header value (it reads them), so a null value goes as an empty one.
+ */
 export function headersTo(headers: RawHeaders): IHeaders {
   const out: IHeaders = {};
   for (const name in headers) {
     const value = headers[name]!;
-    // kafkajs writes a null value as Kafka's null header value (it is typed without null).
-    out[name] = Array.isArray(value) ? (value as RawHeaders[string][]).map(toKafka) : (toKafka(value) as IHeaders[string]);
+    out[name] = Array.isArray(value) ? (value as readonly HeaderValue[]).map(toKafka) : toKafka(value as HeaderValue);
   }
   return out;
 }
 
-function toKafka(value: RawHeaders[string]): Buffer | string {
-  return (value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value.buffer, value.byteOffset, value.byteLength) : value) as Buffer | string;
+function toKafka(value: HeaderValue): Buffer | string {
+  if (value === null) return EMPTY;
+  return typeof value === 'string' || Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
 
 /**
