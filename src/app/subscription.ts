@@ -1,5 +1,5 @@
 import { SluiceError } from '../core/errors.js';
-import { encodeValue, messageId, type Headers, type InboundMessage, type PublishOptions } from '../core/message.js';
+import { encodeValue, messageId, type InboundMessage, type PublishOptions } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
 import { ranked } from '../dispatch/ranked.js';
 import { lanes, pool } from '../dispatch/strategy.js';

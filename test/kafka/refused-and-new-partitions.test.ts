@@ -144,7 +144,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     });
     await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
     await expect(broker.publish(topic, 'too soon', { partition: 4 })).rejects.toThrow(/partition 4 is new and the producer does not know it yet/);
-    const ends = await withAdmin((a) => a.fetchTopicOffsets(topic));
+    const ends = await withAdmin((a) => untilAnswered(() => a.fetchTopicOffsets(topic))); // the new partitions' leaders may still be starting
     expect(ends.map((e) => [e.partition, e.high]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([
       [0, '0'],
       [1, '0'],
@@ -160,6 +160,17 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       expect.objectContaining({ code: 'CONFIG_INVALID', message: 'KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got 0' }),
     );
   });
+
+  /** Asks the broker again until it answers: waits on a state only the broker knows, for no set time. */
+  async function untilAnswered<T>(ask: () => Promise<T>): Promise<T> {
+    for (;;) {
+      try {
+        return await ask();
+      } catch {
+        await new Promise<void>((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  }
 
   /** Sends with a producer of its own, which reads the topic's metadata as it is now. */
   async function produce(topic: string, messages: { partition: number; value: string }[]) {

@@ -17,7 +17,7 @@ export interface KafkaBrokerOptions {
   /** Anything else for the kafkajs client; merged over Sluice's settings. */
   kafkajs?: Partial<KafkaConfig>;
   /** Consumer settings; each has a default (see {@link KafkaConsumerSettings}). */
-  consumer?: Partial<KafkaConsumerSettings>;
+  consumer?: Partial<Omit<KafkaConsumerSettings, 'metadataMaxAgeMs'>>;
   /**
    * How old the cluster metadata (topics, partitions, leaders) may grow before the producer and the
    * consumers read it again. Partitions added to a topic are read, and published to, only once it is:
