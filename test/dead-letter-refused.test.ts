@@ -3,15 +3,16 @@
  * partition never stops on them. The Kafka suite checks the same against a real broker's limits.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, ManualClock, MemoryBroker, STRIPPED_HEADER, memoryLogger, subscriber, type LogRecord } from '../src/index.js';
+import { App, HandlerOutcome, ManualClock, MemoryBroker, STRIPPED_HEADER, memoryLogger, subscriber, type LogRecord, type PublishOptions } from '../src/index.js';
+import { Counter } from './helpers.js';
 
 describe('a dead letter the broker refuses', () => {
   const apps: App[] = [];
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
 
-  const start = async (broker: MemoryBroker, records: LogRecord[]) => {
+  const start = async (broker: MemoryBroker, records: LogRecord[], clock = new ManualClock()) => {
     const handled: string[] = [];
-    const app = new App({ name: 'refused', clock: new ManualClock(), logger: memoryLogger(records), shutdownTimeoutMs: 1_000 }).withBroker(broker, (b) =>
+    const app = new App({ name: 'refused', clock, logger: memoryLogger(records), shutdownTimeoutMs: 1_000 }).withBroker(broker, (b) =>
       b.include(
         subscriber('orders', (raw: Uint8Array) => {
           const text = Buffer.from(raw).toString();
@@ -79,6 +80,42 @@ describe('a dead letter the broker refuses', () => {
     await app.idle();
     expect(broker.messages('orders.dlq').map((m) => Buffer.from(m.value).toString())).toEqual(['bad']);
     expect(app.deadLetters()).toEqual({ orders: { published: 1, stripped: 0, lost: 0, dropped: 0 } });
+  });
+
+  it('that may pass later (any other error) is retried with backoff, and committed only once published', async () => {
+    /** A broker whose dead-letter topic is unreachable for its first `failures` publishes. */
+    class Flaky extends MemoryBroker {
+      readonly tries = new Counter();
+      constructor(private failures: number) {
+        super();
+      }
+      override async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
+        if (topic.endsWith('.dlq')) {
+          this.tries.add();
+          if (this.failures-- > 0) throw new Error('broker unreachable');
+        }
+        return super.publish(topic, value, options);
+      }
+    }
+    const broker = new Flaky(2);
+    const clock = new ManualClock();
+    const records: LogRecord[] = [];
+    const { app, handled } = await start(broker, records, clock);
+    await broker.publish('orders', 'bad');
+    await broker.publish('orders', 'next');
+    await broker.tries.reach(1);
+    expect(broker.committed('refused', 'orders')).toEqual([0]); // the dead letter is not out: nothing committed
+    await clock.advance(100);
+    await broker.tries.reach(2);
+    await clock.advance(200);
+    await app.idle();
+    expect(broker.tries.value).toBe(3);
+    expect(broker.values('orders.dlq')).toEqual(['bad']);
+    expect(handled).toEqual(['next']);
+    expect(records.filter((r) => r.level === 'error' && r.message === 'dead-letter publish failed')).toHaveLength(2);
+    expect(app.deadLetters()).toEqual({ orders: { published: 1, stripped: 0, lost: 0, dropped: 0 } });
+    await app.stop();
+    expect(broker.committed('refused', 'orders')).toEqual([2]);
   });
 
   it('maxMessageBytes must be a positive integer', () => {
