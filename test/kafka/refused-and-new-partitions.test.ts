@@ -29,7 +29,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     withAdmin((a) => a.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions, configEntries: Object.entries(config).map(([name, value]) => ({ name, value })) }] }));
 
   /** An app whose subscriber rejects values starting with "bad" and records the others; its log is kept. */
-  async function rejecting(topic: string, records: LogRecord[]) {
+  async function rejecting(topic: string, records: LogRecord[], deadLetter = `${topic}.dlq`) {
     const handled: string[] = [];
     const done = new Counter();
     const app = new App({ name: `g-${topic}`, logger: memoryLogger(records), shutdownTimeoutMs: 5_000 }).withBroker(testKafka(), (b) =>
@@ -42,6 +42,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         })
           .name('sub')
           .decode((raw) => raw)
+          .deadLetter(deadLetter)
           .build(),
       ),
     );
@@ -92,6 +93,21 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     await app.stop();
     const committed = await withAdmin((a) => a.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] }));
     expect(committed[0]!.partitions[0]!.offset).toBe('2');
+  });
+
+  it('a dead-letter topic whose name Kafka refuses (INVALID_TOPIC_EXCEPTION) does not stop the partition', async () => {
+    const topic = uniqueTopic('bad-dlq');
+    await createTopic(topic, 1);
+    const records: LogRecord[] = [];
+    const { app, handled, done } = await rejecting(topic, records, 'no such topic!');
+    const producer = testKafka();
+    await producer.publish(topic, 'bad');
+    await producer.publish(topic, 'next');
+    await done.reach(1);
+    await app.idle();
+    expect(handled).toEqual(['next']);
+    expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
+    expect(records.find((r) => r.level === 'error' && /lost/.test(r.message))?.fields).toMatchObject({ topic, partition: 0, offset: 0, deadLetterTopic: 'no such topic!' });
   });
 
   it('reads partitions added to a topic while it is consumed, once metadata is read again', async () => {

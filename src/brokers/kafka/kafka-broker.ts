@@ -183,10 +183,11 @@ function keyBytes(key: string | Uint8Array | undefined): Buffer | string | null 
 }
 
 /**
- * Broker answers that refuse the message itself (kafkajs calls them not retriable): sending it again cannot
- * succeed. Other non-retriable answers (authorization, a missing topic) can pass once an operator acts.
+ * Broker answers that refuse the message itself, or a topic name no topic can have (kafkajs calls them not
+ * retriable): sending it again cannot succeed. Other non-retriable answers (authorization) can pass once an
+ * operator acts, and a missing topic once it is created.
  */
-const REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'INVALID_TIMESTAMP']);
+const REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'INVALID_TIMESTAMP', 'INVALID_TOPIC_EXCEPTION']);
 
 /** The refusal in a kafkajs error or its causes (kafkajs wraps the broker's answer), if there is one. */
 function refusalOf(error: unknown): string | undefined {
