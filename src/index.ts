@@ -3,11 +3,22 @@
  * The Kafka broker is in `sluice/kafka`.
  */
 export { App, type AppOptions, type Receipt } from './app/app.js';
+export { STRIPPED_HEADER, type DeadLetterCounts } from './app/executor.js';
 export type { Context, RunInfo } from './core/context.js';
 export { ERROR_CODES, SluiceError, type ErrorCode } from './core/errors.js';
 export { SystemClock } from './core/clock.js';
 export { jsonLogger } from './core/logger.js';
-export { ERROR_HEADER, PARTITION_KEY_HEADER, type Headers, type InboundMessage, type MessageInfo, type PublishOptions } from './core/message.js';
+export {
+  ERROR_HEADER,
+  PARTITION_KEY_HEADER,
+  type HeaderValue,
+  type Headers,
+  type InboundMessage,
+  type MessageInfo,
+  type PublishOptions,
+  type RawHeaders,
+  type RawMessage,
+} from './core/message.js';
 export { HandlerOutcome } from './core/outcome.js';
 export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, ShardLog, Store, Timer } from './core/ports.js';
 export { lanes, pool, type DispatchStrategy } from './dispatch/strategy.js';

@@ -10,6 +10,7 @@ import type { SharedOptions } from '../spec/options.js';
 import { Router } from '../spec/router.js';
 import { validateDefaults } from '../spec/validate.js';
 import { fileStore } from '../store/file-store.js';
+import type { DeadLetterCounts } from './executor.js';
 import { Pacer } from './pacer.js';
 import { Subscription } from './subscription.js';
 
@@ -113,6 +114,14 @@ export class App {
   /** The compiled settings of every subscriber, by name. */
   subscribers(): readonly CompiledSubscriber[] {
     return this.mounts.flatMap((m) => m.subscribers);
+  }
+
+  /**
+   * What became of each running subscriber's dead letters since `start()`, by name: published whole,
+   * published stripped (the broker refused the whole one), lost (refused even stripped), dropped.
+   */
+  deadLetters(): Readonly<Record<string, Readonly<DeadLetterCounts>>> {
+    return Object.fromEntries(this.subscriptions.map((s) => [s.sub.name, { ...s.deadLetters }]));
   }
 
   /** Connects the brokers and starts every subscription. */

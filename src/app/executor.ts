@@ -1,6 +1,6 @@
 import { sleep } from '../core/clock.js';
 import { SluiceError, reasonOf } from '../core/errors.js';
-import { ERROR_HEADER, messageId, type Headers, type InboundMessage } from '../core/message.js';
+import { ERROR_HEADER, messageId, rawOf, type Headers, type InboundMessage, type PublishOptions } from '../core/message.js';
 import { HandlerOutcome } from '../core/outcome.js';
 import type { Clock, Logger } from '../core/ports.js';
 import { backoffMs } from '../dispatch/backoff.js';
@@ -12,6 +12,21 @@ import type { ContextHost, Job } from './job.js';
 const ABANDONED = Symbol('abandoned');
 const UNDECODABLE = Symbol('undecodable');
 const ACK = HandlerOutcome.ack();
+const NO_BYTES = new Uint8Array(0);
+/** The header of a dead letter sent stripped: why the broker refused it whole. */
+export const STRIPPED_HEADER = 'x-sluice-stripped';
+
+/** What became of a subscriber's dead letters (since its app started). */
+export interface DeadLetterCounts {
+  /** Published whole: the original message with Sluice's headers. */
+  published: number;
+  /** Refused whole by the broker, published stripped of the value and the original headers. */
+  stripped: number;
+  /** Refused even stripped: logged as errors and committed without a dead letter. */
+  lost: number;
+  /** Dropped, as `deadLetter: false` says. */
+  dropped: number;
+}
 
 /** What the executor needs from its subscription. */
 export interface ExecutorHost extends ContextHost {
@@ -34,6 +49,8 @@ export interface ExecutorHost extends ContextHost {
  * what is rejected or exhausted. Never throws: whatever a handler does, the worker goes on.
  */
 export class Executor {
+  readonly counts: DeadLetterCounts = { published: 0, stripped: 0, lost: 0, dropped: 0 };
+
   constructor(
     private readonly sub: CompiledSubscriber,
     private readonly host: ExecutorHost,
@@ -145,38 +162,83 @@ export class Executor {
 
   /**
    * Sends each message to the dead-letter topic with its reason (or drops it where `deadLetter: false`).
-   * The publish must succeed before the offset may be committed, so it is retried until it does; a stop
-   * abandons the job instead (returns false), leaving it uncommitted.
+   * The dead letter is the original message (key, value and header bytes, repeated headers, a null value)
+   * plus Sluice's headers. A publish must succeed before the offset may be committed, so one that fails is
+   * retried until it does; a stop abandons the job instead (returns false), leaving it uncommitted.
+   *
+   * A dead letter the broker refuses for good (`PUBLISH_REFUSED`: too large, invalid) is sent again
+   * stripped: Sluice's headers and the original key only, an empty value. Should even that be refused, the
+   * message is lost: logged as an error with its coordinates, counted, and its offset committed, so that
+   * the partition goes on.
    */
   private async deadLetter(job: Job, slot: Slot<Job>, entries: [InboundMessage, string][]): Promise<boolean> {
     const target = this.sub.deadLetter;
     for (const [m, reason] of entries) {
+      const where = { subscriber: this.sub.name, id: messageId(m), reason };
       if (target === false) {
-        this.log.warn('delivery dropped (deadLetter: false)', { subscriber: this.sub.name, id: messageId(m), reason });
+        this.log.warn('delivery dropped (deadLetter: false)', where);
+        this.counts.dropped++;
         continue;
       }
-      for (let tries = 1; ; tries++) {
-        try {
-          await this.host.publish(target, m.value, { key: m.key, headers: deadLetterHeaders(m, reason, job.attempt) });
-          break;
-        } catch (error) {
-          this.log.error('dead-letter publish failed', { subscriber: this.sub.name, topic: target, error });
-          slot.waiting = true;
-          if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal))) {
-            this.host.abandon(job);
-            return false;
-          }
-        }
+      const raw = rawOf(m);
+      const ours = deadLetterHeaders(m, reason, job.attempt);
+      const key = raw.key ?? undefined;
+      const whole = await this.publish(slot, target, raw.value, { key, headers: { ...raw.headers, ...ours }, tombstone: raw.value === null });
+      if (whole === 'stopped') return this.abandoned(job);
+      if (whole === 'published') {
+        this.counts.published++;
+        this.log.warn('delivery dead-lettered', { ...where, topic: target });
+        continue;
       }
-      this.log.warn('delivery dead-lettered', { subscriber: this.sub.name, topic: target, id: messageId(m), reason });
+      this.log.error('dead letter refused by the broker; sending it stripped of its value and headers', { ...where, topic: target, error: whole });
+      const stripped = { ...ours, [STRIPPED_HEADER]: reasonOf(whole), 'x-sluice-original-value-bytes': String(raw.value?.byteLength ?? 0) };
+      const retry = await this.publish(slot, target, NO_BYTES, { key, headers: stripped });
+      if (retry === 'stopped') return this.abandoned(job);
+      if (retry === 'published') {
+        this.counts.stripped++;
+        this.log.warn('delivery dead-lettered stripped', { ...where, topic: target });
+        continue;
+      }
+      this.counts.lost++;
+      this.log.error('dead letter lost: the broker refused it even stripped; its offset is committed', {
+        ...where,
+        topic: m.topic,
+        partition: m.partition,
+        offset: m.offset,
+        deadLetterTopic: target,
+        error: retry,
+      });
     }
     return true;
   }
+
+  /**
+   * Publishes one dead letter, retrying with backoff what may pass later. Returns `published`, `stopped` when
+   * the subscription stopped first, or the broker's refusal when it refuses the message for good.
+   */
+  private async publish(slot: Slot<Job>, topic: string, value: unknown, options: PublishOptions): Promise<'published' | 'stopped' | SluiceError> {
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.host.publish(topic, value, options);
+        return 'published';
+      } catch (error) {
+        if (error instanceof SluiceError && error.code === 'PUBLISH_REFUSED') return error;
+        this.log.error('dead-letter publish failed', { subscriber: this.sub.name, topic, error });
+        slot.waiting = true;
+        if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal))) return 'stopped';
+      }
+    }
+  }
+
+  private abandoned(job: Job): false {
+    this.host.abandon(job);
+    return false;
+  }
 }
 
+/** Sluice's headers on a dead letter (over the original message's own). */
 function deadLetterHeaders(m: InboundMessage, reason: string, attempts: number): Headers {
   return {
-    ...m.headers,
     [ERROR_HEADER]: reason,
     'x-sluice-original-topic': m.topic,
     'x-sluice-original-partition': String(m.partition),

@@ -1,5 +1,5 @@
 import type { Context, RunInfo } from '../core/context.js';
-import { messageId, type Headers, type InboundMessage, type MessageInfo } from '../core/message.js';
+import { messageId, rawOf, type InboundMessage, type MessageInfo, type PublishOptions } from '../core/message.js';
 import type { Logger } from '../core/ports.js';
 import type { Watermark } from '../dispatch/watermark.js';
 import type { PaceRun } from '../pace/rules.js';
@@ -9,11 +9,23 @@ export interface ContextHost {
   readonly log: Logger;
   /** Aborted when shutdown's time ran out. */
   readonly shutdownSignal: AbortSignal;
-  publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void>;
+  publish(topic: string, value: unknown, options?: PublishOptions): Promise<void>;
 }
 
 function info(m: InboundMessage, attempt: number): MessageInfo {
-  return { topic: m.topic, key: m.key, headers: m.headers, partition: m.partition, offset: m.offset, id: messageId(m), timestamp: m.timestamp, attempt };
+  return {
+    topic: m.topic,
+    key: m.key,
+    headers: m.headers,
+    partition: m.partition,
+    offset: m.offset,
+    id: messageId(m),
+    timestamp: m.timestamp,
+    attempt,
+    get raw() {
+      return rawOf(m);
+    },
+  };
 }
 
 /**
@@ -91,7 +103,7 @@ export class Job implements Context {
     return this.controller.signal;
   }
 
-  publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void> {
+  publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     return this.host.publish(topic, value, options);
   }
 }

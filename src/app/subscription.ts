@@ -1,5 +1,5 @@
 import { SluiceError } from '../core/errors.js';
-import { encodeValue, messageId, type Headers, type InboundMessage } from '../core/message.js';
+import { encodeValue, messageId, type InboundMessage, type PublishOptions } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger, Timer } from '../core/ports.js';
 import { ranked } from '../dispatch/ranked.js';
 import { lanes, pool } from '../dispatch/strategy.js';
@@ -7,7 +7,7 @@ import { Watermark } from '../dispatch/watermark.js';
 import { Workers, type Slot } from '../dispatch/workers.js';
 import type { PaceRun } from '../pace/rules.js';
 import type { CompiledSubscriber } from '../spec/compile.js';
-import { Executor, type ExecutorHost } from './executor.js';
+import { Executor, type DeadLetterCounts, type ExecutorHost } from './executor.js';
 import { Job } from './job.js';
 import type { Pacer } from './pacer.js';
 
@@ -95,6 +95,11 @@ export class Subscription implements ExecutorHost {
     this.pump();
   }
 
+  /** What became of this subscriber's dead letters. */
+  get deadLetters(): Readonly<DeadLetterCounts> {
+    return this.executor.counts;
+  }
+
   /** True when nothing is in flight and nothing fetched waits to be taken. */
   idle(): boolean {
     return this.workers.inFlight === 0 && this.appending === 0 && (this.stopping || (this.consumer?.backlog() ?? 0) === 0);
@@ -105,7 +110,7 @@ export class Subscription implements ExecutorHost {
     return this.stopping || !this.consumer ? 0 : this.consumer.lag();
   }
 
-  publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void> {
+  publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     return this.broker.publish(topic, value, options);
   }
 

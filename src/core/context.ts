@@ -1,4 +1,4 @@
-import type { Headers, MessageInfo } from './message.js';
+import type { MessageInfo, PublishOptions } from './message.js';
 import type { Logger } from './ports.js';
 
 /** A paced run, as a handler of a paced subscriber sees it: `ctx.run`. */
@@ -25,5 +25,5 @@ export interface Context {
   /** The app's logger, bound to the subscriber. */
   readonly log: Logger;
   /** Publishes on the subscriber's broker. */
-  publish(topic: string, value: unknown, options?: { key?: string; headers?: Headers }): Promise<void>;
+  publish(topic: string, value: unknown, options?: PublishOptions): Promise<void>;
 }

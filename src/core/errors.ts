@@ -13,9 +13,13 @@ export const ERROR_CODES = [
   'HANDLER_TIMEOUT',
   'APP_STATE',
   'SEND_INVALID',
+  'PUBLISH_REFUSED',
 ] as const;
 
-/** One of {@link ERROR_CODES}. */
+/**
+ * One of {@link ERROR_CODES}. `PUBLISH_REFUSED`: a broker refused a message for good (too large, invalid), so
+ * publishing it again cannot succeed; any other publish error may pass.
+ */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** The error Sluice throws: a stable `code`, a precise message and, where there is one, the `cause`. */

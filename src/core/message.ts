@@ -1,5 +1,26 @@
-/** Header values are strings; binary headers are the adapter's business. */
+/**
+ * Headers as text: each header's value read as UTF-8 (bytes that are not UTF-8 become U+FFFD), and a header
+ * sent more than once with its last value. `RawMessage.headers` has them exactly.
+ */
 export type Headers = Readonly<Record<string, string>>;
+
+/** One header value as a broker carries it: bytes, text (its UTF-8 bytes), or null (Kafka allows a null value). */
+export type HeaderValue = string | Uint8Array | null;
+
+/** Headers exactly as a broker carries them: a header sent more than once has every value, in order. */
+export type RawHeaders = Readonly<Record<string, HeaderValue | readonly HeaderValue[]>>;
+
+/**
+ * A message exactly as the broker holds it: the bytes of its key, value and headers, a header's repeated
+ * values, a null value. What a dead letter forwards, so that it is the original message.
+ */
+export interface RawMessage {
+  /** The key's bytes; null when there is none. */
+  readonly key: Uint8Array | null;
+  /** The value's bytes; null for a tombstone (a Kafka message whose value is null). */
+  readonly value: Uint8Array | null;
+  readonly headers: RawHeaders;
+}
 
 /** The header the memory broker reads the partition key from (publish's `key` option sets it). */
 export const PARTITION_KEY_HEADER = 'partition-key';
@@ -19,6 +40,16 @@ export interface InboundMessage {
   readonly value: Uint8Array;
   /** Milliseconds since the epoch, as the broker recorded it. */
   readonly timestamp: number;
+  /**
+   * The message exactly as the broker holds it, where `key`, `headers` and `value` are not: a key or header
+   * that is not UTF-8 text, a repeated header, a tombstone. Absent when they are (see {@link rawOf}).
+   */
+  readonly raw?: RawMessage;
+}
+
+/** The message exactly as the broker holds it: its `raw`, or what its key, headers and value are. */
+export function rawOf(m: InboundMessage): RawMessage {
+  return m.raw ?? { key: m.key === undefined ? null : Buffer.from(m.key, 'utf8'), value: m.value, headers: m.headers };
 }
 
 /** What a handler sees of the message it handles: `ctx.message`. */
@@ -33,14 +64,20 @@ export interface MessageInfo {
   readonly timestamp: number;
   /** 1 on the first delivery, 2 on the first retry, and so on. */
   readonly attempt: number;
+  /** The message exactly as the broker holds it: key, value and header bytes, repeated headers, a tombstone's null value. */
+  readonly raw: RawMessage;
 }
 
 /** Options of a publish. */
 export interface PublishOptions {
-  readonly key?: string;
-  readonly headers?: Headers;
+  /** Text (sent as UTF-8) or bytes (sent as they are). */
+  readonly key?: string | Uint8Array;
+  /** Text or bytes; an array sends the header once per value, in order. */
+  readonly headers?: RawHeaders;
   /** Pin the partition; otherwise the key's hash picks it, or keyless messages rotate. */
   readonly partition?: number;
+  /** Send no value at all (a Kafka tombstone, value null): the `value` argument is ignored. */
+  readonly tombstone?: boolean;
 }
 
 /** A value to publish: bytes (copied) and strings go as they are, anything else as JSON. Always a Buffer. */
@@ -50,6 +87,33 @@ export function encodeValue(value: unknown): Buffer {
   const json = JSON.stringify(value);
   return Buffer.from(json === undefined ? 'null' : json, 'utf8');
 }
+
+/**
+ * Raw headers as text headers: each value read as UTF-8, a repeated header's last value, a null value
+ * left out. Returns `raw` itself when it is text already.
+ */
+export function textHeaders(raw: RawHeaders | undefined): Headers {
+  if (raw === undefined) return NO_HEADERS;
+  if (isText(raw)) return raw;
+  const out: Record<string, string> = {};
+  for (const name in raw) {
+    const value = raw[name];
+    const last = isList(value) ? value[value.length - 1] : value;
+    if (last !== undefined && last !== null) out[name] = typeof last === 'string' ? last : utf8(last);
+  }
+  return out;
+}
+
+function isText(raw: RawHeaders): raw is Headers {
+  for (const name in raw) if (typeof raw[name] !== 'string') return false;
+  return true;
+}
+
+function isList(value: HeaderValue | readonly HeaderValue[] | undefined): value is readonly HeaderValue[] {
+  return Array.isArray(value);
+}
+
+const NO_HEADERS: Headers = Object.freeze({});
 
 /** Bytes read as UTF-8 text, without copying them. */
 export function utf8(bytes: Uint8Array): string {

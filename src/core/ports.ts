@@ -10,6 +10,11 @@ import type { Headers, InboundMessage, PublishOptions } from './message.js';
  * An adapter promises:
  * - `publish` resolves once the broker has the message (durably, where the broker is durable);
  *   a message with a key lands in the partition the key picks, so one key's messages stay in order.
+ *   It keeps the message exactly: key and header bytes, every value of a repeated header, a tombstone's
+ *   null value; a consumer hands them out as `InboundMessage.raw` (where they are not plain text).
+ * - `publish` rejects with `SluiceError` code `PUBLISH_REFUSED` when the broker refuses the message itself
+ *   for good (too large, invalid), so that a caller knows that trying again cannot help; every other
+ *   rejection may pass on a later try. A message pinned to a partition is never dropped in silence.
  * - `consume` joins `group` for `topic`: within a group each partition has one owner at a time and
  *   members share the partitions; every group sees every message.
  */

@@ -1,7 +1,9 @@
 import { Kafka, Partitioners, logLevel as KafkaLogLevel, type Admin, type KafkaConfig, type LogEntry, type Producer } from 'kafkajs';
+import { SluiceError, reasonOf, show } from '../../core/errors.js';
 import { jsonLogger } from '../../core/logger.js';
 import { encodeValue, type PublishOptions } from '../../core/message.js';
 import type { Broker, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { headersTo } from './convert.js';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
 
 /** Settings of a {@link KafkaBroker}. */
@@ -15,7 +17,14 @@ export interface KafkaBrokerOptions {
   /** Anything else for the kafkajs client; merged over Sluice's settings. */
   kafkajs?: Partial<KafkaConfig>;
   /** Consumer settings; each has a default (see {@link KafkaConsumerSettings}). */
-  consumer?: Partial<KafkaConsumerSettings>;
+  consumer?: Partial<Omit<KafkaConsumerSettings, 'metadataMaxAgeMs'>>;
+  /**
+   * How old the cluster metadata (topics, partitions, leaders) may grow before the producer and the
+   * consumers read it again. Partitions added to a topic are read, and published to, only once it is:
+   * a consumer that sees new partitions makes its group rebalance so that someone owns them. kafkajs's own
+   * default is 5 minutes. @default 30_000
+   */
+  metadataMaxAgeMs?: number;
   /**
    * Create topics that do not exist when a subscriber starts or a message is published, with this many
    * partitions (replication factor 1 unless `replicationFactor` says otherwise). With `false` no topic is
@@ -35,6 +44,7 @@ const DEFAULT_CONSUMER: KafkaConsumerSettings = {
   maxWaitTimeMs: 1_000,
   commitIntervalMs: 1_000,
   fromBeginning: true,
+  metadataMaxAgeMs: 30_000,
 };
 
 /**
@@ -55,7 +65,11 @@ export class KafkaBroker implements Broker {
   constructor(private readonly options: KafkaBrokerOptions) {
     if (!Array.isArray(options?.brokers) || options.brokers.length === 0) throw new TypeError('KafkaBroker: brokers must list at least one host:port');
     this.log = (options.logger ?? jsonLogger()).child({ broker: 'kafka' });
-    this.consumerSettings = { ...DEFAULT_CONSUMER, ...options.consumer };
+    const age = options.metadataMaxAgeMs;
+    if (age !== undefined && !(typeof age === 'number' && Number.isInteger(age) && age > 0)) {
+      throw new SluiceError('CONFIG_INVALID', `KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got ${show(age)}`);
+    }
+    this.consumerSettings = { ...DEFAULT_CONSUMER, ...options.consumer, ...(age !== undefined && { metadataMaxAgeMs: age }) };
     this.kafka = new Kafka({
       clientId: options.clientId ?? 'sluice',
       brokers: options.brokers,
@@ -69,7 +83,11 @@ export class KafkaBroker implements Broker {
 
   connect(): Promise<void> {
     this.connecting ??= (async () => {
-      this.producer = this.kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
+      this.producer = this.kafka.producer({
+        createPartitioner: Partitioners.DefaultPartitioner,
+        allowAutoTopicCreation: false,
+        metadataMaxAge: this.consumerSettings.metadataMaxAgeMs,
+      });
       this.admin = this.kafka.admin();
       await Promise.all([this.producer.connect(), this.admin.connect()]);
     })();
@@ -79,10 +97,37 @@ export class KafkaBroker implements Broker {
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     await this.connect();
     await this.ensureTopic(topic);
-    await this.producer!.send({
-      topic,
-      messages: [{ key: options?.key ?? null, value: encodeValue(value), headers: options?.headers ? { ...options.headers } : undefined, partition: options?.partition }],
-    });
+    const partition = options?.partition;
+    let sent;
+    try {
+      sent = await this.producer!.send({
+        topic,
+        messages: [
+          {
+            key: keyBytes(options?.key),
+            value: options?.tombstone === true ? null : encodeValue(value),
+            headers: options?.headers ? headersTo(options.headers) : undefined,
+            partition,
+          },
+        ],
+      });
+    } catch (error) {
+      const refused = refusalOf(error);
+      if (refused === undefined) throw error;
+      throw new SluiceError('PUBLISH_REFUSED', `kafka: publish to "${topic}" refused: ${refused} (${reasonOf(error)})`, { cause: error });
+    }
+    // kafkajs sends nothing, and reports no error, for a pinned partition its metadata does not list.
+    if (partition !== undefined && !sent.some((r) => r.partition === partition)) await this.unknownPartition(topic, partition);
+  }
+
+  /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
+  private async unknownPartition(topic: string, partition: number): Promise<never> {
+    const metadata = await this.admin!.fetchTopicMetadata({ topics: [topic] });
+    const count = metadata.topics[0]?.partitions.length ?? 0;
+    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
+      throw new SluiceError('CONFIG_INVALID', `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`);
+    }
+    throw new Error(`kafka: publish to "${topic}": partition ${partition} is new and the producer does not know it yet (it reads metadata again within metadataMaxAgeMs); nothing was sent`);
   }
 
   async consume(request: ConsumeRequest): Promise<Consumer> {
@@ -129,4 +174,26 @@ export class KafkaBroker implements Broker {
     else if (level === KafkaLogLevel.WARN) this.log.warn(message, fields);
     else this.log.debug(message, fields);
   }
+}
+
+/** A publish's key as kafkajs takes it: text as it is, bytes as a Buffer (not copied), none as null. */
+function keyBytes(key: string | Uint8Array | undefined): Buffer | string | null {
+  if (key === undefined) return null;
+  return typeof key === 'string' || Buffer.isBuffer(key) ? key : Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+}
+
+/**
+ * Broker answers that refuse the message itself, or a topic name no topic can have (kafkajs calls them not
+ * retriable): sending it again cannot succeed. Other non-retriable answers (authorization) can pass once an
+ * operator acts, and a missing topic once it is created.
+ */
+const REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'INVALID_TIMESTAMP', 'INVALID_TOPIC_EXCEPTION']);
+
+/** The refusal in a kafkajs error or its causes (kafkajs wraps the broker's answer), if there is one. */
+function refusalOf(error: unknown): string | undefined {
+  let e = error as { type?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e !== null && typeof e === 'object' && depth < 8; depth++, e = e.cause as typeof e) {
+    if (typeof e.type === 'string' && REFUSALS.has(e.type)) return e.type;
+  }
+  return undefined;
 }

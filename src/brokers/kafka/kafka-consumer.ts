@@ -23,6 +23,8 @@ export interface KafkaConsumerSettings {
   commitIntervalMs: number;
   /** Where a group without committed offsets starts. @default true (the earliest offset) */
   fromBeginning: boolean;
+  /** How old metadata may grow before it is read again: see `KafkaBrokerOptions.metadataMaxAgeMs`. @default 30_000 */
+  metadataMaxAgeMs: number;
 }
 
 /** How long after a crash kafkajs does not recover from the consumer joins its group again. */
@@ -82,6 +84,7 @@ export class KafkaConsumer implements Consumer {
       rebalanceTimeout: s.rebalanceTimeoutMs,
       heartbeatInterval: s.heartbeatIntervalMs,
       maxWaitTimeInMs: s.maxWaitTimeMs,
+      metadataMaxAge: s.metadataMaxAgeMs,
       allowAutoTopicCreation: false, // topics are created by KafkaBroker's createTopics, where the user allows it
       // Ours first; kafkajs's round-robin too, so plain kafkajs members can share the group.
       partitionAssigners: [subscriptionAwareAssigner, PartitionAssigners.roundRobin],

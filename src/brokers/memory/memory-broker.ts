@@ -16,6 +16,11 @@ export interface MemoryBrokerOptions {
   topics?: Readonly<Record<string, number>>;
   /** Time stamped on messages. @default Date.now */
   now?: () => number;
+  /**
+   * The largest message a topic takes: its value, key and headers (names and values), in bytes. A larger one
+   * is refused with `PUBLISH_REFUSED`, as Kafka refuses one over `max.message.bytes`. @default no limit
+   */
+  maxMessageBytes?: number;
 }
 
 /**
@@ -35,19 +40,21 @@ export class MemoryBroker implements Broker {
   /** `options.topics`, checked and copied at construction. */
   private readonly topicPartitions = new Map<string, number>();
   private readonly now: () => number;
+  private readonly maxMessageBytes: number | undefined;
 
   constructor(options: MemoryBrokerOptions = {}) {
     if (options === null || typeof options !== 'object') throw new SluiceError('CONFIG_INVALID', `MemoryBroker: options must be an object, got ${show(options)}`);
-    this.defaultPartitions = checkPartitions('MemoryBroker: partitions', options.partitions ?? 1);
+    this.defaultPartitions = checkCount('MemoryBroker: partitions', options.partitions ?? 1);
     const topics = options.topics;
     if (topics !== undefined) {
       if (topics === null || typeof topics !== 'object' || Array.isArray(topics)) {
         throw new SluiceError('CONFIG_INVALID', `MemoryBroker: topics must be an object { [topic]: partitions }, got ${show(topics)}`);
       }
-      for (const [name, n] of Object.entries(topics)) this.topicPartitions.set(name, checkPartitions(`MemoryBroker: topics[${show(name)}]`, n));
+      for (const [name, n] of Object.entries(topics)) this.topicPartitions.set(name, checkCount(`MemoryBroker: topics[${show(name)}]`, n));
     }
     if (options.now !== undefined && typeof options.now !== 'function') throw new SluiceError('CONFIG_INVALID', `MemoryBroker: now must be a function, got ${show(options.now)}`);
     this.now = options.now ?? Date.now;
+    if (options.maxMessageBytes !== undefined) this.maxMessageBytes = checkCount('MemoryBroker: maxMessageBytes', options.maxMessageBytes);
   }
 
   async connect(): Promise<void> {}
@@ -84,8 +91,8 @@ export class MemoryBroker implements Broker {
 
   /** Creates a topic with `partitions` partitions; an existing topic is left as it is. */
   async createTopic(name: string, partitions: number): Promise<void> {
-    checkPartitions(`MemoryBroker.createTopic(${show(name)}): partitions`, partitions);
-    if (!this.topicLogs.has(name)) this.topicLogs.set(name, new TopicLog(name, partitions));
+    checkCount(`MemoryBroker.createTopic(${show(name)}): partitions`, partitions);
+    if (!this.topicLogs.has(name)) this.topicLogs.set(name, new TopicLog(name, partitions, this.maxMessageBytes));
   }
 
   /** Every message of a topic, partition by partition, in offset order. */
@@ -120,13 +127,13 @@ export class MemoryBroker implements Broker {
 
   private topic(name: string): TopicLog {
     let log = this.topicLogs.get(name);
-    if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.topicPartitions.get(name) ?? this.defaultPartitions)));
+    if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.topicPartitions.get(name) ?? this.defaultPartitions, this.maxMessageBytes)));
     return log;
   }
 }
 
-/** A partition count is a positive integer; `field` names the setting in the error. */
-function checkPartitions(field: string, n: unknown): number {
+/** A count (partitions, bytes) is a positive integer; `field` names the setting in the error. */
+function checkCount(field: string, n: unknown): number {
   if (typeof n === 'number' && Number.isInteger(n) && n >= 1) return n;
   throw new SluiceError('CONFIG_INVALID', `${field} must be a positive integer, got ${show(n)}`);
 }
