@@ -29,7 +29,8 @@ export interface PaceStart {
  * restart until their `done` record is.
  */
 export class Pacer {
-  private readonly hosts: ShardHost<PaceState, PaceOutput>[] = [];
+  /** One per shard of the store, made by `open`. */
+  private hosts: ShardHost<PaceState, PaceOutput>[] = [];
   private readonly targets = new Map<string, RunTarget>();
   private opened = false;
 
@@ -48,28 +49,35 @@ export class Pacer {
     this.targets.set(subscriber, target);
   }
 
+  /**
+   * Opens the store and recovers every shard, then lets each serve: no run leaves (to finish, and journal
+   * its end) while a shard has not replayed, and every record goes to the shard of its key among all of
+   * the store's shards.
+   */
   async open(): Promise<void> {
     await this.store.open();
     const rules = paceRules(this.paces);
-    for (let shard = 0; shard < this.store.shards; shard++) {
-      const host = new ShardHost<PaceState, PaceOutput>({
-        log: this.store.log(shard),
-        rules,
-        clock: this.clock,
-        onOutput: this.deliver,
-        // Runs that started and did not finish before the restart run again, under the same ID.
-        resume: (key, state) => {
-          const [subscriber, user] = splitKey(key);
-          return (state.runs ?? []).map((r) => runOf(subscriber, user, r));
-        },
-        onSettled: this.onProgress,
-        snapshotEvery: this.store.snapshotEvery,
-        onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
-      });
-      this.hosts.push(host);
-      await host.open();
-    }
+    this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.hostOf(shard, rules));
+    for (const host of this.hosts) await host.recover();
+    for (const host of this.hosts) host.serve();
     this.opened = true;
+  }
+
+  private hostOf(shard: number, rules: ReturnType<typeof paceRules>): ShardHost<PaceState, PaceOutput> {
+    return new ShardHost<PaceState, PaceOutput>({
+      log: this.store.log(shard),
+      rules,
+      clock: this.clock,
+      onOutput: this.deliver,
+      // Runs that started and did not finish before the restart run again, under the same ID.
+      resume: (key, state) => {
+        const [subscriber, user] = splitKey(key);
+        return (state.runs ?? []).map((r) => runOf(subscriber, user, r));
+      },
+      onSettled: this.onProgress,
+      snapshotEvery: this.store.snapshotEvery,
+      onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
+    });
   }
 
   /** The subscriber's pace settings. */
@@ -116,6 +124,7 @@ export class Pacer {
 
   /** Records that a run finished: it never runs again. */
   async done(run: PaceRun): Promise<void> {
+    if (!this.opened) throw new SluiceError('APP_STATE', `pace: the end of run ${run.id} cannot be recorded, the store is not open`);
     const key = coordinatorKey(run.subscriber, run.key);
     await this.host(key).submit({ key, type: DONE, data: run.id });
   }
@@ -140,8 +149,9 @@ export class Pacer {
     this.opened = false;
   }
 
+  /** The host of a key's shard: by the store's shard count, the one a restart replays the key from. */
   private host(key: string): ShardHost<PaceState, PaceOutput> {
-    return this.hosts[shardOf(key, this.hosts.length)]!;
+    return this.hosts[shardOf(key, this.store.shards)]!;
   }
 
   private readonly deliver = (out: PaceOutput): void => {

@@ -90,6 +90,26 @@ describe('ShardHost', () => {
     expect(second.outputs.filter((o) => o.kind === 'fired')).toHaveLength(2);
   });
 
+  it('takes records only while it serves: not before its log has replayed, nor once closed', async () => {
+    const first = host();
+    await first.h.open();
+    await first.h.append({ key: 'a', type: 'event' });
+    await first.h.append({ key: 'a', type: 'event' });
+    first.h.close();
+    const second = host(first.store.crash(), first.clock);
+    await expect(second.h.append({ key: 'a', type: 'event' })).rejects.toMatchObject({ code: 'APP_STATE' }); // not recovered
+    await second.h.recover();
+    expect(second.h.core.state('a')).toEqual({ count: 2 });
+    expect(second.outputs).toEqual([]); // recovered, and nothing handed out yet
+    await expect(second.h.append({ key: 'a', type: 'event' })).rejects.toMatchObject({ code: 'APP_STATE' });
+    second.h.serve();
+    expect(second.outputs).toEqual([{ key: 'a', kind: 'resumed', count: 2 }]);
+    expect(await second.h.append({ key: 'a', type: 'event' })).toBe(3); // the LSN after the replayed ones
+    await second.h.close();
+    await expect(second.h.append({ key: 'a', type: 'event' })).rejects.toMatchObject({ code: 'APP_STATE' });
+    expect(second.store.log(0).assignedLsn()).toBe(3); // nothing refused reached the log
+  });
+
   it('snapshots the shard and recovers from the snapshot plus the records after it', async () => {
     const store = memoryStore({ shards: 1 });
     const clock = new ManualClock(1_000);

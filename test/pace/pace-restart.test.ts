@@ -1,0 +1,103 @@
+/**
+ * A restart of a paced app on a store of several shards, with windows that came due while it was down and
+ * runs cut off by the stop: every shard replays before a run leaves, and every run's end is journaled in
+ * its key's shard. On a real file store (its replay takes real I/O), with time moving while the app starts.
+ */
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { App, ManualClock, MemoryBroker, fileStore, memoryStore, silentLogger, subscriber, type RunInfo, type Store } from '../../src/index.js';
+import { Gate } from '../helpers.js';
+
+const T0 = 1_000_000;
+const KEYS = 300;
+
+/** An app with one batched subscriber `ev` on `store`, recording each run it sees (by run ID). */
+function app(store: Store, clock: ManualClock, handler: (run: RunInfo) => Promise<void> | void = () => {}) {
+  const runs: RunInfo[] = [];
+  const a = new App({ name: 'restart', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(new MemoryBroker(), (b) =>
+    b.include(
+      subscriber('ev', (_payload, ctx) => {
+        runs.push(ctx.run!);
+        return handler(ctx.run!);
+      })
+        .name('ev')
+        .workers(8)
+        .pace({ batch: { wait: '200 ms' } })
+        .build(),
+    ),
+  );
+  return { app: a, runs };
+}
+
+/** Starts the app while time goes on, as it does during a real start: due timers fire as soon as they are armed. */
+async function startWhileTimePasses(a: App, clock: ManualClock): Promise<void> {
+  let started = false;
+  const starting = a.start().finally(() => (started = true));
+  while (!started) await clock.advance(0);
+  await starting;
+}
+
+/**
+ * Life 1 journals windows for KEYS keys: half closed and running (their handlers held) when it stops, half
+ * still open. Life 2 starts after the open windows came due. Returns the run ID each receipt named.
+ */
+async function twoLives(store: () => Store, clock: ManualClock) {
+  const held = new Gate();
+  const one = app(store(), clock, () => held.promise);
+  await one.app.start();
+  const receipts = new Map<string, number>();
+  const send = async (keys: number, round: number) => {
+    const got = await Promise.all(Array.from({ length: keys }, (_, i) => one.app.send('ev', { key: `key-${i}`, event: { i, round } })));
+    for (const r of got) if ('runId' in r) receipts.set(r.runId, (receipts.get(r.runId) ?? 0) + 1);
+  };
+  await send(KEYS / 2, 1);
+  await clock.advance(200); // these windows close: their runs start, and wait for the held handlers
+  await send(KEYS, 2); // new windows, for every key: open when the app stops
+  const stopping = one.app.stop();
+  await clock.advance(1_000); // the shutdown timeout: the held runs are cut off, to run again after a restart
+  await stopping;
+  held.open();
+  expect(receipts.size).toBe(KEYS + KEYS / 2);
+
+  clock = new ManualClock(T0 + 60_000); // the open windows came due while the app was down
+  const two = app(store(), clock);
+  await startWhileTimePasses(two.app, clock);
+  await two.app.idle();
+  await clock.advance(1_000);
+  await two.app.idle();
+  await two.app.stop();
+  return { receipts, runs: two.runs, clock };
+}
+
+/** Each run's end was journaled in its key's shard: a third life runs nothing again. */
+async function nothingRunsAgain(store: Store, clock: ManualClock): Promise<void> {
+  const three = app(store, clock);
+  await startWhileTimePasses(three.app, clock);
+  await clock.advance(60_000);
+  await three.app.idle();
+  await three.app.stop();
+  expect(three.runs).toEqual([]);
+}
+
+describe('pace: a restart on several shards', () => {
+  it.each([4, 3])('runs every window once after a graceful stop, on a file store of %i shards', async (shards) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-restart-'));
+    const store = () => fileStore({ dir, shards, segmentBytes: 4096 });
+    const { receipts, runs, clock } = await twoLives(store, new ManualClock(T0));
+    // Every acknowledged window ran in life 2, once: the runs cut off by the stop, the windows due while down.
+    expect(new Set(runs.map((r) => r.id))).toEqual(new Set(receipts.keys()));
+    expect(runs.length).toBe(receipts.size);
+    for (const r of runs) expect(r.size).toBe(receipts.get(r.id));
+    await nothingRunsAgain(store(), clock);
+  }, 60_000);
+
+  it('runs every window once after a crash, on a memory store whose reads take turns of the event loop', async () => {
+    let current = memoryStore({ shards: 4, ioSeed: 7 });
+    const { receipts, runs, clock } = await twoLives(() => (current = current.crash()), new ManualClock(T0));
+    expect(new Set(runs.map((r) => r.id))).toEqual(new Set(receipts.keys()));
+    expect(runs.length).toBe(receipts.size);
+    await nothingRunsAgain(current.crash(), clock);
+  }, 60_000);
+});
