@@ -57,13 +57,14 @@ export class Pacer {
   async open(): Promise<void> {
     await this.store.open();
     const rules = paceRules(this.paces);
-    this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.hostOf(shard, rules));
+    this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.makeHost(shard, rules));
+    if (sabotage.serveShardsInTurn) return this.openInTurn();
     for (const host of this.hosts) await host.recover();
     for (const host of this.hosts) host.serve();
     this.opened = true;
   }
 
-  private hostOf(shard: number, rules: ReturnType<typeof paceRules>): ShardHost<PaceState, PaceOutput> {
+  private makeHost(shard: number, rules: ReturnType<typeof paceRules>): ShardHost<PaceState, PaceOutput> {
     return new ShardHost<PaceState, PaceOutput>({
       log: this.store.log(shard),
       rules,
@@ -78,6 +79,15 @@ export class Pacer {
       snapshotEvery: this.store.snapshotEvery,
       onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
     });
+  }
+
+  /** The broken open of `sabotage.serveShardsInTurn`: each shard serves as soon as it has replayed. */
+  private async openInTurn(): Promise<void> {
+    this.opened = true;
+    for (const host of this.hosts) {
+      await host.recover();
+      host.serve();
+    }
   }
 
   /** The subscriber's pace settings. */
@@ -136,14 +146,18 @@ export class Pacer {
 
   /**
    * Stops the timers, waits for the appends under way (until `deadline`: a store that no longer answers
-   * must not hold the stop forever), closes the store.
+   * must not hold the stop forever) and for a snapshot being written, closes the store.
    */
   async close(deadline: Promise<void> = new Promise<void>(() => {})): Promise<void> {
     let late = false;
     void deadline.then(() => (late = true));
     const snapshots = Promise.all(this.hosts.map((h) => h.close()));
     await Promise.race([Promise.all(this.hosts.map((h) => h.drained())), deadline]);
-    await Promise.race([snapshots, deadline]);
+    // Not raced with the deadline: a snapshot writes, renames and deletes files in the store's directory,
+    // and must not go on once the store is closed and its lock let go (the next owner would find its
+    // segments deleted under it, or its snapshot replaced by an older one). The store's close waits for
+    // its appends the same way.
+    await snapshots;
     if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
     if (this.opened) await this.store.close();
     this.opened = false;
@@ -151,6 +165,10 @@ export class Pacer {
 
   /** The host of a key's shard: by the store's shard count, the one a restart replays the key from. */
   private host(key: string): ShardHost<PaceState, PaceOutput> {
+    if (sabotage.serveShardsInTurn) {
+      const begun = this.hosts.filter((h) => h.phase !== 'new'); // by the shards opened so far
+      return begun[shardOf(key, begun.length)]!;
+    }
     return this.hosts[shardOf(key, this.store.shards)]!;
   }
 

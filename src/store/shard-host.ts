@@ -210,7 +210,9 @@ export class ShardHost<S, O> {
 
   /** Takes a snapshot in the background; `close` waits for it. A failed snapshot is only a lost shortcut. */
   private startSnapshot(): void {
-    if (this.stage === 'closed') return;
+    // One at a time: a second would return at once and, kept in place of the first, let `close` (and the
+    // store's close, and its lock) go while the first still writes and deletes files.
+    if (this.stage === 'closed' || this.snapshotRun !== undefined) return;
     const running: Promise<void> = this.snapshot()
       .then(() => undefined, (error: unknown) => this.options.onSnapshotError?.(error))
       .finally(() => {

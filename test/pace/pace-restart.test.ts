@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { App, ManualClock, MemoryBroker, fileStore, memoryStore, silentLogger, subscriber, type RunInfo, type Store } from '../../src/index.js';
+import { App, ManualClock, MemoryBroker, fileStore, memoryStore, silentLogger, subscriber, type RunInfo, type ShardLog, type Store } from '../../src/index.js';
 import { Gate } from '../helpers.js';
 
 const T0 = 1_000_000;
@@ -100,4 +100,40 @@ describe('pace: a restart on several shards', () => {
     expect(runs.length).toBe(receipts.size);
     await nothingRunsAgain(current.crash(), clock);
   }, 60_000);
+
+  it('closes the store only once the snapshot being written is, even past the shutdown timeout', async () => {
+    // A snapshot goes on writing, renaming and deleting files: once the store is closed and its lock let
+    // go, the next life would find segments deleted under its replay, or its snapshot replaced by this one.
+    const inner = memoryStore({ shards: 1 });
+    const log = inner.log(0);
+    const begun = new Gate();
+    const release = new Gate();
+    const events: string[] = [];
+    const held: ShardLog = {
+      shard: 0,
+      append: (record) => log.append(record),
+      assignedLsn: () => log.assignedLsn(),
+      durableLsn: () => log.durableLsn(),
+      replay: (from, visit) => log.replay(from, visit),
+      readSnapshot: () => log.readSnapshot(),
+      async writeSnapshot(lsn, state) {
+        begun.open();
+        await release.promise;
+        await log.writeSnapshot(lsn, state);
+        events.push('snapshot written');
+      },
+    };
+    const store: Store = { shards: 1, snapshotEvery: 4, open: () => inner.open(), log: () => held, close: async () => void events.push('store closed') };
+    const clock = new ManualClock(T0);
+    const one = app(store, clock);
+    await one.app.start();
+    for (let i = 0; i < 4; i++) await one.app.send('ev', { key: `k${i % 2}`, event: i });
+    await begun.promise;
+    const stopping = one.app.stop();
+    await clock.advance(1_000); // the shutdown timeout passes with the snapshot still being written
+    expect(events).toEqual([]);
+    release.open();
+    await stopping;
+    expect(events).toEqual(['snapshot written', 'store closed']);
+  });
 });
