@@ -1,7 +1,8 @@
 /**
  * A restart of a paced app on a store of several shards, with windows that came due while it was down and
  * runs cut off by the stop: every shard replays before a run leaves, and every run's end is journaled in
- * its key's shard. On a real file store (its replay takes real I/O), with time moving while the app starts.
+ * its key's shard. On a real file store (its replay takes real I/O) and on a memory store, with time moving
+ * while the app starts.
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
@@ -41,7 +42,8 @@ async function startWhileTimePasses(a: App, clock: ManualClock): Promise<void> {
 
 /**
  * Life 1 journals windows for KEYS keys: half closed and running (their handlers held) when it stops, half
- * still open. Life 2 starts after the open windows came due. Returns the run ID each receipt named.
+ * still open. Life 2 starts after the open windows came due. Returns the run IDs receipts named, each with
+ * the events acknowledged for it, the runs life 2 saw, and its clock.
  */
 async function twoLives(store: () => Store, clock: ManualClock) {
   const held = new Gate();

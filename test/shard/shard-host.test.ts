@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock, memoryStore, settle } from '../../src/index.js';
+import { ManualClock, memoryStore, settle, type MemoryStore } from '../../src/index.js';
 import { TIMER, type Rules } from '../../src/shard/rules.js';
 import type { ShardLog } from '../../src/core/ports.js';
 import { ShardHost } from '../../src/store/shard-host.js';
@@ -89,6 +89,29 @@ describe('ShardHost', () => {
     await second.clock.advance(100); // recovered timers still fire
     await settle();
     expect(second.outputs.filter((o) => o.kind === 'fired')).toHaveLength(2);
+  });
+
+  it('reads a memory store in turns of the event loop, as a disk is read: seeded, the same turns for a seed', async () => {
+    /** Turns of the event loop that a replay of the store's shard 0 takes. */
+    const replayTurns = async (store: MemoryStore): Promise<number> => {
+      let turns = 0;
+      let done = false;
+      const tick = (): void => void (done || (turns++, setImmediate(tick)));
+      setImmediate(tick);
+      let records = 0;
+      await store.log(0).replay(1, () => records++);
+      done = true;
+      expect(records).toBe(2_500);
+      return turns;
+    };
+    const filled = async (store: MemoryStore): Promise<MemoryStore> => {
+      await Promise.all(Array.from({ length: 2_500 }, () => store.log(0).append(Buffer.from('r'))));
+      return store.crash();
+    };
+    expect(await replayTurns(await filled(memoryStore({ shards: 1 })))).toBe(3); // a turn per 1,000 records
+    const seeded = await Promise.all([1, 1, 2].map(async (seed) => replayTurns(await filled(memoryStore({ shards: 1, ioSeed: seed })))));
+    expect(seeded[0]).toBe(seeded[1]);
+    for (const t of seeded) expect(t).toBeGreaterThanOrEqual(3);
   });
 
   it('takes records only while it serves: not before its log has replayed, nor once closed', async () => {
