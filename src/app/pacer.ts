@@ -52,14 +52,21 @@ export class Pacer {
   /**
    * Opens the store and recovers every shard, then lets each serve: no run leaves (to finish, and journal
    * its end) while a shard has not replayed, and every record goes to the shard of its key among all of
-   * the store's shards.
+   * the store's shards. A shard that cannot be recovered (`STORE_CORRUPT`) closes the store again, letting
+   * its lock go.
    */
   async open(): Promise<void> {
     await this.store.open();
     const rules = paceRules(this.paces);
     this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.makeHost(shard, rules));
     if (sabotage.serveShardsInTurn) return this.openInTurn();
-    for (const host of this.hosts) await host.recover();
+    try {
+      for (const host of this.hosts) await host.recover();
+    } catch (error) {
+      await Promise.all(this.hosts.map((h) => h.close()));
+      await this.store.close().catch((closing: unknown) => this.log.warn('pace: the store did not close after a failed recovery', { error: closing }));
+      throw error;
+    }
     for (const host of this.hosts) host.serve();
     this.opened = true;
   }

@@ -84,9 +84,12 @@ async function nothingRunsAgain(store: Store, clock: ManualClock): Promise<void>
 }
 
 describe('pace: a restart on several shards', () => {
-  it.each([4, 3])('runs every window once after a graceful stop, on a file store of %i shards', async (shards) => {
+  it.each([
+    [4, 'no snapshot', undefined],
+    [3, 'a snapshot every 40 records', 40],
+  ])('runs every window once after a graceful stop, on a file store of %i shards, %s', async (shards, _, snapshotEvery) => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-restart-'));
-    const store = () => fileStore({ dir, shards, segmentBytes: 4096 });
+    const store = () => fileStore({ dir, shards, segmentBytes: 4096, snapshotEvery });
     const { receipts, runs, clock } = await twoLives(store, new ManualClock(T0));
     // Every acknowledged window ran in life 2, once: the runs cut off by the stop, the windows due while down.
     expect(new Set(runs.map((r) => r.id))).toEqual(new Set(receipts.keys()));
@@ -137,5 +140,27 @@ describe('pace: a restart on several shards', () => {
     release.open();
     await stopping;
     expect(events).toEqual(['snapshot written', 'store closed']);
+  });
+
+  it('lets the store go when a shard cannot be recovered, so that a fixed store can be opened again', async () => {
+    const inner = memoryStore({ shards: 2 });
+    let closed = 0;
+    const damaged = (shard: number): ShardLog => {
+      const log = inner.log(shard);
+      if (shard === 0) return log;
+      return {
+        shard,
+        append: (record) => log.append(record),
+        assignedLsn: () => log.assignedLsn(),
+        durableLsn: () => log.durableLsn(),
+        replay: (from, visit) => log.replay(from, visit),
+        readSnapshot: async () => ({ lsn: 5, state: Buffer.from('{"lsn":4,"keys":[]}') }), // it names another LSN than its file
+        writeSnapshot: (lsn, state) => log.writeSnapshot(lsn, state),
+      };
+    };
+    const store: Store = { shards: 2, open: () => inner.open(), log: damaged, close: async () => void closed++ };
+    const { app: a } = app(store, new ManualClock(T0));
+    await expect(a.start()).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    expect(closed).toBe(1);
   });
 });
