@@ -34,6 +34,6 @@ export { Router, type Includable, type RouterOptions } from './spec/router.js';
 export { SubscriberSpec } from './spec/spec.js';
 export { shardOf } from './shard/shard-of.js';
 export { fileStore, type FileStoreOptions } from './store/file-store.js';
-export { memoryStore, type MemoryStore } from './store/memory-store.js';
+export { memoryStore, type MemoryStore, type MemoryStoreOptions } from './store/memory-store.js';
 export { ManualClock, settle } from './testing/manual-clock.js';
 export { memoryLogger, silentLogger, type LogRecord } from './testing/memory-logger.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { App, MemoryBroker, Router, SluiceError, subscriber, silentLogger, type PaceOptions, type RetryOptions, type SubscriberOptions } from '../src/index.js';
+import { App, MemoryBroker, Router, memoryStore, SluiceError, subscriber, silentLogger, type PaceOptions, type RetryOptions, type SubscriberOptions } from '../src/index.js';
 import { expectError } from './expect-error.js';
 
 const bill = async function bill() {};
@@ -166,5 +166,13 @@ describe('Router.decode', () => {
 
   it('refuses what is not a decoder, naming the router and the value', () => {
     expectError(() => new Router({ prefix: 'logs.' }).decode(42 as never), 'CONFIG_INVALID', /router "logs\.": decode must be a function or an object with parse\(\), got 42/);
+  });
+});
+
+describe('memoryStore settings', () => {
+  it('are checked when the store is made, naming the field and the value', () => {
+    expectError(() => memoryStore({ shards: 0 }), 'CONFIG_INVALID', /memoryStore: shards must be a positive integer, got 0/);
+    expectError(() => memoryStore({ ioSeed: 1.5 }), 'CONFIG_INVALID', /memoryStore: ioSeed must be an integer, got 1\.5/);
+    expectError(() => memoryStore({ ioSeed: '7' as never }), 'CONFIG_INVALID', /memoryStore: ioSeed must be an integer, got "7"/);
   });
 });

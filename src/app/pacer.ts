@@ -29,7 +29,8 @@ export interface PaceStart {
  * restart until their `done` record is.
  */
 export class Pacer {
-  private readonly hosts: ShardHost<PaceState, PaceOutput>[] = [];
+  /** One per shard of the store, made by `open`. */
+  private hosts: ShardHost<PaceState, PaceOutput>[] = [];
   private readonly targets = new Map<string, RunTarget>();
   private opened = false;
 
@@ -48,28 +49,52 @@ export class Pacer {
     this.targets.set(subscriber, target);
   }
 
+  /**
+   * Opens the store and recovers every shard, then lets each serve: no run leaves (to finish, and journal
+   * its end) while a shard has not replayed, and every record goes to the shard of its key among all of
+   * the store's shards. A shard that cannot be recovered (`STORE_CORRUPT`) closes the store again, letting
+   * its lock go.
+   */
   async open(): Promise<void> {
     await this.store.open();
     const rules = paceRules(this.paces);
-    for (let shard = 0; shard < this.store.shards; shard++) {
-      const host = new ShardHost<PaceState, PaceOutput>({
-        log: this.store.log(shard),
-        rules,
-        clock: this.clock,
-        onOutput: this.deliver,
-        // Runs that started and did not finish before the restart run again, under the same ID.
-        resume: (key, state) => {
-          const [subscriber, user] = splitKey(key);
-          return (state.runs ?? []).map((r) => runOf(subscriber, user, r));
-        },
-        onSettled: this.onProgress,
-        snapshotEvery: this.store.snapshotEvery,
-        onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
-      });
-      this.hosts.push(host);
-      await host.open();
+    this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.makeHost(shard, rules));
+    if (sabotage.serveShardsInTurn) return this.openInTurn();
+    try {
+      for (const host of this.hosts) await host.recover();
+    } catch (error) {
+      await Promise.all(this.hosts.map((h) => h.close()));
+      await this.store.close().catch((closing: unknown) => this.log.warn('pace: the store did not close after a failed recovery', { error: closing }));
+      throw error;
     }
+    for (const host of this.hosts) host.serve();
     this.opened = true;
+  }
+
+  private makeHost(shard: number, rules: ReturnType<typeof paceRules>): ShardHost<PaceState, PaceOutput> {
+    return new ShardHost<PaceState, PaceOutput>({
+      log: this.store.log(shard),
+      rules,
+      clock: this.clock,
+      onOutput: this.deliver,
+      // Runs that started and did not finish before the restart run again, under the same ID.
+      resume: (key, state) => {
+        const [subscriber, user] = splitKey(key);
+        return (state.runs ?? []).map((r) => runOf(subscriber, user, r));
+      },
+      onSettled: this.onProgress,
+      snapshotEvery: this.store.snapshotEvery,
+      onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
+    });
+  }
+
+  /** The broken open of `sabotage.serveShardsInTurn`: each shard serves as soon as it has replayed. */
+  private async openInTurn(): Promise<void> {
+    this.opened = true;
+    for (const host of this.hosts) {
+      await host.recover();
+      host.serve();
+    }
   }
 
   /** The subscriber's pace settings. */
@@ -116,6 +141,7 @@ export class Pacer {
 
   /** Records that a run finished: it never runs again. */
   async done(run: PaceRun): Promise<void> {
+    if (!this.opened) throw new SluiceError('APP_STATE', `pace: the end of run ${run.id} cannot be recorded, the store is not open`);
     const key = coordinatorKey(run.subscriber, run.key);
     await this.host(key).submit({ key, type: DONE, data: run.id });
   }
@@ -127,21 +153,30 @@ export class Pacer {
 
   /**
    * Stops the timers, waits for the appends under way (until `deadline`: a store that no longer answers
-   * must not hold the stop forever), closes the store.
+   * must not hold the stop forever) and for a snapshot being written, closes the store.
    */
   async close(deadline: Promise<void> = new Promise<void>(() => {})): Promise<void> {
     let late = false;
     void deadline.then(() => (late = true));
     const snapshots = Promise.all(this.hosts.map((h) => h.close()));
     await Promise.race([Promise.all(this.hosts.map((h) => h.drained())), deadline]);
-    await Promise.race([snapshots, deadline]);
+    // Not raced with the deadline: a snapshot writes, renames and deletes files in the store's directory,
+    // and must not go on once the store is closed and its lock let go (the next owner would find its
+    // segments deleted under it, or its snapshot replaced by an older one). The store's close waits for
+    // its appends the same way.
+    await snapshots;
     if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
     if (this.opened) await this.store.close();
     this.opened = false;
   }
 
+  /** The host of a key's shard: by the store's shard count, the one a restart replays the key from. */
   private host(key: string): ShardHost<PaceState, PaceOutput> {
-    return this.hosts[shardOf(key, this.hosts.length)]!;
+    if (sabotage.serveShardsInTurn) {
+      const begun = this.hosts.filter((h) => h.phase !== 'new'); // by the shards opened so far
+      return begun[shardOf(key, begun.length)]!;
+    }
+    return this.hosts[shardOf(key, this.store.shards)]!;
   }
 
   private readonly deliver = (out: PaceOutput): void => {

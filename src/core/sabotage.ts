@@ -23,6 +23,11 @@ export const sabotage = {
   ignoreRates: false,
   /** `app.send` reads the clock twice: once to decide whether the event opens a window, once to stamp it. */
   readClockTwice: false,
+  /**
+   * The pace stage opens its shards one at a time, each handing out its runs (and firing its timers) before
+   * the next has replayed, and routes records by the shards opened so far.
+   */
+  serveShardsInTurn: false,
 };
 
 export type Sabotage = keyof typeof sabotage;

@@ -4,28 +4,64 @@ import type { ShardLog, Store } from '../core/ports.js';
 /**
  * A store in memory, for tests. Appends become durable together on the next turn of the event loop (a
  * group commit); `crash()` returns a new store holding only what was durable, as a process restarted
- * after a crash would find it.
+ * after a crash would find it. Reads take turns of the event loop, as a file's do: opening, reading a
+ * snapshot, and replay (a turn per 1,000 records), so that what runs beside a restart runs in a test too.
  */
 export interface MemoryStore extends Store {
   crash(): MemoryStore;
 }
 
-export function memoryStore(options: { shards?: number } = {}): MemoryStore {
+/** Settings of {@link memoryStore}. */
+export interface MemoryStoreOptions {
+  /** Shard logs. @default 4 */
+  shards?: number;
+  /**
+   * Seeds how many turns of the event loop each read takes (1 to 4; the same seed, the same turns): a
+   * test can try a restart under several interleavings. @default every read takes one turn
+   */
+  ioSeed?: number;
+}
+
+export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const shards = options.shards ?? 4;
   if (!Number.isInteger(shards) || shards < 1) throw new SluiceError('CONFIG_INVALID', `memoryStore: shards must be a positive integer, got ${show(shards)}`);
-  return new InMemoryStore(Array.from({ length: shards }, () => []));
+  const seed = options.ioSeed;
+  if (seed !== undefined && !Number.isInteger(seed)) throw new SluiceError('CONFIG_INVALID', `memoryStore: ioSeed must be an integer, got ${show(seed)}`);
+  return new InMemoryStore(Array.from({ length: shards }, () => []), [], seed === undefined ? () => 1 : turnsOf(seed));
+}
+
+/** Turns a read takes, 1 to 4, from a seed (mulberry32). */
+function turnsOf(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return 1 + Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * 4);
+  };
+}
+
+/** Waits the turns of the event loop that a read takes. */
+async function read(turns: () => number): Promise<void> {
+  for (let n = turns(); n > 0; n--) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 class InMemoryStore implements MemoryStore {
   readonly shards: number;
   private readonly logs: MemoryShardLog[];
 
-  constructor(durable: Uint8Array[][], snapshots: ({ lsn: number; state: Uint8Array } | undefined)[] = []) {
+  constructor(
+    durable: Uint8Array[][],
+    snapshots: ({ lsn: number; state: Uint8Array } | undefined)[],
+    private readonly turns: () => number,
+  ) {
     this.shards = durable.length;
-    this.logs = durable.map((records, i) => new MemoryShardLog(i, records, snapshots[i]));
+    this.logs = durable.map((records, i) => new MemoryShardLog(i, records, snapshots[i], turns));
   }
 
-  async open(): Promise<void> {}
+  async open(): Promise<void> {
+    await read(this.turns);
+  }
   async close(): Promise<void> {}
 
   log(shard: number): ShardLog {
@@ -36,7 +72,7 @@ class InMemoryStore implements MemoryStore {
 
   crash(): MemoryStore {
     for (const l of this.logs) l.lost = true;
-    return new InMemoryStore(this.logs.map((l) => l.durableRecords()), this.logs.map((l) => l.snapshotForCrash()));
+    return new InMemoryStore(this.logs.map((l) => l.durableRecords()), this.logs.map((l) => l.snapshotForCrash()), this.turns);
   }
 }
 
@@ -94,7 +130,8 @@ class MemoryShardLog implements ShardLog {
   constructor(
     readonly shard: number,
     durable: Uint8Array[],
-    snapshot?: { lsn: number; state: Uint8Array },
+    snapshot: { lsn: number; state: Uint8Array } | undefined,
+    private readonly turns: () => number,
   ) {
     for (const r of durable) this.records.push(r);
     this.durable = durable.length;
@@ -129,6 +166,7 @@ class MemoryShardLog implements ShardLog {
   }
 
   async readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
+    await read(this.turns);
     return this.snapshot;
   }
 
@@ -136,8 +174,13 @@ class MemoryShardLog implements ShardLog {
     return this.snapshot;
   }
 
+  /** Reads 1,000 records a time, each read taking its turns of the event loop. */
   async replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void> {
-    for (let lsn = Math.max(1, fromLsn); lsn <= this.durable; lsn++) visit(lsn, this.records.at(lsn - 1));
+    let lsn = Math.max(1, fromLsn);
+    do {
+      await read(this.turns);
+      for (const end = Math.min(this.durable, lsn + 999); lsn <= end; lsn++) visit(lsn, this.records.at(lsn - 1));
+    } while (lsn <= this.durable);
   }
 
   durableRecords(): Uint8Array[] {

@@ -35,6 +35,9 @@ export interface ShardHostOptions<S, O> {
   readonly onSettled?: () => void;
 }
 
+/** A host is made `new`, `recover()` replays its log, `serve()` starts it, `close()` ends it. */
+export type ShardHostPhase = 'new' | 'recovering' | 'recovered' | 'serving' | 'closed';
+
 /** Keys serialised per turn of the event loop while a snapshot is written. */
 const SNAPSHOT_CHUNK = 1_000;
 
@@ -52,9 +55,10 @@ const decode = (bytes: Uint8Array): ShardRecord => {
 export class ShardHost<S, O> {
   readonly core: ShardCore<S, O>;
   private timer: Timer | undefined;
+  /** Records are taken, outputs handed out and timers fired only while serving: after replay, until close. */
+  private stage: ShardHostPhase = 'new';
   private armedAt = Number.POSITIVE_INFINITY;
   private failed: unknown;
-  private closed = false;
   private firing = false;
   private snapshotLsn = 0;
   private snapshotting = false;
@@ -68,8 +72,25 @@ export class ShardHost<S, O> {
     this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs, maxLoadedKeys: options.maxLoadedKeys });
   }
 
-  /** Loads the snapshot, replays the log after it, hands out what recovered keys still owe, arms the timers. */
+  /** Where the host is: records are taken only while it is `serving`. */
+  get phase(): ShardHostPhase {
+    return this.stage;
+  }
+
+  /** Recovers (`recover`), then serves (`serve`): for a host on its own. */
   async open(): Promise<void> {
+    await this.recover();
+    this.serve();
+  }
+
+  /**
+   * Loads the snapshot and replays the log after it, handing nothing out: from then on the host takes
+   * records. Hosts of one store recover all before any serves, so that no output (a run that may finish at
+   * once and journal its end in another shard) leaves while a shard has not replayed.
+   */
+  async recover(): Promise<void> {
+    if (this.stage !== 'new') throw new SluiceError('APP_STATE', `ShardHost: shard ${this.options.log.shard} recovers once, and it is ${this.stage}`);
+    this.stage = 'recovering';
     const snapshot = await this.options.log.readSnapshot();
     if (snapshot) {
       const { lsn, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
@@ -82,6 +103,13 @@ export class ShardHost<S, O> {
       if (sabotage.applyTwice) this.core.apply(lsn + 0.5, decode(bytes));
     });
     this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
+    if (this.stage === 'recovering') this.stage = 'recovered'; // not if closed meanwhile
+  }
+
+  /** Hands out what recovered keys still owe (`resume`) and arms the timers. */
+  serve(): void {
+    if (this.stage !== 'recovered') throw new SluiceError('APP_STATE', `ShardHost: shard ${this.options.log.shard} serves once, after recover(), and it is ${this.stage}`);
+    this.stage = 'serving';
     if (this.options.resume) {
       for (const key of [...this.core.keys()]) for (const o of this.options.resume(key, this.core.state(key)!)) this.options.onOutput(o);
     }
@@ -101,6 +129,8 @@ export class ShardHost<S, O> {
    */
   submit(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
+    // Before replay, a record would take an LSN that a journaled record holds; after close, go to a closed log.
+    if (this.stage !== 'serving') return Promise.reject(new SluiceError('APP_STATE', `ShardHost: shard ${this.options.log.shard} takes records while it serves (after recover() and serve(), until close()), and it is ${this.stage}`));
     const stamped: ShardRecord = { ...record, at: record.at ?? this.options.clock.now() };
     // Encoded here, before anything happens: a record that is not JSON throws (synchronously) and leaves no trace.
     return this.commit(stamped, encode(stamped));
@@ -180,7 +210,9 @@ export class ShardHost<S, O> {
 
   /** Takes a snapshot in the background; `close` waits for it. A failed snapshot is only a lost shortcut. */
   private startSnapshot(): void {
-    if (this.closed) return;
+    // One at a time: a second would return at once and, kept in place of the first, let `close` (and the
+    // store's close, and its lock) go while the first still writes and deletes files.
+    if (this.stage === 'closed' || this.snapshotRun !== undefined) return;
     const running: Promise<void> = this.snapshot()
       .then(() => undefined, (error: unknown) => this.options.onSnapshotError?.(error))
       .finally(() => {
@@ -191,14 +223,14 @@ export class ShardHost<S, O> {
 
   /** Stops firing timers and taking snapshots; resolves once a snapshot under way is written. */
   async close(): Promise<void> {
-    this.closed = true;
+    this.stage = 'closed';
     this.timer?.cancel();
     await this.snapshotRun;
   }
 
   /** Keeps one clock timer at the core's next due time. */
   private arm(): void {
-    if (this.closed || this.firing) return;
+    if (this.stage !== 'serving' || this.firing) return;
     const now = this.options.clock.now();
     const next = this.core.nextDueMs(now);
     if (next === undefined || next >= this.armedAt) return;
@@ -217,7 +249,7 @@ export class ShardHost<S, O> {
    * chunk has been loaded and appended.
    */
   private fire(): void {
-    if (this.closed || this.failed !== undefined) return;
+    if (this.stage !== 'serving' || this.failed !== undefined) return;
     const now = this.options.clock.now();
     const max = this.options.chunk ?? 1_000;
     const chunk = (this.burst = Math.min(max, this.burst > 0 ? this.burst * 2 : Math.ceil(max / 16)));

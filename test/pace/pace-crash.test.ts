@@ -16,6 +16,12 @@ import { seeded } from '../helpers.js';
 
 const ITERATIONS = Math.max(1, Math.round(Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200) / 4));
 const CHILD = 'test/fixtures/pace-child.mjs';
+/**
+ * Shards of the child's store. More than two: a restart must replay every shard before a run leaves, and
+ * journal each run's end in its key's shard — with one or two shards, a pace stage that opened its shards
+ * one at a time and routed by the shards opened so far still routed every record right.
+ */
+const SHARDS = 4;
 
 type Sub = 'deb' | 'bat';
 /** A start as the child printed it before sending: `[sub, key, eventNo, eventId]`, what a retry sends again. */
@@ -124,7 +130,7 @@ describe('pace under SIGKILL', () => {
       const acked = new Map(acks.map((a) => [`${a.sub}/${a.runId}`, [a.sub, a.runId]]));
       writeFileSync(runsFile, JSON.stringify({ acked: [...acked.values()], finished: [...finished.values()] }));
       const kill: KillAt | undefined = last ? undefined : random() < 0.3 ? { acks: 400, runs: 1 + Math.floor(random() * 30) } : { acks: 1 + Math.floor(random() * 150) };
-      const l = await life(i, [store, String(i), String(Math.floor(random() * 2 ** 31)), retriesFile, runsFile, last ? 'drain' : 'send'], kill);
+      const l = await life(i, [store, String(i), String(Math.floor(random() * 2 ** 31)), retriesFile, runsFile, last ? 'drain' : 'send', String(SHARDS)], kill);
       if (kill?.runs !== undefined && l.runs.length >= kill.runs && l.acks.length < kill.acks) runKills++;
       sends.push(...l.sends);
       acks.push(...l.acks);

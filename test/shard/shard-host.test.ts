@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock, memoryStore, settle } from '../../src/index.js';
+import { ManualClock, memoryStore, settle, type MemoryStore } from '../../src/index.js';
 import { TIMER, type Rules } from '../../src/shard/rules.js';
+import type { ShardLog } from '../../src/core/ports.js';
 import { ShardHost } from '../../src/store/shard-host.js';
 
 /** Test rules: events count up and set a timer 100 ms on; the timer outputs the count and retires the key. */
@@ -90,6 +91,49 @@ describe('ShardHost', () => {
     expect(second.outputs.filter((o) => o.kind === 'fired')).toHaveLength(2);
   });
 
+  it('reads a memory store in turns of the event loop, as a disk is read: seeded, the same turns for a seed', async () => {
+    /** Turns of the event loop that a replay of the store's shard 0 takes. */
+    const replayTurns = async (store: MemoryStore): Promise<number> => {
+      let turns = 0;
+      let done = false;
+      const tick = (): void => void (done || (turns++, setImmediate(tick)));
+      setImmediate(tick);
+      let records = 0;
+      await store.log(0).replay(1, () => records++);
+      done = true;
+      expect(records).toBe(2_500);
+      return turns;
+    };
+    const filled = async (store: MemoryStore): Promise<MemoryStore> => {
+      await Promise.all(Array.from({ length: 2_500 }, () => store.log(0).append(Buffer.from('r'))));
+      return store.crash();
+    };
+    expect(await replayTurns(await filled(memoryStore({ shards: 1 })))).toBe(3); // a turn per 1,000 records
+    const seeded = await Promise.all([1, 1, 2].map(async (seed) => replayTurns(await filled(memoryStore({ shards: 1, ioSeed: seed })))));
+    expect(seeded[0]).toBe(seeded[1]);
+    for (const t of seeded) expect(t).toBeGreaterThanOrEqual(3);
+  });
+
+  it('takes records only while it serves: not before its log has replayed, nor once closed', async () => {
+    const first = host();
+    await first.h.open();
+    await first.h.append({ key: 'a', type: 'event' });
+    await first.h.append({ key: 'a', type: 'event' });
+    first.h.close();
+    const second = host(first.store.crash(), first.clock);
+    await expect(second.h.append({ key: 'a', type: 'event' })).rejects.toMatchObject({ code: 'APP_STATE' }); // not recovered
+    await second.h.recover();
+    expect(second.h.core.state('a')).toEqual({ count: 2 });
+    expect(second.outputs).toEqual([]); // recovered, and nothing handed out yet
+    await expect(second.h.append({ key: 'a', type: 'event' })).rejects.toMatchObject({ code: 'APP_STATE' });
+    second.h.serve();
+    expect(second.outputs).toEqual([{ key: 'a', kind: 'resumed', count: 2 }]);
+    expect(await second.h.append({ key: 'a', type: 'event' })).toBe(3); // the LSN after the replayed ones
+    await second.h.close();
+    await expect(second.h.append({ key: 'a', type: 'event' })).rejects.toMatchObject({ code: 'APP_STATE' });
+    expect(second.store.log(0).assignedLsn()).toBe(3); // nothing refused reached the log
+  });
+
   it('snapshots the shard and recovers from the snapshot plus the records after it', async () => {
     const store = memoryStore({ shards: 1 });
     const clock = new ManualClock(1_000);
@@ -107,6 +151,30 @@ describe('ShardHost', () => {
     await second.open();
     expect([...second.core.keys()].sort().map((k) => [k, second.core.state(k), second.core.timerOf(k)])).toEqual(live);
     expect(second.core.appliedLsn).toBe(8);
+  });
+
+  it('close() waits for the snapshot being written, even when appends asked for another meanwhile', async () => {
+    const store = memoryStore({ shards: 1 });
+    const log = store.log(0);
+    let written = 0;
+    // The log, counting snapshots once written: after close() nothing may write in the store's directory.
+    const counting: ShardLog = {
+      shard: 0,
+      append: (record) => log.append(record),
+      assignedLsn: () => log.assignedLsn(),
+      durableLsn: () => log.durableLsn(),
+      replay: (from, visit) => log.replay(from, visit),
+      readSnapshot: () => log.readSnapshot(),
+      writeSnapshot: async (lsn, state) => {
+        await log.writeSnapshot(lsn, state);
+        written++;
+      },
+    };
+    const h = new ShardHost({ log: counting, rules, clock: new ManualClock(1_000), onOutput: () => {}, snapshotEvery: 5 });
+    await h.open();
+    for (let i = 0; i < 6; i++) await h.append({ key: `k${i % 2}`, type: 'event' }); // the 5th starts a snapshot, the 6th asks again
+    await h.close();
+    expect(written).toBe(1);
   });
 
   it('restarted long after its timers were due, fires every one, parked keys included, each once', async () => {

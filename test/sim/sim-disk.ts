@@ -3,8 +3,10 @@
  * durable (as of its last fsync); each directory has the names it holds and the names that are durable (as
  * of its last directory fsync). A crash keeps only what is durable — of what was written since, a seeded
  * prefix survives, so the last write may tear at any byte — and drops names whose directory was not
- * fsynced. Writes and syncs complete only when the world lets them (`complete`), so a crash can fall
- * between a write and its fsync. Faults: an fsync that fails, and a bit flipped in a file at rest.
+ * fsynced. Reads, writes and syncs complete only when the world lets them (`complete`), so a crash can
+ * fall between a write and its fsync, and a read takes turns of the event loop as a real one does (a
+ * recovery that read in microtasks would hide a race with what runs beside it). Faults: an fsync that
+ * fails, and a bit flipped in a file at rest.
  */
 import path from 'node:path';
 import type { FileSystem, StoreFile } from '../../src/store/fs.js';
@@ -16,8 +18,8 @@ class Inode {
 }
 
 interface Op {
-  readonly run: () => void;
-  readonly resolve: () => void;
+  readonly run: () => unknown;
+  readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -45,8 +47,7 @@ export class SimDisk {
     const ops = this.queue.splice(0, n);
     for (const op of ops) {
       try {
-        op.run();
-        op.resolve();
+        op.resolve(op.run());
       } catch (e) {
         op.reject(e);
       }
@@ -105,10 +106,10 @@ export class SimDisk {
   mount(pid: number): FileSystem {
     const life = this.life;
     const disk = this;
-    const later = (run: () => void): Promise<void> =>
-      new Promise((resolve, reject) => {
+    const later = <T = void>(run: () => T): Promise<T> =>
+      new Promise<T>((resolve, reject) => {
         if (disk.life !== life) return; // the process is dead: nothing completes
-        disk.queue.push({ run: () => (disk.life === life ? run() : undefined), resolve, reject });
+        disk.queue.push({ run: () => (disk.life === life ? run() : undefined), resolve: resolve as (value: unknown) => void, reject });
       });
     const now = <T>(get: () => T): Promise<T> => (disk.life !== life ? new Promise(() => {}) : Promise.resolve().then(get));
     const inode = (file: string): Inode => {
@@ -129,11 +130,11 @@ export class SimDisk {
       processAlive: () => false, // every earlier life has died
       mkdir: (dir) => now(() => void disk.dirs.add(dir)),
       readdir: (dir) =>
-        now(() => {
+        later(() => {
           if (!disk.dirs.has(dir)) throw error('ENOENT', dir);
           return [...disk.names.keys()].filter((n) => path.dirname(n) === dir).map((n) => path.basename(n)).sort();
         }),
-      readFile: (file) => now(() => Buffer.from(inode(file).data)),
+      readFile: (file) => later(() => Buffer.from(inode(file).data)),
       open: (file, flag) =>
         now(() => {
           let node = disk.names.get(file);

@@ -2,7 +2,9 @@
  * The simulated world: one seed decides everything — which sender sends what when, which broker messages
  * arrive, when the disk completes writes and fsyncs, when handlers finish or fail, when the clock moves,
  * when the process crashes or stops, when an fsync fails or a bit flips — and the real App, Pacer, shard
- * hosts and file store run in it on a simulated disk (sim-disk.ts) and a ManualClock. Nothing touches a
+ * hosts and file store (of 1 to 4 shards) run in it on a simulated disk (sim-disk.ts) and a ManualClock.
+ * While a life starts, its disk completes a few operations a turn, its clock moves on and its handlers
+ * finish, as they do beside a real start: a run let out early meets the rest of the start. Nothing touches a
  * real disk or a real timer, so a failing seed replays exactly. What happened is recorded in a History
  * for the checkers (checkers.ts).
  */
@@ -68,6 +70,12 @@ function lifeBroker(shared: MemoryBroker, life: () => Life | undefined, consumer
 
 export class World {
   readonly random: Random;
+  /**
+   * Choices made while a life starts (its I/O, its clock, its handlers) and the shard count: a stream of
+   * their own, so that they leave the scheduler's choices as they were.
+   */
+  private readonly io: Random;
+  private readonly shards: number;
   readonly disk: SimDisk;
   readonly broker = new MemoryBroker({ partitions: 2 });
   readonly history: History = { sends: [], acks: [], drops: [], published: [], runs: [], lives: [], notes: [] };
@@ -83,6 +91,8 @@ export class World {
 
   constructor(private readonly options: WorldOptions) {
     this.random = new Random(options.seed);
+    this.io = new Random((options.seed ^ 0x5bd1e995) >>> 0);
+    this.shards = 1 + this.io.int(4);
     this.disk = new SimDisk(this.random);
   }
 
@@ -171,7 +181,7 @@ export class World {
     const clock = new ManualClock(this.now);
     const consumers: Consumer[] = [];
     let life: Life | undefined;
-    const store = fileStore({ dir: '/sim', shards: 2, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true) });
+    const store = fileStore({ dir: '/sim', shards: this.shards, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true) });
     const handler = (sub: string) => (payload: unknown, ctx: Context) => this.handle(n, sub, payload, ctx);
     // The app reads a clock that may tick between two reads, as a real one does: a read moves it on by a
     // millisecond now and then (never back), while timers fire on the manual clock underneath.
@@ -311,17 +321,23 @@ export class World {
     });
   }
 
-  private settleOne(): void {
+  private settleOne(random = this.random): void {
     if (this.waiting.length === 0) return;
-    const [w] = this.waiting.splice(this.random.int(this.waiting.length), 1);
-    const r = this.random.weighted([75, 15, 10]);
+    const [w] = this.waiting.splice(random.int(this.waiting.length), 1);
+    const r = random.weighted([75, 15, 10]);
     w!.settle(r === 0 ? HandlerOutcome.ack() : r === 1 ? new Error('handler failed') : HandlerOutcome.retry());
   }
 
-  /** Completes disk operations and lets work run until `promise` settles. */
+  /**
+   * Lets a start run until `promise` settles: the disk completes a few operations a turn, and meanwhile
+   * handlers finish and the clock moves on (timers armed by the start fire), as beside a real start.
+   */
   private async pump<T>(promise: Promise<T>): Promise<T> {
+    const life = this.life!;
     for (let i = 0; i < 10_000 && !(await settledYet(promise)); i++) {
-      this.disk.complete(Number.POSITIVE_INFINITY);
+      this.disk.complete(1 + this.io.int(4));
+      if (this.io.chance(0.3)) this.settleOne(this.io);
+      if (this.io.chance(0.3)) await life.clock.advanceTo((this.now += this.io.pick([0, 0, 1, 100, 500])));
       await turn();
     }
     return promise;
