@@ -1,6 +1,6 @@
-import { SystemClock } from '../core/clock.js';
+import { SystemClock, holdProcess } from '../core/clock.js';
 import { SluiceError, show } from '../core/errors.js';
-import { jsonLogger } from '../core/logger.js';
+import { jsonLogger, safeLogger } from '../core/logger.js';
 import path from 'node:path';
 import type { Broker, Clock, Logger, Store } from '../core/ports.js';
 import { compilePace, type CompiledPace } from '../pace/config.js';
@@ -45,9 +45,29 @@ export type Receipt = PaceReceipt | { readonly dropped: true };
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
+/** Every setting an App takes: any other key is a misspelling. */
+const APP_OPTION_NAMES: ReadonlySet<string> = new Set(['name', 'version', 'shutdownTimeoutMs', 'store', 'clock', 'logger', 'defaults', 'maxUncommitted', 'randomUUID']);
+
+/** Thrown inside `start()` when `stop()` was called meanwhile: the start unwinds. */
+class StartInterrupted extends Error {}
+
 /**
  * The composition root: brokers with their subscribers, a lifecycle (start, stop, run) and `idle()` for
- * tests. Settings are compiled when `withBroker` is called, so a bad one throws there.
+ * tests. Settings are checked in the constructor and compiled when `withBroker` is called, so a bad one
+ * throws there.
+ *
+ * The lifecycle gives each call one outcome in each state (an App runs once; a failed start may be retried):
+ *
+ * | state    | start()                                            | stop()                                          |
+ * |----------|----------------------------------------------------|-------------------------------------------------|
+ * | new      | starting; resolves once running                    | stopped at once (nothing had started)           |
+ * | starting | rejects APP_STATE                                  | the start unwinds after the step under way and closes what it opened; start() rejects APP_STATE; stop() resolves once all is closed: stopped |
+ * | running  | rejects APP_STATE                                  | stopping, then stopped                          |
+ * | stopping | rejects APP_STATE                                  | the same promise as the first stop()            |
+ * | stopped  | rejects APP_STATE (make a new App)                 | resolves                                        |
+ *
+ * A start that fails closes whatever it had opened (consumers, store, brokers) and leaves the App `new`:
+ * start() may be called again. While `start`, `stop`, `run` or `idle` is awaited, the process stays alive.
  */
 export class App {
   readonly name: string;
@@ -62,28 +82,48 @@ export class App {
   private readonly paces = new Map<string, CompiledPace>();
   private pacer: Pacer | undefined;
   private subscriptions: Subscription[] = [];
+  /** Brokers whose `connect` resolved in this start: the ones to close. */
+  private connected: Broker[] = [];
   private state: State = 'new';
   private progressWaiters: (() => void)[] = [];
+  private starting: Promise<void> | undefined;
+  private stopRequested = false;
   private stopped: Promise<void> | undefined;
 
   constructor(private readonly options: AppOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.name !== 'string' || options.name === '') {
-      throw new SluiceError('CONFIG_INVALID', `App: name must be a non-empty string, got ${show(options?.name)}`);
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw new SluiceError('CONFIG_INVALID', `App: options must be an object, got ${show(options)}`);
     }
+    if (typeof options.name !== 'string' || options.name === '' || options.name.includes('\u0000')) {
+      throw new SluiceError('CONFIG_INVALID', `App: name must be a non-empty string without NUL, got ${show(options.name)}`);
+    }
+    const who = `App "${options.name}"`;
+    for (const field of Object.keys(options)) {
+      if (!APP_OPTION_NAMES.has(field)) {
+        throw new SluiceError('CONFIG_INVALID', `${who}: ${field} must be a known setting (${[...APP_OPTION_NAMES].join(', ')}), got ${show((options as unknown as Record<string, unknown>)[field])}`);
+      }
+    }
+    const bad = (field: string, expected: string): never => {
+      throw new SluiceError('CONFIG_INVALID', `${who}: ${field} must be ${expected}, got ${show((options as unknown as Record<string, unknown>)[field])}`);
+    };
+    if (options.version !== undefined && typeof options.version !== 'string') bad('version', 'a string');
     const t = options.shutdownTimeoutMs;
-    if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t))) {
-      throw new SluiceError('CONFIG_INVALID', `App "${options.name}": shutdownTimeoutMs must be a finite number >= 0, got ${show(t)}`);
-    }
+    if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t))) bad('shutdownTimeoutMs', 'a finite number >= 0');
     const m = options.maxUncommitted;
-    if (m !== undefined && !(Number.isInteger(m) && m >= 1)) {
-      throw new SluiceError('CONFIG_INVALID', `App "${options.name}": maxUncommitted must be a positive integer, got ${show(m)}`);
+    if (m !== undefined && !(Number.isInteger(m) && m >= 1)) bad('maxUncommitted', 'a positive integer');
+    if (options.clock !== undefined && !hasMethods(options.clock, ['now', 'setTimer'])) bad('clock', 'a Clock (an object with now() and setTimer())');
+    if (options.store !== undefined && !(hasMethods(options.store, ['open', 'log', 'close']) && Number.isInteger(options.store.shards) && options.store.shards >= 1)) {
+      bad('store', 'a Store (an object with shards >= 1, open(), log() and close())');
     }
-    this.defaults = options.defaults === undefined ? undefined : validateDefaults(options.defaults, `App "${options.name}" defaults`);
+    if (options.logger !== undefined && !hasMethods(options.logger, ['debug', 'info', 'warn', 'error', 'child'])) bad('logger', 'a Logger (debug, info, warn, error, child)');
+    if (options.randomUUID !== undefined && typeof options.randomUUID !== 'function') bad('randomUUID', 'a function returning a string');
+    this.defaults = options.defaults === undefined ? undefined : validateDefaults(options.defaults, `${who} defaults`);
     this.name = options.name;
     this.version = options.version ?? '0.0.0';
     this.shutdownTimeoutMs = t ?? 30_000;
     this.clock = options.clock ?? new SystemClock();
-    this.log = (options.logger ?? jsonLogger()).child({ app: this.name });
+    // Whatever a logger does, logging never throws into the app: it logs from where a throw would stop a worker.
+    this.log = safeLogger(options.logger ?? jsonLogger()).child({ app: this.name });
   }
 
   /**
@@ -106,6 +146,7 @@ export class App {
       reads.set(`${s.topic}\u0000${s.group}`, s.name);
       if (s.pace !== undefined) this.paces.set(s.name, compilePace(s.pace, `subscriber "${s.name}"`));
     }
+    if (this.paces.size > 0 && this.options.store === undefined) defaultStoreDir(this.name);
     this.mounts.push({ broker, subscribers });
     return this;
   }
@@ -115,66 +156,136 @@ export class App {
     return this.mounts.flatMap((m) => m.subscribers);
   }
 
-  /** Connects the brokers and starts every subscription. */
-  async start(): Promise<void> {
-    if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": start() called twice`);
+  /**
+   * Connects the brokers and starts every subscription; resolves once the app is running. A start that
+   * fails (or that `stop()` interrupts) closes what it had opened; see the lifecycle table above.
+   */
+  start(): Promise<void> {
+    if (this.state !== 'new') return Promise.reject(new SluiceError('APP_STATE', `App "${this.name}": start() needs a new app, it is ${this.state}${STATE_HINT[this.state]}`));
     this.state = 'starting';
-    const settings = {
-      clock: this.clock,
-      logger: this.log,
-      revokeTimeoutMs: this.shutdownTimeoutMs,
-      maxUncommitted: this.options.maxUncommitted ?? 10_000,
-      onProgress: this.progress,
-      pacer: this.paces.size > 0 ? (this.pacer = new Pacer(this.options.store ?? fileStore({ dir: path.resolve('.sluice', this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID)) : undefined,
-    };
-    for (const { broker, subscribers } of this.mounts) {
-      await broker.connect();
-      for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
+    this.stopRequested = false;
+    this.starting = held(() => this.doStart());
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    try {
+      const pacer = this.paces.size > 0 ? new Pacer(this.options.store ?? fileStore({ dir: defaultStoreDir(this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID) : undefined;
+      this.pacer = pacer;
+      const settings = {
+        clock: this.clock,
+        logger: this.log,
+        revokeTimeoutMs: this.shutdownTimeoutMs,
+        maxUncommitted: this.options.maxUncommitted ?? 10_000,
+        onProgress: this.progress,
+        pacer,
+      };
+      for (const { broker, subscribers } of this.mounts) {
+        if (!this.connected.includes(broker)) {
+          await broker.connect();
+          this.connected.push(broker);
+          this.interrupted();
+        }
+        for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
+      }
+      // Subscriptions are attached first: recovered runs that did not finish go to their workers.
+      await pacer?.open();
+      this.interrupted();
+      // Every join settles before anything is closed: a consumer that joins after its subscription stopped would never leave.
+      const joins = await Promise.allSettled(this.subscriptions.map((s) => s.start()));
+      const failed = joins.find((j) => j.status === 'rejected');
+      if (failed) throw failed.reason;
+      this.interrupted();
+    } catch (error) {
+      await this.close();
+      if (this.stopRequested) {
+        this.state = 'stopped';
+        this.log.info('stopped');
+        this.progress();
+        if (error instanceof StartInterrupted) throw new SluiceError('APP_STATE', `App "${this.name}": stop() was called during start(); the app stopped before it ran`);
+      } else this.state = 'new';
+      throw error;
     }
-    // Subscriptions are attached first: recovered runs that did not finish go to their workers.
-    await this.pacer?.open();
-    await Promise.all(this.subscriptions.map((s) => s.start()));
     this.state = 'running';
     this.log.info('started', { version: this.version, subscribers: this.subscriptions.length });
   }
 
+  /** Between the steps of a start: throws if stop() was called meanwhile. */
+  private interrupted(): void {
+    if (this.stopRequested) throw new StartInterrupted();
+  }
+
   /**
    * Stops gracefully: stop reading; let in-flight deliveries finish within `shutdownTimeoutMs` (then abort
-   * `ctx.signal`); commit what finished; close the brokers. Safe to call more than once.
+   * `ctx.signal`); commit what finished; close the brokers. Safe to call more than once, and at any point
+   * of the lifecycle (see the table above). A handler must not await it: it would wait for that handler
+   * itself, until `shutdownTimeoutMs`. A handler calls `void app.stop()` and returns.
    */
   stop(): Promise<void> {
-    this.stopped ??= this.doStop();
+    this.stopped ??= held(() => this.doStop());
     return this.stopped;
   }
 
   private async doStop(): Promise<void> {
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      return;
+    }
+    if (this.state === 'starting') {
+      // The start sees it between its steps and unwinds; it closes what it opened and ends stopped.
+      this.stopRequested = true;
+      await this.starting!.catch(() => {});
+      // A start that failed just before (and left the app new) is stopped here.
+      if ((this.state as State) === 'new') this.state = 'stopped';
+      return;
+    }
     this.state = 'stopping';
-    let timer: { cancel(): void } | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve)));
-    await Promise.all(this.subscriptions.map((s) => s.stop(deadline)));
-    await this.pacer?.close(deadline);
-    timer?.cancel();
-    await Promise.all(this.mounts.map((m) => m.broker.close()));
+    await this.close();
     this.state = 'stopped';
     this.log.info('stopped');
     this.progress();
   }
 
+  /**
+   * Closes what a start opened: the subscriptions (in-flight work gets until `shutdownTimeoutMs`), the
+   * pace store, the brokers. Leaves the app ready for a new start.
+   */
+  private async close(): Promise<void> {
+    let timer: { cancel(): void } | undefined;
+    // The caller awaits this deadline: it keeps the process alive.
+    const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve, { keepAlive: true })));
+    try {
+      await Promise.all(this.subscriptions.map((s) => s.stop(deadline)));
+      await this.pacer?.close(deadline);
+    } finally {
+      timer?.cancel();
+      const brokers = this.connected;
+      this.subscriptions = [];
+      this.pacer = undefined;
+      this.connected = [];
+      const closed = await Promise.allSettled(brokers.map((b) => b.close()));
+      for (const c of closed) if (c.status === 'rejected') this.log.warn('a broker did not close cleanly', { error: c.reason });
+    }
+  }
+
   /** Starts, serves until SIGINT or SIGTERM, then stops gracefully. */
   async run(): Promise<void> {
     await this.start();
-    const keepAlive = setInterval(() => {}, 1 << 30);
-    await new Promise<void>((resolve) => {
-      const onSignal = (signal: NodeJS.Signals): void => {
-        this.log.info('signal received, stopping', { signal });
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-        resolve();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-    });
-    clearInterval(keepAlive);
+    const release = holdProcess();
+    try {
+      await new Promise<void>((resolve) => {
+        const onSignal = (signal: NodeJS.Signals): void => {
+          this.log.info('signal received, stopping', { signal });
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+          resolve();
+        };
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
+      });
+    } finally {
+      release();
+    }
     await this.stop();
   }
 
@@ -182,14 +293,8 @@ export class App {
    * Resolves once every delivery published so far is settled: nothing in flight (retries waiting on the
    * clock included) and nothing left to read. For tests.
    */
-  async idle(): Promise<void> {
-    // The system clock's timers do not keep Node alive; while a script awaits idle(), this does.
-    const keepAlive = setInterval(() => {}, 1 << 30);
-    try {
-      await this.waitIdle();
-    } finally {
-      clearInterval(keepAlive);
-    }
+  idle(): Promise<void> {
+    return held(() => this.waitIdle());
   }
 
   private async waitIdle(): Promise<void> {
@@ -242,4 +347,39 @@ export class App {
   private readonly progress = (): void => {
     if (this.progressWaiters.length > 0) for (const wake of this.progressWaiters.splice(0)) wake();
   };
+}
+
+const STATE_HINT: Record<State, string> = {
+  new: '',
+  starting: ' (start() is under way)',
+  running: ' (start() was called before)',
+  stopping: ' (an App runs once: make a new one)',
+  stopped: ' (an App runs once: make a new one)',
+};
+
+/** Runs `call` with the process held alive until it settles: the user awaits it. */
+async function held<T>(call: () => Promise<T>): Promise<T> {
+  const release = holdProcess();
+  try {
+    return await call();
+  } finally {
+    release();
+  }
+}
+
+function hasMethods(value: unknown, methods: readonly string[]): boolean {
+  return value !== null && typeof value === 'object' && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
+}
+
+/**
+ * The default store's folder, `.sluice/<name>` under the working directory. The name must be one plain
+ * folder name there: a name that is absolute, or climbs with `..`, would put the store elsewhere.
+ */
+function defaultStoreDir(name: string): string {
+  const root = path.resolve('.sluice');
+  const dir = path.resolve(root, name);
+  if (name === '.' || name === '..' || /[/\\\u0000]/.test(name) || path.dirname(dir) !== root) {
+    throw new SluiceError('CONFIG_INVALID', `App "${name}": name must be a plain folder name (no "/", "\\", "." or "..") for the default store at .sluice/<name>, got ${show(name)}; rename the app or give it a store`);
+  }
+  return dir;
 }

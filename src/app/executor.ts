@@ -162,7 +162,7 @@ export class Executor {
         } catch (error) {
           this.log.error('dead-letter publish failed', { subscriber: this.sub.name, topic: target, error });
           slot.waiting = true;
-          if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal))) {
+          if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal, { keepAlive: true }))) {
             this.host.abandon(job);
             return false;
           }

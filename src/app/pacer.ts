@@ -32,6 +32,8 @@ export class Pacer {
   private readonly hosts: ShardHost<PaceState, PaceOutput>[] = [];
   private readonly targets = new Map<string, RunTarget>();
   private opened = false;
+  /** The store opened (even if a shard then failed to): close releases it. */
+  private storeOpen = false;
 
   constructor(
     private readonly store: Store,
@@ -50,6 +52,7 @@ export class Pacer {
 
   async open(): Promise<void> {
     await this.store.open();
+    this.storeOpen = true;
     const rules = paceRules(this.paces);
     for (let shard = 0; shard < this.store.shards; shard++) {
       const host = new ShardHost<PaceState, PaceOutput>({
@@ -136,7 +139,8 @@ export class Pacer {
     await Promise.race([Promise.all(this.hosts.map((h) => h.drained())), deadline]);
     await Promise.race([snapshots, deadline]);
     if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
-    if (this.opened) await this.store.close();
+    if (this.storeOpen) await this.store.close();
+    this.storeOpen = false;
     this.opened = false;
   }
 

@@ -55,6 +55,8 @@ export class Subscription implements ExecutorHost {
   private readonly revokeWaiters: (() => void)[] = [];
   private pumping = false;
   private sweepTimer: Timer | undefined;
+  /** The watchdog's timer holds the process: an attempt is running, and only the watchdog ends one that hangs. */
+  private sweepHeld = false;
   /** Jobs waiting for a retry's backoff, each with the timer that brings it back. */
   private readonly backoffs = new Map<Job, Timer>();
   /** For a paced subscriber: its pace stage, deliveries being appended, and the never-revoked marks of runs. */
@@ -154,7 +156,7 @@ export class Subscription implements ExecutorHost {
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
     }
-    if (job.undecodable !== undefined) return this.workers.push(job); // the executor dead-letters it
+    if (job.undecodable !== undefined) return this.pushWatched(job); // the executor dead-letters it
     this.appending++;
     pacer.start(this.sub.name, { key: job.key ?? '', event: job.payload, source: m }).then(
       () => {
@@ -166,7 +168,7 @@ export class Subscription implements ExecutorHost {
         this.appending--;
         if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
           job.undecodable = [[m, `DECODE_FAILED: the decoded value cannot be journaled for pace: ${error.message}`]];
-          return this.workers.push(job); // the executor dead-letters it
+          return this.pushWatched(job); // the executor dead-letters it
         }
         this.log.error('pace: the event was not recorded; its delivery stays uncommitted', { id: messageId(m), error });
         this.abandon(job);
@@ -200,18 +202,26 @@ export class Subscription implements ExecutorHost {
     // Keyed for turns and lanes (a pool without turns ignores the key).
     job.key = run.key;
     this.workers.push(job);
+    this.watch();
   };
+
+  private pushWatched(job: Job): void {
+    this.workers.push(job);
+    this.watch();
+  }
 
   private dispatch(m: InboundMessage): void {
     const marks = this.track(m);
     const job = new Job(this, m, marks);
     if (this.sub.byKey) job.key = this.keyOf(job);
     this.workers.push(job);
+    this.watch();
   }
 
   private dispatchBatch(messages: readonly InboundMessage[]): void {
     const batchMarks = messages.map((m) => this.track(m));
     this.workers.push(new Job(this, messages[0]!, batchMarks[0]!, messages, batchMarks));
+    this.watch();
   }
 
   private track(m: InboundMessage): Watermark {
@@ -267,8 +277,10 @@ export class Subscription implements ExecutorHost {
       for (const marks of job.batchMarks ?? [job.marks]) marks.away--;
       job.attempt++;
       this.workers.back(job);
+      this.watch();
     };
-    this.backoffs.set(job, delayMs > 0 ? this.clock.setTimer(delayMs, due) : immediately(due));
+    // The delivery waits for this timer: it keeps the process alive.
+    this.backoffs.set(job, delayMs > 0 ? this.clock.setTimer(delayMs, due, { keepAlive: true }) : immediately(due));
   }
 
   /** A job waiting for its retry's backoff will not run again here: it stays uncommitted. */
@@ -318,10 +330,15 @@ export class Subscription implements ExecutorHost {
     const busy = (): boolean => revoked.some((m) => m.outstanding > 0);
     if (busy()) {
       let timedOut = false;
-      const timer = this.clock.setTimer(this.settings.revokeTimeoutMs, () => {
-        timedOut = true;
-        this.wakeRevoke();
-      });
+      // A rebalance (another member's join, or a stop) waits for this: it keeps the process alive.
+      const timer = this.clock.setTimer(
+        this.settings.revokeTimeoutMs,
+        () => {
+          timedOut = true;
+          this.wakeRevoke();
+        },
+        { keepAlive: true },
+      );
       while (busy() && !timedOut) await new Promise<void>((resolve) => this.revokeWaiters.push(resolve));
       timer.cancel();
       if (timedOut) this.log.warn('revoke: in-flight work did not finish in time; it will be delivered again', { partitions });
@@ -342,6 +359,8 @@ export class Subscription implements ExecutorHost {
    */
   private scheduleSweep(): void {
     const every = Math.max(1, Math.min(1000, Math.ceil(this.sub.timeoutMs / 4)));
+    // While an attempt runs, the watchdog holds the process (a hung one must still time out); idle, it does not.
+    this.sweepHeld = this.workers.inFlight > 0;
     this.sweepTimer = this.clock.setTimer(every, () => {
       if (this.stopping) return;
       const now = this.clock.now();
@@ -359,7 +378,14 @@ export class Subscription implements ExecutorHost {
         this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));
       }
       this.scheduleSweep();
-    });
+    }, { keepAlive: this.sweepHeld });
+  }
+
+  /** Work was handed to the workers: if the watchdog does not hold the process, it is set again so that it does. */
+  private watch(): void {
+    if (this.sweepHeld || this.stopping || this.sweepTimer === undefined) return;
+    this.sweepTimer.cancel();
+    this.scheduleSweep();
   }
 
   /**
