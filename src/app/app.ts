@@ -134,7 +134,7 @@ export class App {
     if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
     const router = new Router();
     configure(router);
-    const subscribers = router.mounted().map((m) => compile(m, { name: this.name, defaults: this.defaults }));
+    const subscribers = router.mounted(this.name).map((m) => compile(m, { name: this.name, defaults: this.defaults }));
     const reads = new Map(this.mounts.filter((m) => m.broker === broker).flatMap((m) => m.subscribers.map((s) => [`${s.topic}\u0000${s.group}`, s.name])));
     for (const s of subscribers) {
       if (this.names.has(s.name)) throw new SluiceError('CONFIG_INVALID', `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`);

@@ -105,6 +105,8 @@ export class Pacer {
     let e: unknown;
     try {
       e = jsonValue(start.event); // as a replay will read it, and not shared with the sender
+      // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
+      if (e === undefined) throw new TypeError(`${typeof start.event} is not a JSON value`);
     } catch (error) {
       throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
     }

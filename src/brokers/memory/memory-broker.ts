@@ -65,6 +65,7 @@ export class MemoryBroker implements Broker {
 
   /** The synchronous form of {@link publish}: returns where the message landed. */
   publishNow(topic: string, value: unknown, options?: PublishOptions): InboundMessage {
+    checkPublish(topic, options, this.topicLogs.get(topic)?.partitions.length ?? this.topicPartitions.get(topic) ?? this.defaultPartitions);
     const message = this.topic(topic).append(value, options, this.now());
     for (const g of this.groups.values()) {
       if (g.log.name !== topic) continue;
@@ -122,6 +123,25 @@ export class MemoryBroker implements Broker {
     let log = this.topicLogs.get(name);
     if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.topicPartitions.get(name) ?? this.defaultPartitions)));
     return log;
+  }
+}
+
+/**
+ * A publish's topic and options, checked before anything is stored: a message that no consumer could be
+ * handed (a partition given as a string, a key that is not a string) is refused, not kept.
+ */
+function checkPublish(topic: unknown, options: PublishOptions | undefined, partitions: number): void {
+  const who = `MemoryBroker.publish(${show(topic)})`;
+  if (typeof topic !== 'string' || topic === '') throw new SluiceError('CONFIG_INVALID', `MemoryBroker.publish: topic must be a non-empty string, got ${show(topic)}`);
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') throw new SluiceError('CONFIG_INVALID', `${who}: options must be an object, got ${show(options)}`);
+  const { key, headers, partition } = options;
+  if (key !== undefined && typeof key !== 'string') throw new SluiceError('CONFIG_INVALID', `${who}: key must be a string, got ${show(key)}`);
+  if (headers !== undefined && (headers === null || typeof headers !== 'object' || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== 'string'))) {
+    throw new SluiceError('CONFIG_INVALID', `${who}: headers must be an object of string values, got ${show(headers)}`);
+  }
+  if (partition !== undefined && !(typeof partition === 'number' && Number.isInteger(partition) && partition >= 0 && partition < partitions)) {
+    throw new SluiceError('CONFIG_INVALID', `${who}: partition must be an integer from 0 to ${partitions - 1}, got ${show(partition)}`);
   }
 }
 
