@@ -307,19 +307,24 @@ describe('the default logger never throws', () => {
     const logger = jsonLogger({ level: 'debug', write: (l) => lines.push(l) });
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
+    const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+    revoke(); // every look at it throws
     const a = app(
       broker,
       (b) =>
         b.include(
           subscriber('big', () => { throw 10n; }).retry({ attempts: 1 }).build(),
           subscriber('loop', () => { throw cyclic; }).key(() => { throw cyclic; }).workersByKey(2).retry({ attempts: 1 }).build(),
+          subscriber('proxy', () => { throw revoked; }).retry({ attempts: 1 }).build(),
         ),
       { logger },
     );
     await a.start();
     await broker.publish('big', { n: 1 });
     await broker.publish('loop', { n: 2 });
+    await broker.publish('proxy', { n: 3 });
     await a.idle();
+    expect(broker.values('proxy.dlq')).toEqual([{ n: 3 }]);
     expect(broker.values('big.dlq')).toEqual([{ n: 1 }]);
     expect(broker.values('loop.dlq')).toEqual([{ n: 2 }]);
     const logged = lines.map((l) => JSON.parse(l));

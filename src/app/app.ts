@@ -268,22 +268,33 @@ export class App {
     }
   }
 
-  /** Starts, serves until SIGINT or SIGTERM, then stops gracefully. */
+  /**
+   * Starts, serves until SIGINT or SIGTERM, then stops gracefully. The signals are listened for from the
+   * first moment: one that arrives while the app is starting stops it there (the start unwinds), and
+   * run() resolves once it is stopped.
+   */
   async run(): Promise<void> {
-    await this.start();
+    let onSignal: (signal: NodeJS.Signals) => void = () => {};
+    const signalled = new Promise<'signal'>((resolve) => {
+      onSignal = (signal) => {
+        this.log.info('signal received, stopping', { signal });
+        resolve('signal');
+      };
+    });
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
     const release = holdProcess();
     try {
-      await new Promise<void>((resolve) => {
-        const onSignal = (signal: NodeJS.Signals): void => {
-          this.log.info('signal received, stopping', { signal });
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
-          resolve();
-        };
-        process.on('SIGINT', onSignal);
-        process.on('SIGTERM', onSignal);
-      });
+      const started = this.start();
+      if ((await Promise.race([started.then(() => 'started' as const), signalled])) === 'signal') {
+        await this.stop();
+        await started.catch(() => {}); // it unwound (or had just finished, and the stop stopped it)
+        return;
+      }
+      await signalled;
     } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
       release();
     }
     await this.stop();
