@@ -55,7 +55,7 @@ export class Subscription implements ExecutorHost {
   private readonly revokeWaiters: (() => void)[] = [];
   private pumping = false;
   private sweepTimer: Timer | undefined;
-  /** The watchdog's timer holds the process: an attempt is running, and only the watchdog ends one that hangs. */
+  /** The watchdog's timer holds the process while attempts run: only it ends one that hangs. */
   private sweepHeld = false;
   /** Jobs waiting for a retry's backoff, each with the timer that brings it back. */
   private readonly backoffs = new Map<Job, Timer>();
@@ -156,7 +156,7 @@ export class Subscription implements ExecutorHost {
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
     }
-    if (job.undecodable !== undefined) return this.pushWatched(job); // the executor dead-letters it
+    if (job.undecodable !== undefined) return this.push(job); // the executor dead-letters it
     this.appending++;
     pacer.start(this.sub.name, { key: job.key ?? '', event: job.payload, source: m }).then(
       () => {
@@ -168,7 +168,7 @@ export class Subscription implements ExecutorHost {
         this.appending--;
         if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
           job.undecodable = [[m, `DECODE_FAILED: the decoded value cannot be journaled for pace: ${error.message}`]];
-          return this.pushWatched(job); // the executor dead-letters it
+          return this.push(job); // the executor dead-letters it
         }
         this.log.error('pace: the event was not recorded; its delivery stays uncommitted', { id: messageId(m), error });
         this.abandon(job);
@@ -201,26 +201,24 @@ export class Subscription implements ExecutorHost {
     job.order = run.order;
     // Keyed for turns and lanes (a pool without turns ignores the key).
     job.key = run.key;
-    this.workers.push(job);
-    this.watch();
+    this.push(job);
   };
-
-  private pushWatched(job: Job): void {
-    this.workers.push(job);
-    this.watch();
-  }
 
   private dispatch(m: InboundMessage): void {
     const marks = this.track(m);
     const job = new Job(this, m, marks);
     if (this.sub.byKey) job.key = this.keyOf(job);
-    this.workers.push(job);
-    this.watch();
+    this.push(job);
   }
 
   private dispatchBatch(messages: readonly InboundMessage[]): void {
     const batchMarks = messages.map((m) => this.track(m));
-    this.workers.push(new Job(this, messages[0]!, batchMarks[0]!, messages, batchMarks));
+    this.push(new Job(this, messages[0]!, batchMarks[0]!, messages, batchMarks));
+  }
+
+  /** To the workers; the watchdog then holds the process (see `watch`). */
+  private push(job: Job): void {
+    this.workers.push(job);
     this.watch();
   }
 
@@ -331,14 +329,10 @@ export class Subscription implements ExecutorHost {
     if (busy()) {
       let timedOut = false;
       // A rebalance (another member's join, or a stop) waits for this: it keeps the process alive.
-      const timer = this.clock.setTimer(
-        this.settings.revokeTimeoutMs,
-        () => {
-          timedOut = true;
-          this.wakeRevoke();
-        },
-        { keepAlive: true },
-      );
+      const timer = this.clock.setTimer(this.settings.revokeTimeoutMs, () => {
+        timedOut = true;
+        this.wakeRevoke();
+      }, { keepAlive: true });
       while (busy() && !timedOut) await new Promise<void>((resolve) => this.revokeWaiters.push(resolve));
       timer.cancel();
       if (timedOut) this.log.warn('revoke: in-flight work did not finish in time; it will be delivered again', { partitions });
@@ -381,7 +375,7 @@ export class Subscription implements ExecutorHost {
     }, { keepAlive: this.sweepHeld });
   }
 
-  /** Work was handed to the workers: if the watchdog does not hold the process, it is set again so that it does. */
+  /** Work went to the workers: a watchdog timer that does not hold the process is set again, holding it. */
   private watch(): void {
     if (this.sweepHeld || this.stopping || this.sweepTimer === undefined) return;
     this.sweepTimer.cancel();
