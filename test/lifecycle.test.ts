@@ -169,3 +169,32 @@ describe('App lifecycle: one outcome per call in each state', () => {
     );
   });
 });
+
+describe('App lifecycle: a part that fails to close', () => {
+  it('stop() closes every other part, ends stopped, and rejects with what failed', async () => {
+    class BadCloseBroker extends MemoryBroker {
+      override async consume(request: ConsumeRequest) {
+        const consumer = await super.consume(request);
+        if (request.topic !== 'bad') return consumer;
+        const close = consumer.close.bind(consumer);
+        return Object.assign(consumer, { close: async () => { await close(); throw new Error('close failed'); } });
+      }
+    }
+    const broker = new BadCloseBroker();
+    const dir = storeDir();
+    const store = fileStore({ dir });
+    const app = new App({ name: 'life', logger: silentLogger, clock: new ManualClock(), store }).withBroker(broker, (b) =>
+      b.include(subscriber('bad', async function bad() {}).build(), subscriber('good', async function good() {}).build(), subscriber('paced', async function paced() {}).pace({ debounce: 10 }).build()),
+    );
+    await app.start();
+    await expect(app.stop()).rejects.toThrow('close failed');
+    await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringContaining('stopped') });
+    const before = broker.readCount('life', 'good');
+    await broker.publish('good', {});
+    await turns(5);
+    expect(broker.readCount('life', 'good')).toBe(before); // the good subscription left its group
+    const other = setup({ store: fileStore({ dir }) });
+    await other.app.start(); // the store was closed: its LOCK is free
+    await other.app.stop();
+  });
+});

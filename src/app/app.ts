@@ -39,7 +39,9 @@ class StartInterrupted extends Error {}
  * | stopped  | rejects APP_STATE (make a new App)                 | resolves                                        |
  *
  * A start that fails closes whatever it had opened (consumers, store, brokers) and leaves the App `new`:
- * start() may be called again. While `start`, `stop`, `run` or `idle` is awaited, the process stays alive.
+ * start() may be called again. A part that fails to close is logged, the rest are closed, the app ends
+ * stopped and stop() rejects with the failure. While `start`, `stop`, `run` or `idle` is awaited, the
+ * process stays alive.
  */
 export class App {
   readonly name: string;
@@ -145,7 +147,7 @@ export class App {
       if (failed) throw failed.reason;
       this.interrupted();
     } catch (error) {
-      await this.close();
+      await this.close(); // what fails to close is logged: the start's own error is the one to report
       if (this.stopRequested) {
         this.state = 'stopped';
         this.log.info('stopped');
@@ -188,32 +190,40 @@ export class App {
       return;
     }
     this.state = 'stopping';
-    await this.close();
+    const failures = await this.close();
     this.state = 'stopped';
     this.log.info('stopped');
     this.progress();
+    // Stopped all the same: what failed to close is reported to the caller.
+    if (failures.length > 0) throw failures[0];
   }
 
   /**
    * Closes what a start opened: the subscriptions (in-flight work gets until `shutdownTimeoutMs`), the
    * pace store, the brokers. Leaves the app ready for a new start.
    */
-  private async close(): Promise<void> {
+  private async close(): Promise<unknown[]> {
     let timer: { cancel(): void } | undefined;
     // The caller awaits this deadline: it keeps the process alive.
     const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve, { keepAlive: true })));
-    try {
-      await Promise.all(this.subscriptions.map((s) => s.stop(deadline)));
-      await this.pacer?.close(deadline);
-    } finally {
-      timer?.cancel();
-      const brokers = this.connected;
-      this.subscriptions = [];
-      this.pacer = undefined;
-      this.connected = [];
-      const closed = await Promise.allSettled(brokers.map((b) => b.close()));
-      for (const c of closed) if (c.status === 'rejected') this.log.warn('a broker did not close cleanly', { error: c.reason });
-    }
+    const { subscriptions, pacer, connected } = this;
+    // Every part is closed whatever another one does; what failed is logged and returned.
+    const failures: unknown[] = [];
+    const settle = async (what: string, steps: Promise<unknown>[]): Promise<void> => {
+      for (const r of await Promise.allSettled(steps)) {
+        if (r.status === 'fulfilled') continue;
+        failures.push(r.reason);
+        this.log.error(`closing: ${what} failed`, { error: r.reason });
+      }
+    };
+    await settle('a subscription', subscriptions.map((s) => s.stop(deadline)));
+    await settle('the pace store', pacer ? [pacer.close(deadline)] : []);
+    timer?.cancel();
+    await settle('a broker', connected.map((b) => b.close()));
+    this.subscriptions = [];
+    this.pacer = undefined;
+    this.connected = [];
+    return failures;
   }
 
   /**
