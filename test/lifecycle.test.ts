@@ -136,6 +136,20 @@ describe('App lifecycle: one outcome per call in each state', () => {
     await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringContaining('runs once') });
   });
 
+  it('run() resolves once stop() is called, while running or while still starting', async () => {
+    const { app, consuming } = setup();
+    const running = app.run();
+    await turns(20);
+    await app.stop();
+    await running;
+    expect(await consuming()).toBe(false);
+    const early = setup();
+    const runningEarly = early.app.run();
+    await early.app.stop(); // during the start: it unwinds, and run() resolves all the same
+    await runningEarly;
+    expect(await early.consuming()).toBe(false);
+  });
+
   it('any interleaving of start(), stop() and failing connects: every call settles, at most one start succeeds, and after the last stop nothing consumes', async () => {
     const op = fc.oneof(
       fc.constant({ kind: 'start' as const }),

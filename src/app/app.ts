@@ -63,9 +63,13 @@ export class App {
   private starting: Promise<void> | undefined;
   private stopRequested = false;
   private stopped: Promise<void> | undefined;
+  /** Resolves when stop() is first called: run() then stops waiting for a signal. */
+  private readonly stopCalled: Promise<'stop'>;
+  private onStopCalled: () => void = () => {};
 
   constructor(private readonly options: AppOptions) {
     checkAppOptions(options);
+    this.stopCalled = new Promise((resolve) => (this.onStopCalled = () => resolve('stop')));
     const t = options.shutdownTimeoutMs;
     this.defaults = options.defaults === undefined ? undefined : validateDefaults(options.defaults, `App "${options.name}" defaults`);
     this.name = options.name;
@@ -172,6 +176,7 @@ export class App {
    * itself, until `shutdownTimeoutMs`. A handler calls `void app.stop()` and returns.
    */
   stop(): Promise<void> {
+    this.onStopCalled();
     this.stopped ??= held(() => this.doStop());
     return this.stopped;
   }
@@ -227,9 +232,9 @@ export class App {
   }
 
   /**
-   * Starts, serves until SIGINT or SIGTERM, then stops gracefully. The signals are listened for from the
-   * first moment: one that arrives while the app is starting stops it there (the start unwinds), and
-   * run() resolves once it is stopped.
+   * Starts, serves until SIGINT or SIGTERM (or a call of `stop()`), then stops gracefully. The signals are
+   * listened for from the first moment: one that arrives while the app is starting stops it there (the
+   * start unwinds), and run() resolves once it is stopped.
    */
   async run(): Promise<void> {
     let onSignal: (signal: NodeJS.Signals) => void = () => {};
@@ -244,12 +249,12 @@ export class App {
     const release = holdProcess();
     try {
       const started = this.start();
-      if ((await Promise.race([started.then(() => 'started' as const), signalled])) === 'signal') {
+      if ((await Promise.race([started.then(() => 'started' as const), signalled, this.stopCalled])) !== 'started') {
         await this.stop();
         await started.catch(() => {}); // it unwound (or had just finished, and the stop stopped it)
         return;
       }
-      await signalled;
+      await Promise.race([signalled, this.stopCalled]);
     } finally {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
