@@ -157,6 +157,8 @@ describe('App lifecycle: one outcome per call in each state', () => {
       fc.constant({ kind: 'failNextConnect' as const }),
       fc.integer({ min: 0, max: 6 }).map((n) => ({ kind: 'turns' as const, n })),
     );
+    // What the runs reached, so that the test shows its interleavings cover each transition.
+    const seen = { started: 0, interrupted: 0, failedConnect: 0, refused: 0 };
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 25 }), async (ops) => {
         const { app, broker, consuming } = setup();
@@ -176,11 +178,18 @@ describe('App lifecycle: one outcome per call in each state', () => {
           else if (!o.ok) expect(o.code === 'APP_STATE' || o.message === 'connect refused').toBe(true);
         }
         expect(outcomes.filter((o) => o.call === 'start' && o.ok).length).toBeLessThanOrEqual(1);
+        for (const o of outcomes.filter((x) => x.call === 'start')) {
+          if (o.ok) seen.started++;
+          else if (o.message?.includes('stop() was called during start()')) seen.interrupted++;
+          else if (o.message === 'connect refused') seen.failedConnect++;
+          else seen.refused++;
+        }
         expect(await consuming()).toBe(false);
         await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE' });
       }),
       { numRuns: 300 },
     );
+    for (const count of Object.values(seen)) expect(count).toBeGreaterThan(10);
   });
 });
 
