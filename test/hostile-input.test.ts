@@ -90,6 +90,25 @@ describe('bad input at run time', () => {
     await a.stop();
   });
 
+  it('a key function that gives no string: a number is its text, a symbol or an object falls back to the message key', async () => {
+    const broker = new MemoryBroker();
+    const clock = new ManualClock();
+    const runs: string[] = [];
+    const keys = [7, Symbol('s'), { id: 1 }];
+    let i = 0;
+    const a = new App({ name: 'a', clock, store: memoryStore(), logger: silentLogger }).withBroker(broker, (b) =>
+      b.include(subscriber('t', (_e: unknown, ctx: Context) => void runs.push(ctx.run!.key)).key(() => keys[i++] as never).pace({ debounce: 10 }).build()),
+    );
+    await a.start();
+    for (const k of ['m1', 'm2', 'm3']) await broker.publish('t', { k }, { key: k });
+    await a.idle();
+    await clock.advance(10);
+    await a.idle();
+    expect(runs.sort()).toEqual(['7', 'm2', 'm3']);
+    expect(broker.committed('a', 't')).toEqual([3]);
+    await a.stop();
+  });
+
   it('MemoryBroker.publish refuses a partition that is not an integer partition of the topic, a key or headers that are not strings', async () => {
     const broker = new MemoryBroker({ partitions: 2 });
     const a = new App({ name: 'a', clock: new ManualClock(), logger: silentLogger }).withBroker(broker, (b) => b.include(subscriber('t', noop).build()));

@@ -241,9 +241,12 @@ export class Subscription implements ExecutorHost {
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
       if (job.undecodable !== undefined) return job.delivery.key;
-      return keyFn({ value: job.payload, key: job.delivery.key, headers: job.delivery.headers, topic: job.delivery.topic }) ?? undefined;
+      const key: unknown = keyFn({ value: job.payload, key: job.delivery.key, headers: job.delivery.headers, topic: job.delivery.topic });
+      if (typeof key === 'string' || key === undefined || key === null) return key ?? undefined;
+      if (typeof key === 'number' || typeof key === 'bigint' || typeof key === 'boolean') return String(key);
+      throw new TypeError(`the key must be a string, got ${typeof key}`);
     } catch (error) {
-      this.log.warn('key function threw; the message key is used instead', { error });
+      this.log.warn('key function threw (or gave no string); the message key is used instead', { error });
       return job.delivery.key;
     }
   }
