@@ -10,6 +10,7 @@ import { Router } from '../spec/router.js';
 import { validateDefaults } from '../spec/validate.js';
 import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
+import { callingHandlerHost } from './executor.js';
 import { Pacer } from './pacer.js';
 import { Subscription } from './subscription.js';
 
@@ -172,12 +173,18 @@ export class App {
   /**
    * Stops gracefully: stop reading; let in-flight deliveries finish within `shutdownTimeoutMs` (then abort
    * `ctx.signal`); commit what finished; close the brokers. Safe to call more than once, and at any point
-   * of the lifecycle (see the table above). A handler must not await it: it would wait for that handler
-   * itself, until `shutdownTimeoutMs`. A handler calls `void app.stop()` and returns.
+   * of the lifecycle (see the table above). Called by one of the app's handlers before that handler's first
+   * `await`, it resolves once the stop has begun. A handler that calls it later must not await it: the stop
+   * waits for that handler, until `shutdownTimeoutMs`; it calls `void app.stop()` and returns.
    */
   stop(): Promise<void> {
     this.onStopCalled();
     this.stopped ??= held(() => this.doStop());
+    // From a handler of this app (before its first await): the stop waits for that handler, so the handler
+    // must not wait for the stop. It is answered once the stop has begun (nothing more is read), returns,
+    // its delivery is committed, and the stop goes on.
+    const host = callingHandlerHost();
+    if (host !== undefined && this.subscriptions.includes(host as Subscription)) return Promise.resolve();
     return this.stopped;
   }
 

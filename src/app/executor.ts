@@ -13,6 +13,14 @@ const ABANDONED = Symbol('abandoned');
 const UNDECODABLE = Symbol('undecodable');
 const ACK = HandlerOutcome.ack();
 
+/** The subscription whose handler is being called at this moment (its synchronous part), if any. */
+let calling: ExecutorHost | undefined;
+
+/** Asked by `app.stop()`: whether it is called from a handler of one of the app's subscriptions. */
+export function callingHandlerHost(): ExecutorHost | undefined {
+  return calling;
+}
+
 /** What the executor needs from its subscription. */
 export interface ExecutorHost extends ContextHost {
   readonly clock: Clock;
@@ -57,7 +65,13 @@ export class Executor {
     slot.attempts++;
     slot.waiting = false;
     job.beginAttempt();
-    return this.sub.handler(job.payload, job);
+    const outer = calling;
+    calling = this.host;
+    try {
+      return this.sub.handler(job.payload, job);
+    } finally {
+      calling = outer;
+    }
   };
 
   /**

@@ -397,7 +397,7 @@ export class Subscription implements ExecutorHost {
     for (const job of [...this.backoffs.keys()]) this.dropRetry(job); // they stay uncommitted
     const finished = await Promise.race([this.workers.drained().then(() => true), deadline.then(() => false)]);
     if (!finished) {
-      this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted (a handler that awaits app.stop() waits for itself: it should call void app.stop())', { inFlight: this.workers.inFlight });
+      this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted (a handler that awaits app.stop() after an await waits for itself: it should call void app.stop())', { inFlight: this.workers.inFlight });
       this.shutdownController.abort(new Error('shutdown timeout'));
       for (const slot of this.workers.slots) slot.job?.abort(this.shutdownSignal.reason);
       // A handler that honours the signal ends now; one that does not is left behind.
