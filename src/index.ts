@@ -9,7 +9,7 @@ export { SystemClock } from './core/clock.js';
 export { jsonLogger } from './core/logger.js';
 export { ERROR_HEADER, PARTITION_KEY_HEADER, type Headers, type InboundMessage, type MessageInfo, type PublishOptions } from './core/message.js';
 export { HandlerOutcome } from './core/outcome.js';
-export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, ShardLog, Store, Timer } from './core/ports.js';
+export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, ShardLog, Store, Timer, TimerOptions } from './core/ports.js';
 export { lanes, pool, type DispatchStrategy } from './dispatch/strategy.js';
 export { MAX_BATCH } from './pace/config.js';
 export { MAX_WORKERS } from './spec/validate.js';
