@@ -283,3 +283,64 @@ describe('logging', () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', msg: 'loud', app: 'x', n: 1, error: { message: 'boom' } });
   });
 });
+
+describe('the default logger never throws', () => {
+  it('writes BigInts, cycles and errors (with their stack and cause) without throwing', () => {
+    const lines: string[] = [];
+    const log = jsonLogger({ level: 'info', write: (l) => lines.push(l) });
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic.self = cyclic;
+    const unreadable = Object.defineProperty({}, 'boom', { enumerable: true, get: () => { throw new Error('getter'); } });
+    log.error('odd fields', { big: 10n, cyclic, unreadable, error: new Error('outer', { cause: 7n }), fn: function named() {} });
+    const line = JSON.parse(lines[0]!);
+    expect(line).toMatchObject({ msg: 'odd fields', big: '10n', cyclic: { name: 'loop', self: '[Circular]' }, fn: '[function named]' });
+    expect(line.error).toMatchObject({ name: 'Error', message: 'outer', cause: '7n' });
+    expect(line.error.stack).toContain('outer');
+    expect(line.unreadable.boom).toContain('getter');
+    const throwing = jsonLogger({ level: 'info', write: () => { throw new Error('stderr closed'); } });
+    expect(() => throwing.warn('lost')).not.toThrow();
+  });
+
+  it('a handler or a key function that throws 10n or a cyclic object does not crash the app: the delivery is dead-lettered', async () => {
+    const broker = new MemoryBroker();
+    const lines: string[] = [];
+    const logger = jsonLogger({ level: 'debug', write: (l) => lines.push(l) });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+    revoke(); // every look at it throws
+    const a = app(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('big', () => { throw 10n; }).retry({ attempts: 1 }).build(),
+          subscriber('loop', () => { throw cyclic; }).key(() => { throw cyclic; }).workersByKey(2).retry({ attempts: 1 }).build(),
+          subscriber('proxy', () => { throw revoked; }).retry({ attempts: 1 }).build(),
+        ),
+      { logger },
+    );
+    await a.start();
+    await broker.publish('big', { n: 1 });
+    await broker.publish('loop', { n: 2 });
+    await broker.publish('proxy', { n: 3 });
+    await a.idle();
+    expect(broker.values('proxy.dlq')).toEqual([{ n: 3 }]);
+    expect(broker.values('big.dlq')).toEqual([{ n: 1 }]);
+    expect(broker.values('loop.dlq')).toEqual([{ n: 2 }]);
+    const logged = lines.map((l) => JSON.parse(l));
+    expect(logged).toContainEqual(expect.objectContaining({ msg: 'handler failed', error: '10n' }));
+    expect(logged).toContainEqual(expect.objectContaining({ msg: 'key function threw (or gave no string); the message key is used instead', error: { self: '[Circular]' } }));
+    await a.stop();
+  });
+
+  it('a logger given to the app that throws does not stop its workers', async () => {
+    const broker = new MemoryBroker();
+    const throwing = { debug() { throw new Error('x'); }, info() { throw new Error('x'); }, warn() { throw new Error('x'); }, error() { throw new Error('x'); }, child() { return throwing; } };
+    const a = app(broker, (b) => b.include(subscriber('t', () => { throw new Error('fails'); }).retry({ attempts: 1 }).build()), { logger: throwing });
+    await a.start();
+    await broker.publish('t', { n: 1 });
+    await a.idle();
+    expect(broker.values('t.dlq')).toEqual([{ n: 1 }]);
+    await a.stop();
+  });
+});

@@ -1,8 +1,7 @@
-import { SystemClock } from '../core/clock.js';
+import { SystemClock, holdProcess } from '../core/clock.js';
 import { SluiceError, show } from '../core/errors.js';
-import { jsonLogger } from '../core/logger.js';
-import path from 'node:path';
-import type { Broker, Clock, Logger, Store } from '../core/ports.js';
+import { jsonLogger, safeLogger } from '../core/logger.js';
+import type { Broker, Clock, Logger } from '../core/ports.js';
 import { compilePace, type CompiledPace } from '../pace/config.js';
 import type { PaceReceipt } from '../pace/rules.js';
 import { compile, type CompiledSubscriber } from '../spec/compile.js';
@@ -10,45 +9,40 @@ import type { SharedOptions } from '../spec/options.js';
 import { Router } from '../spec/router.js';
 import { validateDefaults } from '../spec/validate.js';
 import { fileStore } from '../store/file-store.js';
-import type { DeadLetterCounts } from './executor.js';
+import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
+import { callingHandlerHost, type DeadLetterCounts } from './executor.js';
 import { Pacer } from './pacer.js';
 import { Subscription } from './subscription.js';
 
-/** Settings of an {@link App}. */
-export interface AppOptions {
-  /** The app's name: the default consumer group, and the folder of its file store. */
-  name: string;
-  version?: string;
-  /** How long `stop()` lets in-flight deliveries finish before aborting `ctx.signal`. @default 30_000 */
-  shutdownTimeoutMs?: number;
-  /**
-   * Where paced subscribers journal their coordinators. @default `fileStore({ dir: '.sluice/<name>' })` under
-   * the working directory, opened only when the app has a paced subscriber
-   */
-  store?: Store;
-  /** @default the system clock */
-  clock?: Clock;
-  /** @default JSON lines on stderr at `SLUICE_LOG_LEVEL` (default `info`) */
-  logger?: Logger;
-  /** Defaults for every subscriber of the app (a router's and the subscriber's own settings win). */
-  defaults?: SharedOptions;
-  /**
-   * The most finished-but-uncommittable deliveries per partition (behind one that is still running)
-   * before that partition is paused. @default 10_000
-   */
-  maxUncommitted?: number;
-  /** Makes the UUID of each new run ID. @default crypto.randomUUID; tests and the simulator pass a seeded one */
-  randomUUID?: () => string;
-}
+export type { AppOptions };
 
 /** The result of `app.send`: the run a paced start joined, or a dropped start. */
 export type Receipt = PaceReceipt | { readonly dropped: true };
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
+/** Thrown inside `start()` when `stop()` was called meanwhile: the start unwinds. */
+class StartInterrupted extends Error {}
+
 /**
  * The composition root: brokers with their subscribers, a lifecycle (start, stop, run) and `idle()` for
- * tests. Settings are compiled when `withBroker` is called, so a bad one throws there.
+ * tests. Settings are checked in the constructor and compiled when `withBroker` is called, so a bad one
+ * throws there.
+ *
+ * The lifecycle gives each call one outcome in each state (an App runs once; a failed start may be retried):
+ *
+ * | state    | start()                                            | stop()                                          |
+ * |----------|----------------------------------------------------|-------------------------------------------------|
+ * | new      | starting; resolves once running                    | stopped at once (nothing had started)           |
+ * | starting | rejects APP_STATE                                  | the start unwinds after the step under way and closes what it opened; start() rejects APP_STATE; stop() resolves once all is closed: stopped |
+ * | running  | rejects APP_STATE                                  | stopping, then stopped                          |
+ * | stopping | rejects APP_STATE                                  | the same promise as the first stop()            |
+ * | stopped  | rejects APP_STATE (make a new App)                 | resolves                                        |
+ *
+ * A start that fails closes whatever it had opened (consumers, store, brokers) and leaves the App `new`:
+ * start() may be called again. A part that fails to close is logged, the rest are closed, the app ends
+ * stopped and stop() rejects with the failure. While `start`, `stop`, `run` or `idle` is awaited, the
+ * process stays alive.
  */
 export class App {
   readonly name: string;
@@ -63,28 +57,28 @@ export class App {
   private readonly paces = new Map<string, CompiledPace>();
   private pacer: Pacer | undefined;
   private subscriptions: Subscription[] = [];
+  /** Brokers whose `connect` resolved in this start: the ones to close. */
+  private connected: Broker[] = [];
   private state: State = 'new';
   private progressWaiters: (() => void)[] = [];
+  private starting: Promise<void> | undefined;
+  private stopRequested = false;
   private stopped: Promise<void> | undefined;
+  /** Resolves when stop() is first called: run() then stops waiting for a signal. */
+  private readonly stopCalled: Promise<'stop'>;
+  private onStopCalled: () => void = () => {};
 
   constructor(private readonly options: AppOptions) {
-    if (options === null || typeof options !== 'object' || typeof options.name !== 'string' || options.name === '') {
-      throw new SluiceError('CONFIG_INVALID', `App: name must be a non-empty string, got ${show(options?.name)}`);
-    }
+    checkAppOptions(options);
+    this.stopCalled = new Promise((resolve) => (this.onStopCalled = () => resolve('stop')));
     const t = options.shutdownTimeoutMs;
-    if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t))) {
-      throw new SluiceError('CONFIG_INVALID', `App "${options.name}": shutdownTimeoutMs must be a finite number >= 0, got ${show(t)}`);
-    }
-    const m = options.maxUncommitted;
-    if (m !== undefined && !(Number.isInteger(m) && m >= 1)) {
-      throw new SluiceError('CONFIG_INVALID', `App "${options.name}": maxUncommitted must be a positive integer, got ${show(m)}`);
-    }
     this.defaults = options.defaults === undefined ? undefined : validateDefaults(options.defaults, `App "${options.name}" defaults`);
     this.name = options.name;
     this.version = options.version ?? '0.0.0';
     this.shutdownTimeoutMs = t ?? 30_000;
     this.clock = options.clock ?? new SystemClock();
-    this.log = (options.logger ?? jsonLogger()).child({ app: this.name });
+    // Whatever a logger does, logging never throws into the app: it logs from where a throw would stop a worker.
+    this.log = safeLogger(options.logger ?? jsonLogger()).child({ app: this.name });
   }
 
   /**
@@ -95,7 +89,7 @@ export class App {
     if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
     const router = new Router();
     configure(router);
-    const subscribers = router.mounted().map((m) => compile(m, { name: this.name, defaults: this.defaults }));
+    const subscribers = router.mounted(this.name).map((m) => compile(m, { name: this.name, defaults: this.defaults }));
     const reads = new Map(this.mounts.filter((m) => m.broker === broker).flatMap((m) => m.subscribers.map((s) => [`${s.topic}\u0000${s.group}`, s.name])));
     for (const s of subscribers) {
       if (this.names.has(s.name)) throw new SluiceError('CONFIG_INVALID', `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`);
@@ -107,6 +101,7 @@ export class App {
       reads.set(`${s.topic}\u0000${s.group}`, s.name);
       if (s.pace !== undefined) this.paces.set(s.name, compilePace(s.pace, `subscriber "${s.name}"`));
     }
+    if (this.paces.size > 0 && this.options.store === undefined) defaultStoreDir(this.name);
     this.mounts.push({ broker, subscribers });
     return this;
   }
@@ -124,66 +119,162 @@ export class App {
     return Object.fromEntries(this.subscriptions.map((s) => [s.sub.name, { ...s.deadLetters }]));
   }
 
-  /** Connects the brokers and starts every subscription. */
-  async start(): Promise<void> {
-    if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": start() called twice`);
+  /**
+   * Connects the brokers and starts every subscription; resolves once the app is running. A start that
+   * fails (or that `stop()` interrupts) closes what it had opened; see the lifecycle table above.
+   */
+  start(): Promise<void> {
+    if (this.state !== 'new') return Promise.reject(new SluiceError('APP_STATE', `App "${this.name}": start() needs a new app, it is ${this.state}${STATE_HINT[this.state]}`));
     this.state = 'starting';
-    const settings = {
-      clock: this.clock,
-      logger: this.log,
-      revokeTimeoutMs: this.shutdownTimeoutMs,
-      maxUncommitted: this.options.maxUncommitted ?? 10_000,
-      onProgress: this.progress,
-      pacer: this.paces.size > 0 ? (this.pacer = new Pacer(this.options.store ?? fileStore({ dir: path.resolve('.sluice', this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID)) : undefined,
-    };
-    for (const { broker, subscribers } of this.mounts) {
-      await broker.connect();
-      for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
+    this.stopRequested = false;
+    this.starting = held(() => this.doStart());
+    return this.starting;
+  }
+
+  private async doStart(): Promise<void> {
+    try {
+      const pacer = this.paces.size > 0 ? new Pacer(this.options.store ?? fileStore({ dir: defaultStoreDir(this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID) : undefined;
+      this.pacer = pacer;
+      const settings = {
+        clock: this.clock,
+        logger: this.log,
+        revokeTimeoutMs: this.shutdownTimeoutMs,
+        maxUncommitted: this.options.maxUncommitted ?? 10_000,
+        onProgress: this.progress,
+        pacer,
+      };
+      for (const { broker, subscribers } of this.mounts) {
+        if (!this.connected.includes(broker)) {
+          await broker.connect();
+          this.connected.push(broker);
+          this.interrupted();
+        }
+        for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
+      }
+      // Subscriptions are attached first: recovered runs that did not finish go to their workers.
+      await pacer?.open();
+      this.interrupted();
+      // Every join settles before anything is closed: a consumer that joins after its subscription stopped would never leave.
+      const joins = await Promise.allSettled(this.subscriptions.map((s) => s.start()));
+      const failed = joins.find((j) => j.status === 'rejected');
+      if (failed) throw failed.reason;
+      this.interrupted();
+    } catch (error) {
+      await this.close(); // what fails to close is logged: the start's own error is the one to report
+      if (this.stopRequested) {
+        this.state = 'stopped';
+        this.log.info('stopped');
+        this.progress();
+        if (error instanceof StartInterrupted) throw new SluiceError('APP_STATE', `App "${this.name}": stop() was called during start(); the app stopped before it ran`);
+      } else this.state = 'new';
+      throw error;
     }
-    // Subscriptions are attached first: recovered runs that did not finish go to their workers.
-    await this.pacer?.open();
-    await Promise.all(this.subscriptions.map((s) => s.start()));
     this.state = 'running';
     this.log.info('started', { version: this.version, subscribers: this.subscriptions.length });
   }
 
+  /** Between the steps of a start: throws if stop() was called meanwhile. */
+  private interrupted(): void {
+    if (this.stopRequested) throw new StartInterrupted();
+  }
+
   /**
    * Stops gracefully: stop reading; let in-flight deliveries finish within `shutdownTimeoutMs` (then abort
-   * `ctx.signal`); commit what finished; close the brokers. Safe to call more than once.
+   * `ctx.signal`); commit what finished; close the brokers. Safe to call more than once, and at any point
+   * of the lifecycle (see the table above). Called by one of the app's handlers before that handler's first
+   * `await`, it resolves once the stop has begun. A handler that calls it later must not await it: the stop
+   * waits for that handler, until `shutdownTimeoutMs`; it calls `void app.stop()` and returns.
    */
   stop(): Promise<void> {
-    this.stopped ??= this.doStop();
+    this.onStopCalled();
+    this.stopped ??= held(() => this.doStop());
+    // From a handler of this app (before its first await): the stop waits for that handler, so the handler
+    // must not wait for the stop. It is answered once the stop has begun (nothing more is read), returns,
+    // its delivery is committed, and the stop goes on.
+    const host = callingHandlerHost();
+    if (host !== undefined && this.subscriptions.includes(host as Subscription)) return Promise.resolve();
     return this.stopped;
   }
 
   private async doStop(): Promise<void> {
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      return;
+    }
+    if (this.state === 'starting') {
+      // The start sees it between its steps and unwinds; it closes what it opened and ends stopped.
+      this.stopRequested = true;
+      await this.starting!.catch(() => {});
+      // A start that failed just before (and left the app new) is stopped here.
+      if ((this.state as State) === 'new') this.state = 'stopped';
+      return;
+    }
     this.state = 'stopping';
-    let timer: { cancel(): void } | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve)));
-    await Promise.all(this.subscriptions.map((s) => s.stop(deadline)));
-    await this.pacer?.close(deadline);
-    timer?.cancel();
-    await Promise.all(this.mounts.map((m) => m.broker.close()));
+    const failures = await this.close();
     this.state = 'stopped';
     this.log.info('stopped');
     this.progress();
+    // Stopped all the same: what failed to close is reported to the caller.
+    if (failures.length > 0) throw failures[0];
   }
 
-  /** Starts, serves until SIGINT or SIGTERM, then stops gracefully. */
+  /**
+   * Closes what a start opened: the subscriptions (in-flight work gets until `shutdownTimeoutMs`), the
+   * pace store, the brokers. Leaves the app ready for a new start.
+   */
+  private async close(): Promise<unknown[]> {
+    let timer: { cancel(): void } | undefined;
+    // The caller awaits this deadline: it keeps the process alive.
+    const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve, { keepAlive: true })));
+    const { subscriptions, pacer, connected } = this;
+    // Every part is closed whatever another one does; what failed is logged and returned.
+    const failures: unknown[] = [];
+    const settle = async (what: string, steps: Promise<unknown>[]): Promise<void> => {
+      for (const r of await Promise.allSettled(steps)) {
+        if (r.status === 'fulfilled') continue;
+        failures.push(r.reason);
+        this.log.error(`closing: ${what} failed`, { error: r.reason });
+      }
+    };
+    await settle('a subscription', subscriptions.map((s) => s.stop(deadline)));
+    await settle('the pace store', pacer ? [pacer.close(deadline)] : []);
+    timer?.cancel();
+    await settle('a broker', connected.map((b) => b.close()));
+    this.subscriptions = [];
+    this.pacer = undefined;
+    this.connected = [];
+    return failures;
+  }
+
+  /**
+   * Starts, serves until SIGINT or SIGTERM (or a call of `stop()`), then stops gracefully. The signals are
+   * listened for from the first moment: one that arrives while the app is starting stops it there (the
+   * start unwinds), and run() resolves once it is stopped.
+   */
   async run(): Promise<void> {
-    await this.start();
-    const keepAlive = setInterval(() => {}, 1 << 30);
-    await new Promise<void>((resolve) => {
-      const onSignal = (signal: NodeJS.Signals): void => {
+    let onSignal: (signal: NodeJS.Signals) => void = () => {};
+    const signalled = new Promise<'signal'>((resolve) => {
+      onSignal = (signal) => {
         this.log.info('signal received, stopping', { signal });
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-        resolve();
+        resolve('signal');
       };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
     });
-    clearInterval(keepAlive);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    const release = holdProcess();
+    try {
+      const started = this.start();
+      if ((await Promise.race([started.then(() => 'started' as const), signalled, this.stopCalled])) !== 'started') {
+        await this.stop();
+        await started.catch(() => {}); // it unwound (or had just finished, and the stop stopped it)
+        return;
+      }
+      await Promise.race([signalled, this.stopCalled]);
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      release();
+    }
     await this.stop();
   }
 
@@ -191,14 +282,8 @@ export class App {
    * Resolves once every delivery published so far is settled: nothing in flight (retries waiting on the
    * clock included) and nothing left to read. For tests.
    */
-  async idle(): Promise<void> {
-    // The system clock's timers do not keep Node alive; while a script awaits idle(), this does.
-    const keepAlive = setInterval(() => {}, 1 << 30);
-    try {
-      await this.waitIdle();
-    } finally {
-      clearInterval(keepAlive);
-    }
+  idle(): Promise<void> {
+    return held(() => this.waitIdle());
   }
 
   private async waitIdle(): Promise<void> {
@@ -251,4 +336,22 @@ export class App {
   private readonly progress = (): void => {
     if (this.progressWaiters.length > 0) for (const wake of this.progressWaiters.splice(0)) wake();
   };
+}
+
+const STATE_HINT: Record<State, string> = {
+  new: '',
+  starting: ' (start() is under way)',
+  running: ' (start() was called before)',
+  stopping: ' (an App runs once: make a new one)',
+  stopped: ' (an App runs once: make a new one)',
+};
+
+/** Runs `call` with the process held alive until it settles: the user awaits it. */
+async function held<T>(call: () => Promise<T>): Promise<T> {
+  const release = holdProcess();
+  try {
+    return await call();
+  } finally {
+    release();
+  }
 }

@@ -28,6 +28,14 @@ export interface DeadLetterCounts {
   dropped: number;
 }
 
+/** The subscription whose handler is being called at this moment (its synchronous part), if any. */
+let calling: ExecutorHost | undefined;
+
+/** Asked by `app.stop()`: whether it is called from a handler of one of the app's subscriptions. */
+export function callingHandlerHost(): ExecutorHost | undefined {
+  return calling;
+}
+
 /** What the executor needs from its subscription. */
 export interface ExecutorHost extends ContextHost {
   readonly clock: Clock;
@@ -74,7 +82,13 @@ export class Executor {
     slot.attempts++;
     slot.waiting = false;
     job.beginAttempt();
-    return this.sub.handler(job.payload, job);
+    const outer = calling;
+    calling = this.host;
+    try {
+      return this.sub.handler(job.payload, job);
+    } finally {
+      calling = outer;
+    }
   };
 
   /**
@@ -225,7 +239,7 @@ export class Executor {
         if (error instanceof SluiceError && error.code === 'PUBLISH_REFUSED') return error;
         this.log.error('dead-letter publish failed', { subscriber: this.sub.name, topic, error });
         slot.waiting = true;
-        if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal))) return 'stopped';
+        if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal, { keepAlive: true }))) return 'stopped';
       }
     }
   }

@@ -33,6 +33,8 @@ export class Pacer {
   private hosts: ShardHost<PaceState, PaceOutput>[] = [];
   private readonly targets = new Map<string, RunTarget>();
   private opened = false;
+  /** The store opened (even if a shard then failed to): close releases it. */
+  private storeOpen = false;
 
   constructor(
     private readonly store: Store,
@@ -57,6 +59,7 @@ export class Pacer {
    */
   async open(): Promise<void> {
     await this.store.open();
+    this.storeOpen = true;
     const rules = paceRules(this.paces);
     this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.makeHost(shard, rules));
     if (sabotage.serveShardsInTurn) return this.openInTurn();
@@ -127,6 +130,8 @@ export class Pacer {
     let e: unknown;
     try {
       e = jsonValue(start.event); // as a replay will read it, and not shared with the sender
+      // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
+      if (e === undefined) throw new TypeError(`${typeof start.event} is not a JSON value`);
     } catch (error) {
       throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
     }
@@ -166,7 +171,8 @@ export class Pacer {
     // its appends the same way.
     await snapshots;
     if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
-    if (this.opened) await this.store.close();
+    if (this.storeOpen) await this.store.close();
+    this.storeOpen = false;
     this.opened = false;
   }
 

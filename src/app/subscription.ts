@@ -55,6 +55,8 @@ export class Subscription implements ExecutorHost {
   private readonly revokeWaiters: (() => void)[] = [];
   private pumping = false;
   private sweepTimer: Timer | undefined;
+  /** The watchdog's timer holds the process while attempts run: only it ends one that hangs. */
+  private sweepHeld = false;
   /** Jobs waiting for a retry's backoff, each with the timer that brings it back. */
   private readonly backoffs = new Map<Job, Timer>();
   /** For a paced subscriber: its pace stage, deliveries being appended, and the never-revoked marks of runs. */
@@ -159,7 +161,7 @@ export class Subscription implements ExecutorHost {
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
     }
-    if (job.undecodable !== undefined) return this.workers.push(job); // the executor dead-letters it
+    if (job.undecodable !== undefined) return this.push(job); // the executor dead-letters it
     this.appending++;
     pacer.start(this.sub.name, { key: job.key ?? '', event: job.payload, source: m }).then(
       () => {
@@ -171,7 +173,7 @@ export class Subscription implements ExecutorHost {
         this.appending--;
         if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
           job.undecodable = [[m, `DECODE_FAILED: the decoded value cannot be journaled for pace: ${error.message}`]];
-          return this.workers.push(job); // the executor dead-letters it
+          return this.push(job); // the executor dead-letters it
         }
         this.log.error('pace: the event was not recorded; its delivery stays uncommitted', { id: messageId(m), error });
         this.abandon(job);
@@ -204,19 +206,25 @@ export class Subscription implements ExecutorHost {
     job.order = run.order;
     // Keyed for turns and lanes (a pool without turns ignores the key).
     job.key = run.key;
-    this.workers.push(job);
+    this.push(job);
   };
 
   private dispatch(m: InboundMessage): void {
     const marks = this.track(m);
     const job = new Job(this, m, marks);
     if (this.sub.byKey) job.key = this.keyOf(job);
-    this.workers.push(job);
+    this.push(job);
   }
 
   private dispatchBatch(messages: readonly InboundMessage[]): void {
     const batchMarks = messages.map((m) => this.track(m));
-    this.workers.push(new Job(this, messages[0]!, batchMarks[0]!, messages, batchMarks));
+    this.push(new Job(this, messages[0]!, batchMarks[0]!, messages, batchMarks));
+  }
+
+  /** To the workers; the watchdog then holds the process (see `watch`). */
+  private push(job: Job): void {
+    this.workers.push(job);
+    this.watch();
   }
 
   private track(m: InboundMessage): Watermark {
@@ -238,9 +246,12 @@ export class Subscription implements ExecutorHost {
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
       if (job.undecodable !== undefined) return job.delivery.key;
-      return keyFn({ value: job.payload, key: job.delivery.key, headers: job.delivery.headers, topic: job.delivery.topic }) ?? undefined;
+      const key: unknown = keyFn({ value: job.payload, key: job.delivery.key, headers: job.delivery.headers, topic: job.delivery.topic });
+      if (typeof key === 'string' || key === undefined || key === null) return key ?? undefined;
+      if (typeof key === 'number' || typeof key === 'bigint' || typeof key === 'boolean') return String(key);
+      throw new TypeError(`the key must be a string, got ${typeof key}`);
     } catch (error) {
-      this.log.warn('key function threw; the message key is used instead', { error });
+      this.log.warn('key function threw (or gave no string); the message key is used instead', { error });
       return job.delivery.key;
     }
   }
@@ -272,8 +283,10 @@ export class Subscription implements ExecutorHost {
       for (const marks of job.batchMarks ?? [job.marks]) marks.away--;
       job.attempt++;
       this.workers.back(job);
+      this.watch();
     };
-    this.backoffs.set(job, delayMs > 0 ? this.clock.setTimer(delayMs, due) : immediately(due));
+    // The delivery waits for this timer: it keeps the process alive.
+    this.backoffs.set(job, delayMs > 0 ? this.clock.setTimer(delayMs, due, { keepAlive: true }) : immediately(due));
   }
 
   /** A job waiting for its retry's backoff will not run again here: it stays uncommitted. */
@@ -323,10 +336,11 @@ export class Subscription implements ExecutorHost {
     const busy = (): boolean => revoked.some((m) => m.outstanding > 0);
     if (busy()) {
       let timedOut = false;
+      // A rebalance (another member's join, or a stop) waits for this: it keeps the process alive.
       const timer = this.clock.setTimer(this.settings.revokeTimeoutMs, () => {
         timedOut = true;
         this.wakeRevoke();
-      });
+      }, { keepAlive: true });
       while (busy() && !timedOut) await new Promise<void>((resolve) => this.revokeWaiters.push(resolve));
       timer.cancel();
       if (timedOut) this.log.warn('revoke: in-flight work did not finish in time; it will be delivered again', { partitions });
@@ -347,6 +361,8 @@ export class Subscription implements ExecutorHost {
    */
   private scheduleSweep(): void {
     const every = Math.max(1, Math.min(1000, Math.ceil(this.sub.timeoutMs / 4)));
+    // While an attempt runs, the watchdog holds the process (a hung one must still time out); idle, it does not.
+    this.sweepHeld = this.workers.inFlight > 0;
     this.sweepTimer = this.clock.setTimer(every, () => {
       if (this.stopping) return;
       const now = this.clock.now();
@@ -364,7 +380,14 @@ export class Subscription implements ExecutorHost {
         this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));
       }
       this.scheduleSweep();
-    });
+    }, { keepAlive: this.sweepHeld });
+  }
+
+  /** Work went to the workers: a watchdog timer that does not hold the process is set again, holding it. */
+  private watch(): void {
+    if (this.sweepHeld || this.stopping || this.sweepTimer === undefined) return;
+    this.sweepTimer.cancel();
+    this.scheduleSweep();
   }
 
   /**
@@ -379,7 +402,7 @@ export class Subscription implements ExecutorHost {
     for (const job of [...this.backoffs.keys()]) this.dropRetry(job); // they stay uncommitted
     const finished = await Promise.race([this.workers.drained().then(() => true), deadline.then(() => false)]);
     if (!finished) {
-      this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted', { inFlight: this.workers.inFlight });
+      this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted (a handler that awaits app.stop() after an await waits for itself: it should call void app.stop())', { inFlight: this.workers.inFlight });
       this.shutdownController.abort(new Error('shutdown timeout'));
       for (const slot of this.workers.slots) slot.job?.abort(this.shutdownSignal.reason);
       // A handler that honours the signal ends now; one that does not is left behind.

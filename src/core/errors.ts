@@ -35,20 +35,33 @@ export class SluiceError extends Error {
 
 /** Renders a user-supplied value for an error message: short, unambiguous, never throws. */
 export function show(value: unknown): string {
+  try {
+    return showUnsafe(value);
+  } catch {
+    return 'a value that cannot be read';
+  }
+}
+
+function showUnsafe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return `function ${value.name || '(anonymous)'}`;
+  if (typeof value === 'function') return `function ${String(value.name) || '(anonymous)'}`;
   if (typeof value === 'bigint') return `${value}n`;
   if (value === null || typeof value !== 'object') return String(value);
   try {
-    const text = JSON.stringify(value);
+    const text: string | undefined = JSON.stringify(value);
+    if (text === undefined) return Object.prototype.toString.call(value);
     return text.length > 80 ? `${text.slice(0, 77)}...` : text;
   } catch {
     return Object.prototype.toString.call(value);
   }
 }
 
-/** The message of anything thrown, for logs and dead-letter headers. */
+/** The message of anything thrown, for logs and dead-letter headers. Never throws, whatever was thrown. */
 export function reasonOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  return typeof error === 'string' ? error : show(error);
+  try {
+    if (error instanceof Error) return String(error.message || error.name);
+    return typeof error === 'string' ? error : show(error);
+  } catch {
+    return 'a value that cannot be read';
+  }
 }

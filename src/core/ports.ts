@@ -136,6 +136,15 @@ export interface Timer {
   cancel(): void;
 }
 
+/** How a timer is set. */
+export interface TimerOptions {
+  /**
+   * Something the user awaits (or work the app has taken on) waits for this timer: it keeps the process
+   * alive until it fires or is cancelled. Other timers do not hold the process. @default false
+   */
+  readonly keepAlive?: boolean;
+}
+
 /**
  * Time. The app reads time and sets timers only through this port, so tests drive time with
  * `ManualClock` and never sleep.
@@ -143,8 +152,11 @@ export interface Timer {
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
-  /** Calls `fire` once, `delayMs` from now (any delay, even beyond 2^31 ms). */
-  setTimer(delayMs: number, fire: () => void): Timer;
+  /**
+   * Calls `fire` once, `delayMs` from now (any delay, even beyond 2^31 ms). A clock whose timers do not
+   * involve the process (a test clock) may ignore `options`.
+   */
+  setTimer(delayMs: number, fire: () => void, options?: TimerOptions): Timer;
 }
 
 /** Severity of a log line. `silent` logs nothing. */

@@ -2,7 +2,7 @@ import { SluiceError, show } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
 import type { Handler, KeyFn, PaceOptions, SharedOptions, SubscriberOptions } from './options.js';
 import type { Mounted } from './router.js';
-import { validateOptions } from './validate.js';
+import { checkName, validateOptions } from './validate.js';
 
 /** A subscriber with every setting resolved: what the app runs. Frozen. */
 export interface CompiledSubscriber {
@@ -44,6 +44,10 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
   const pick = <K extends keyof SharedOptions>(k: K): SharedOptions[K] => chain.find((o) => o[k] !== undefined)?.[k];
   const topic = prefix + spec.topic;
   const name = spec.name;
+  checkName(`subscriber ${show(name)}`, name); // a default name (a method's or function's) too
+  if (!(typeof topic === 'string' && topic !== '' && !topic.includes('\u0000'))) {
+    throw new SluiceError('CONFIG_INVALID', `subscriber ${show(name)}: topic must be a non-empty string without NUL, got ${show(topic)}`);
+  }
   // retry merges field by field: a subscriber's attempts keep its router's backoff.
   const retries = chain.map((o) => o.retry).filter((r) => r !== undefined);
   const retryField = <T>(get: (r: NonNullable<SharedOptions['retry']>) => T | undefined): T | undefined => retries.map(get).find((v) => v !== undefined);

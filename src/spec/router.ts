@@ -29,6 +29,8 @@ export interface Mounted {
 export class Router {
   private readonly items: (SubscriberSpec | Router)[] = [];
   private settings: Readonly<RouterOptions>;
+  /** Set once an app mounted this router (`withBroker` read it): later changes would be ignored, so they throw. */
+  private mountedBy: string | undefined;
 
   constructor(options: RouterOptions = {}) {
     this.settings = Router.check(options);
@@ -36,6 +38,7 @@ export class Router {
 
   /** Adds subscribers: specs, routers, decorated classes or instances. Chainable. */
   include(...items: Includable[]): this {
+    this.assertOpen('include()');
     for (const item of items) this.items.push(...resolve(item));
     return this;
   }
@@ -49,19 +52,30 @@ export class Router {
   /** The default decoder: a function of the raw bytes, or an object with `parse` (a zod schema fits). */
   decode(decoder: Decoder): this { return this.set({ decode: decoder }); }
 
-  /** @internal Every subscriber below this router, with the layers of defaults above it. */
-  mounted(): Mounted[] {
+  /**
+   * @internal Every subscriber below this router, with the layers of defaults above it. `app` names the
+   * app that mounts them: from then on this router (and every router in it) refuses changes.
+   */
+  mounted(app?: string): Mounted[] {
+    if (app !== undefined) this.mountedBy ??= app;
     const { prefix = '', ...defaults } = this.settings;
     return this.items.flatMap((item) =>
       item instanceof Router
-        ? item.mounted().map((m) => ({ spec: m.spec, prefix: prefix + m.prefix, layers: [...m.layers, defaults] }))
+        ? item.mounted(app).map((m) => ({ spec: m.spec, prefix: prefix + m.prefix, layers: [...m.layers, defaults] }))
         : [{ spec: item, prefix, layers: [defaults] }],
     );
   }
 
   private set(patch: RouterOptions): this {
+    this.assertOpen('a setting');
     this.settings = Router.check({ ...this.settings, ...patch });
     return this;
+  }
+
+  private assertOpen(what: string): void {
+    if (this.mountedBy === undefined) return;
+    const { prefix } = this.settings;
+    throw new SluiceError('APP_STATE', `router${prefix ? ` "${prefix}"` : ''}: ${what} after App "${this.mountedBy}" mounted it with withBroker() would be ignored; include everything inside withBroker's callback`);
   }
 
   private static check(options: RouterOptions): Readonly<RouterOptions> {

@@ -2,6 +2,9 @@ import { SluiceError, show, type ErrorCode } from '../core/errors.js';
 import { parseDuration } from './duration.js';
 import { OPTION_NAMES, SHARED_OPTION_NAMES, type PaceOptions, type SharedOptions, type SubscriberOptions } from './options.js';
 
+/** The most workers (or lanes) a subscriber may have: each is a long-lived slot, made at start. */
+export const MAX_WORKERS = 10_000;
+
 const PACE_PARTS = new Set(['debounce', 'batch', 'perMinute', 'drop', 'order', 'turns', 'dedup']);
 const SHARED_NAMES: ReadonlySet<string> = new Set(SHARED_OPTION_NAMES);
 
@@ -27,11 +30,14 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
     if (!OPTION_NAMES.has(field)) fail('CONFIG_INVALID', who, field, (raw as Record<string, unknown>)[field], `a known setting (${[...OPTION_NAMES].join(', ')})`);
   }
   const o = raw as SubscriberOptions;
-  if (o.name !== undefined && !(typeof o.name === 'string' && o.name.trim() !== '')) fail('CONFIG_INVALID', who, 'name', o.name, 'a non-empty string');
-  if (o.workers !== undefined) positiveInt('WORKERS_INVALID', who, 'workers', o.workers);
+  if (o.name !== undefined) checkName(who, o.name);
+  if (o.workers !== undefined) {
+    positiveInt('WORKERS_INVALID', who, 'workers', o.workers);
+    if (o.workers > MAX_WORKERS) fail('WORKERS_INVALID', who, 'workers', o.workers, `at most ${MAX_WORKERS}`);
+  }
   if (o.byKey !== undefined && typeof o.byKey !== 'boolean') fail('CONFIG_INVALID', who, 'byKey', o.byKey, 'true or false');
   if (o.key !== undefined && typeof o.key !== 'function') fail('CONFIG_INVALID', who, 'key', o.key, 'a function (message) => string | undefined');
-  if (o.group !== undefined && !(typeof o.group === 'string' && o.group !== '')) fail('CONFIG_INVALID', who, 'group', o.group, 'a non-empty string');
+  if (o.group !== undefined && !(typeof o.group === 'string' && o.group !== '' && !o.group.includes('\u0000'))) fail('CONFIG_INVALID', who, 'group', o.group, 'a non-empty string without NUL');
   if (o.decode !== undefined && typeof o.decode !== 'function' && typeof (o.decode as { parse?: unknown })?.parse !== 'function') {
     fail('CONFIG_INVALID', who, 'decode', o.decode, 'a function or an object with parse()');
   }
@@ -133,6 +139,14 @@ function frozenCopy<T extends SubscriberOptions>(o: T): Readonly<T> {
     copy.pace = Object.freeze(pace);
   }
   return Object.freeze(copy) as Readonly<T>;
+}
+
+/**
+ * A subscriber's name: not blank, and without NUL (pace keys a subscriber's coordinators by its name and a
+ * NUL after it). Checked for a given name and for the default one alike.
+ */
+export function checkName(who: string, name: unknown): void {
+  if (!(typeof name === 'string' && name.trim() !== '' && !name.includes('\u0000'))) fail('CONFIG_INVALID', who, 'name', name, 'a non-empty string without NUL');
 }
 
 function positiveInt(code: ErrorCode, who: string, field: string, value: unknown): void {

@@ -72,6 +72,7 @@ export class MemoryBroker implements Broker {
 
   /** The synchronous form of {@link publish}: returns where the message landed. */
   publishNow(topic: string, value: unknown, options?: PublishOptions): InboundMessage {
+    checkPublish(topic, options, this.topicLogs.get(topic)?.partitions.length ?? this.topicPartitions.get(topic) ?? this.defaultPartitions);
     const message = this.topic(topic).append(value, options, this.now());
     for (const g of this.groups.values()) {
       if (g.log.name !== topic) continue;
@@ -130,6 +131,27 @@ export class MemoryBroker implements Broker {
     if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.topicPartitions.get(name) ?? this.defaultPartitions, this.maxMessageBytes)));
     return log;
   }
+}
+
+/**
+ * A publish's topic and options, checked before anything is stored: a message that no consumer could be
+ * handed (a partition given as a string, a key that is neither text nor bytes) is refused, not kept.
+ */
+function checkPublish(topic: unknown, options: PublishOptions | undefined, partitions: number): void {
+  const who = `MemoryBroker.publish(${show(topic)})`;
+  if (typeof topic !== 'string' || topic === '') throw new SluiceError('CONFIG_INVALID', `MemoryBroker.publish: topic must be a non-empty string, got ${show(topic)}`);
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') throw new SluiceError('CONFIG_INVALID', `${who}: options must be an object, got ${show(options)}`);
+  const { key, headers, partition, tombstone } = options;
+  if (key !== undefined && typeof key !== 'string' && !(key instanceof Uint8Array)) throw new SluiceError('CONFIG_INVALID', `${who}: key must be a string or bytes, got ${show(key)}`);
+  const headerValue = (v: unknown): boolean => v === null || typeof v === 'string' || v instanceof Uint8Array;
+  if (headers !== undefined && (headers === null || typeof headers !== 'object' || Array.isArray(headers) || !Object.values(headers).every((v) => headerValue(v) || (Array.isArray(v) && v.every(headerValue))))) {
+    throw new SluiceError('CONFIG_INVALID', `${who}: headers must be an object of text, bytes or null values (or arrays of them), got ${show(headers)}`);
+  }
+  if (partition !== undefined && !(typeof partition === 'number' && Number.isInteger(partition) && partition >= 0 && partition < partitions)) {
+    throw new SluiceError('CONFIG_INVALID', `${who}: partition must be an integer from 0 to ${partitions - 1}, got ${show(partition)}`);
+  }
+  if (tombstone !== undefined && typeof tombstone !== 'boolean') throw new SluiceError('CONFIG_INVALID', `${who}: tombstone must be a boolean, got ${show(tombstone)}`);
 }
 
 /** A count (partitions, bytes) is a positive integer; `field` names the setting in the error. */
