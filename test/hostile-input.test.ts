@@ -109,14 +109,14 @@ describe('bad input at run time', () => {
     await a.stop();
   });
 
-  it('MemoryBroker.publish refuses a partition that is not an integer partition of the topic, a key or headers that are not strings', async () => {
+  it('MemoryBroker.publish refuses a partition that is not an integer partition of the topic, a key or headers that are neither text nor bytes', async () => {
     const broker = new MemoryBroker({ partitions: 2 });
     const a = new App({ name: 'a', clock: new ManualClock(), logger: silentLogger }).withBroker(broker, (b) => b.include(subscriber('t', noop).build()));
     await a.start();
     await expect(broker.publish('t', {}, { partition: '0' as never })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: 'MemoryBroker.publish("t"): partition must be an integer from 0 to 1, got "0"' });
     await expect(broker.publish('t', {}, { partition: 2 })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     await expect(broker.publish('t', {}, { partition: 0.5 })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
-    await expect(broker.publish('t', {}, { key: 5 as never })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('key must be a string, got 5') });
+    await expect(broker.publish('t', {}, { key: 5 as never })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('key must be a string or bytes, got 5') });
     await expect(broker.publish('t', {}, { headers: { a: 1 } as never })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     expect(() => broker.publishNow('', {})).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     expect(broker.messages('t')).toEqual([]);

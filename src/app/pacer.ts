@@ -68,6 +68,7 @@ export class Pacer {
     } catch (error) {
       await Promise.all(this.hosts.map((h) => h.close()));
       await this.store.close().catch((closing: unknown) => this.log.warn('pace: the store did not close after a failed recovery', { error: closing }));
+      this.storeOpen = false;
       throw error;
     }
     for (const host of this.hosts) host.serve();
