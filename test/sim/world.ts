@@ -170,7 +170,9 @@ export class World {
   /** Starts a new life on what the disk holds. False when the store refuses it (STORE_CORRUPT). */
   private async start(): Promise<boolean> {
     const n = ++this.lives;
-    const clock = new ManualClock(this.now);
+    // A new process may read a clock a little behind the last one's (another machine's, or one stepped back)
+    // until the world's clock next moves: up to a second.
+    const clock = new ManualClock(this.now - (this.random.chance(0.5) ? this.random.int(1000) : 0));
     const consumers: Consumer[] = [];
     let life: Life | undefined;
     const store = fileStore({ dir: '/sim', shards: 2, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true) });
