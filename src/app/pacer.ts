@@ -126,7 +126,8 @@ export class Pacer {
     const host = this.host(key);
     // A new run ID only when this event opens a window (none is open, or the open one is due) or is a run by
     // itself. The record is stamped with the very time this looked at: a clock read twice could tick between.
-    const at = this.clock.now();
+    // The host's time, not the clock's: the clock may read earlier than the shard's last record.
+    const at = host.now();
     const r = pace === undefined || needsRunId(host.core.state(key), pace, at) ? this.uuid() : '';
     let e: unknown;
     try {

@@ -22,14 +22,16 @@ export interface ShardCoreOptions {
   maxLoadedKeys?: number;
 }
 
-/** A shard snapshot: every key's state and timer (null for none) as of `lsn`. */
+/** A shard snapshot: every key's state and timer (null for none) as of `lsn`, and the time of the last record applied (`at`). */
 export interface ShardSnapshot<S> {
   readonly lsn: number;
+  readonly at?: number;
   readonly keys: readonly (readonly [string, S, number | null])[];
 }
 
 interface SnapshotCapture<S> {
   readonly lsn: number;
+  readonly at: number | undefined;
   /** The keys held when the snapshot began: the loaded ones, then the parked ones (read a few at a time). */
   readonly loaded: string[];
   /** Of `loaded`, those not serialised yet. */
@@ -90,6 +92,7 @@ export class ShardCore<S, O> {
   private earliest: number | undefined = undefined;
   private earliestStale = false;
   private lastLsn = 0;
+  private lastAt: number | undefined = undefined;
   private readonly listeners: ((event: ShardEvent) => void)[] = [];
   /** A snapshot being written in chunks: the states it must see, as of its LSN, for keys changed since. */
   private capture: SnapshotCapture<S> | undefined;
@@ -105,12 +108,21 @@ export class ShardCore<S, O> {
   }
 
   /**
+   * The latest time of the records applied (or of the snapshot imported): the shard's time, which a new
+   * record's must not go back before. Undefined before the first.
+   */
+  get time(): number | undefined {
+    return this.lastAt;
+  }
+
+  /**
    * The one transition. `lsn` must exceed the last applied; the record's `at` is its time. Returns what
    * the rules replied to the record's appender, if anything.
    */
   apply(lsn: number, record: ShardRecord): unknown {
     if (!(lsn > this.lastLsn)) throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
     this.lastLsn = lsn;
+    if (this.lastAt === undefined || record.at > this.lastAt) this.lastAt = record.at;
     const key = record.key;
     const c = this.capture;
     if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key))) c.before.set(key, [this.state(key), this.timerOf(key) ?? null]);
@@ -148,10 +160,10 @@ export class ShardCore<S, O> {
    * Starts a snapshot of the state as of the last applied record, to be serialised a chunk at a time while
    * records go on being applied (a key changed meanwhile is seen as it was). Only one at a time.
    */
-  beginSnapshot(): { readonly lsn: number } {
+  beginSnapshot(): { readonly lsn: number; readonly at: number | undefined } {
     if (this.capture) throw new Error('ShardCore.beginSnapshot: a snapshot is under way');
     const loaded = [...this.states.keys()];
-    this.capture = { lsn: this.lastLsn, loaded, loadedUnread: new Set(loaded), parked: this.parked.frozenKeys(), next: 0, before: new Map() };
+    this.capture = { lsn: this.lastLsn, at: this.lastAt, loaded, loadedUnread: new Set(loaded), parked: this.parked.frozenKeys(), next: 0, before: new Map() };
     return this.capture;
   }
 
@@ -190,6 +202,7 @@ export class ShardCore<S, O> {
   importState(snapshot: ShardSnapshot<S>, nowMs: number): void {
     if (this.lastLsn !== 0) throw new RangeError('ShardCore.importState: the core has applied records already');
     this.lastLsn = snapshot.lsn;
+    this.lastAt = snapshot.at;
     for (const [key, state, saved] of snapshot.keys) {
       const timer = sabotage.loseTimers ? null : saved;
       if (this.states.size < this.maxLoaded) {

@@ -19,9 +19,10 @@ export async function listSegments(fs: FileSystem, dir: string): Promise<Segment
 }
 
 /**
- * Recovers a shard's segments: checks every frame (length, CRC, the next LSN in sequence). A bad frame with
- * nothing good after it is a torn tail, cut off here (the file is truncated and synced); a bad frame with
- * good records after it — in this segment or a later one — is corruption: `STORE_CORRUPT`, and nothing is
+ * Recovers a shard's segments: checks every frame (length, CRC, the next LSN in sequence). A bad frame in
+ * the last segment with nothing good after it is a torn tail, cut off here (the file is truncated and
+ * synced); a bad frame with good records after it, or in a segment that a later one follows (a segment is
+ * made only once the records before it are durable), is corruption: `STORE_CORRUPT`, and nothing is
  * changed. Returns the LSN the next record gets and the bytes in the last segment.
  */
 export async function recover(fs: FileSystem, dir: string, segments: readonly Segment[]): Promise<{ nextLsn: number; tailBytes: number }> {
@@ -42,22 +43,17 @@ export async function recover(fs: FileSystem, dir: string, segments: readonly Se
     }
     tailBytes = pos;
     if (pos === buf.length) continue;
-    // A bad frame at `pos`.
+    // A bad frame at `pos`. A segment is made only once every record before it is durable, so a bad frame
+    // in a segment that has a later one is damage to a durable record, whatever the later one holds (its
+    // first write may itself have torn): never a torn tail to cut off.
     const later = segments.slice(i + 1);
-    if (anyFrameAfter(buf, pos + 1, expected) || (await anyGoodSegment(fs, later, expected))) {
-      throw new SluiceError('STORE_CORRUPT', `store ${dir}: bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}) with good records after it`);
+    if (later.length > 0 || anyFrameAfter(buf, pos + 1, expected)) {
+      throw new SluiceError('STORE_CORRUPT', `store ${dir}: bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}) with ${later.length > 0 ? 'a later segment after it' : 'good records after it'}`);
     }
     await truncate(fs, segment.file, pos);
-    for (const s of later) await fs.rm(s.file); // empty or garbage only
-    if (later.length > 0) await fs.syncDirectory(dir);
     break;
   }
   return { nextLsn: expected, tailBytes };
-}
-
-async function anyGoodSegment(fs: FileSystem, segments: readonly Segment[], minLsn: number): Promise<boolean> {
-  for (const s of segments) if (anyFrameAfter(await fs.readFile(s.file), 0, minLsn)) return true;
-  return false;
 }
 
 async function truncate(fs: FileSystem, file: string, length: number): Promise<void> {

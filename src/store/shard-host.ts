@@ -93,9 +93,9 @@ export class ShardHost<S, O> {
     this.stage = 'recovering';
     const snapshot = await this.options.log.readSnapshot();
     if (snapshot) {
-      const { lsn, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
+      const { lsn, at, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
       if (lsn !== snapshot.lsn) throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
-      this.core.importState({ lsn, keys }, this.options.clock.now());
+      this.core.importState(at === undefined ? { lsn, keys } : { lsn, at, keys }, this.options.clock.now());
       this.snapshotLsn = lsn;
     }
     await this.options.log.replay(this.core.appliedLsn + 1, (lsn, bytes) => {
@@ -117,7 +117,19 @@ export class ShardHost<S, O> {
   }
 
   /**
-   * Appends a record (stamped with the clock's time unless it has one) and applies it. Resolves with its
+   * The time a record made now is stamped with: the clock's, but never before the last record's. A clock
+   * can read earlier than what the log already holds — a process restarted on a clock behind the last
+   * one's, a clock stepped back — and the rules compare a record's time with times in the state (a rate's
+   * run starts, a window's end), so time in a shard's log never goes back.
+   */
+  now(): number {
+    const now = this.options.clock.now();
+    const last = this.core.time;
+    return last === undefined || now > last ? now : last;
+  }
+
+  /**
+   * Appends a record (stamped with `now()` unless it has a time; never one before the last record's) and applies it. Resolves with its
    * LSN once it is durable, after its outputs were handed out.
    */
   async append(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<number> {
@@ -131,7 +143,9 @@ export class ShardHost<S, O> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
     // Before replay, a record would take an LSN that a journaled record holds; after close, go to a closed log.
     if (this.stage !== 'serving') return Promise.reject(new SluiceError('APP_STATE', `ShardHost: shard ${this.options.log.shard} takes records while it serves (after recover() and serve(), until close()), and it is ${this.stage}`));
-    const stamped: ShardRecord = { ...record, at: record.at ?? this.options.clock.now() };
+    const last = this.core.time;
+    const at = record.at === undefined ? this.now() : last === undefined || record.at > last ? record.at : last;
+    const stamped: ShardRecord = { ...record, at };
     // Encoded here, before anything happens: a record that is not JSON throws (synchronously) and leaves no trace.
     return this.commit(stamped, encode(stamped));
   }
@@ -189,8 +203,8 @@ export class ShardHost<S, O> {
     this.snapshotting = true;
     try {
       // Serialised a chunk per turn of the event loop, so that a large shard never holds it for long.
-      const { lsn } = this.core.beginSnapshot();
-      const parts: Buffer[] = [Buffer.from(`{"lsn":${lsn},"keys":[`)];
+      const { lsn, at } = this.core.beginSnapshot();
+      const parts: Buffer[] = [Buffer.from(`{"lsn":${lsn},${at === undefined ? '' : `"at":${at},`}"keys":[`)];
       try {
         for (let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK); chunk.length > 0; chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)) {
           parts.push(Buffer.from((parts.length > 1 ? ',' : '') + chunk.join(',')));

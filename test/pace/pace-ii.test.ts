@@ -146,6 +146,29 @@ describe('pace: drop', () => {
     await app.stop();
   });
 
+  it('holds the rate across a restart on a clock that reads earlier than the last record', async () => {
+    const store = memoryStore();
+    const gate = new Gate();
+    const first = paced({ drop: { max: 2, per: '3 seconds' } }, { store, handler: (payload) => (payload === 'a' ? gate.promise : undefined) });
+    await first.app.start();
+    await first.app.send('p', { key: 'k', event: 'a' });
+    await first.clock.advance(100);
+    await first.app.send('p', { key: 'k', event: 'b' });
+    await first.clock.advance(2_950); // the first start's 3 s are over when run a finishes, at T0 + 3,050
+    gate.open();
+    await first.app.idle();
+    // The next process's clock reads 50 ms behind that (another machine's, or stepped back): its start at
+    // "T0 + 3,000" would be the third within 3 s of the one at T0 + 100.
+    const second = paced({ drop: { max: 2, per: '3 seconds' } }, { store: store.crash(), clock: new ManualClock(T0 + 3_000) });
+    await second.app.start();
+    const c = await second.app.send('p', { key: 'k', event: 'c' });
+    await second.app.idle();
+    expect(c).toMatchObject({ duplicate: false });
+    // It starts at the log's time, 3 s after the first start: never three starts within 3 s.
+    expect([...first.seen, ...second.seen].map((s) => s.run.startedAt - T0)).toEqual([0, 100, 3_050]);
+    await second.app.stop();
+  });
+
   it('debounce then drop: starts join the open window; a window over the rate is dropped when it would open', async () => {
     const { app, clock, seen } = paced({ debounce: '1 second', drop: { max: 1, per: '1 minute' } });
     await app.start();

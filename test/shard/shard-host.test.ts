@@ -177,6 +177,32 @@ describe('ShardHost', () => {
     expect(written).toBe(1);
   });
 
+  it('never stamps a record earlier than the last one in the log, after a restart on a clock behind (from the records or a snapshot)', async () => {
+    // Rules that only remember when each record happened, as the rules saw it.
+    const seenAt: number[] = [];
+    const times: Rules<{ n: number }, never> = { initial: () => ({ n: 0 }), apply: (s, r) => (seenAt.push(r.at), { n: s.n + 1 }), retired: () => false };
+    let store = memoryStore({ shards: 1 });
+    const first = new ShardHost({ log: store.log(0), rules: times, clock: new ManualClock(5_000), onOutput: () => {} });
+    await first.open();
+    await first.append({ key: 'a', type: 'event' });
+    await first.append({ key: 'a', type: 'event', at: 5_040 }); // a record stamped by a clock that read 40 ms on
+    first.close();
+    // Restarted on a clock 100 ms behind the log: its records, and its reading of the time, stay at the log's time.
+    for (const snapshot of [false, true]) {
+      store = store.crash();
+      seenAt.length = 0;
+      const next = new ShardHost({ log: store.log(0), rules: times, clock: new ManualClock(4_940), onOutput: () => {} });
+      await next.open();
+      expect(next.now()).toBe(5_040);
+      await next.append({ key: 'a', type: 'event' });
+      await next.append({ key: 'b', type: 'timer' });
+      expect(seenAt.slice(-2)).toEqual([5_040, 5_040]);
+      if (snapshot) continue;
+      expect(await next.snapshot()).toBe(true); // the next restart finds only the snapshot: it keeps the time too
+      next.close();
+    }
+  });
+
   it('restarted long after its timers were due, fires every one, parked keys included, each once', async () => {
     const store = memoryStore({ shards: 1 });
     const clock = new ManualClock(1_000);

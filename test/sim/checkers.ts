@@ -126,7 +126,7 @@ function finishedNeverAgain(h: History): string[] {
 }
 
 /** Liveness: once faults stop, every acknowledged window ran and every published message was in a run. */
-function everyWindowRan(h: History): string[] {
+export function everyWindowRan(h: History): string[] {
   const out: string[] = [];
   const ran = new Set(h.runs.map((r) => `${r.sub}/${r.runId}`));
   const finished = new Set(h.runs.filter((r) => r.finished).map((r) => `${r.sub}/${r.runId}`));

@@ -1,17 +1,22 @@
 /**
- * `npm run sim -- --seeds 10000 [--from 1] [--steps 300] [--sabotage releaseEarly]`: a longer soak than CI's.
- * `npm run sim -- --seed 42` replays one seed and prints what happened.
+ * `npm run sim -- --seeds 10000 [--from S] [--steps 300] [--sabotage releaseEarly]`: a longer soak than CI's,
+ * from seed S, or from a seed that changes with each run (printed first, so that the run can be repeated).
+ * `npm run sim -- --seed 42 [--steps N]` replays one seed and prints what happened.
  */
 import { parseArgs } from 'node:util';
-import type { Sabotage } from '../../src/core/sabotage.js';
-import { replayCommand, simulate } from './simulate.js';
+import { sabotage, type Sabotage } from '../../src/core/sabotage.js';
+import { DEFAULT_STEPS, seedArg, simulate, startSeed } from './simulate.js';
 
 const { values } = parseArgs({ options: { seeds: { type: 'string' }, seed: { type: 'string' }, from: { type: 'string' }, steps: { type: 'string' }, sabotage: { type: 'string' } } });
 const bad = values.sabotage as Sabotage | undefined;
-const steps = values.steps === undefined ? undefined : Number(values.steps);
+if (bad !== undefined && !(bad in sabotage)) throw new RangeError(`sim: --sabotage must be one of ${Object.keys(sabotage).join(', ')}, got ${bad}`);
+const steps = values.steps === undefined ? DEFAULT_STEPS : Number(values.steps);
+if (!(Number.isInteger(steps) && steps >= 0)) throw new RangeError(`sim: --steps must be an integer from 0 up, got ${values.steps}`);
 const one = values.seed !== undefined;
-const from = Number(values.seed ?? values.from ?? 1);
 const count = one ? 1 : Number(values.seeds ?? 500);
+if (!(Number.isInteger(count) && count >= 1)) throw new RangeError(`sim: --seeds must be an integer from 1 up, got ${values.seeds}`);
+const from = one ? seedArg('--seed', values.seed!) : startSeed(count, values.from);
+if (!one) console.log(`${count} seeds from ${from}, ${steps} steps each${bad ? `, sabotage ${bad}` : ''} (again: npm run sim -- --seeds ${count} --from ${from} --steps ${steps}${bad ? ` --sabotage ${bad}` : ''})`);
 let failed = 0;
 const t0 = performance.now();
 const totals = { lives: 0, acks: 0, runs: 0, published: 0, flips: 0 };
@@ -27,9 +32,9 @@ for (let seed = from; seed < from + count; seed++) {
     failed++;
     console.log(`seed ${seed} FAILED (${r.outcome.kind}):`);
     for (const v of r.violations.slice(0, 10)) console.log(`  ${v}`);
-    console.log(`  replay: ${replayCommand(seed, bad)}`);
+    console.log(`  replay: ${r.replay}`);
   }
 }
 const s = ((performance.now() - t0) / 1000).toFixed(1);
-console.log(`${count} seeds from ${from}${bad ? ` with sabotage ${bad}` : ''}: ${failed} failed, in ${s} s (${totals.lives} process lives, ${totals.acks} receipts, ${totals.runs} handler calls, ${totals.published} broker messages, ${totals.flips} bit flips detected)`);
+console.log(`${count} seeds from ${from} (${steps} steps)${bad ? ` with sabotage ${bad}` : ''}: ${failed} failed, in ${s} s (${totals.lives} process lives, ${totals.acks} receipts, ${totals.runs} handler calls, ${totals.published} broker messages, ${totals.flips} bit flips detected)`);
 process.exitCode = failed > 0 ? 1 : 0;

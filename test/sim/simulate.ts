@@ -1,23 +1,35 @@
 /**
  * Runs seeds through the simulated world and checks each: `simulate(seed)` for one, `npm run sim -- --seeds N
- * [--from S] [--sabotage name]` from the command line.
+ * [--from S] [--steps N] [--sabotage name]` from the command line.
  */
+import { randomInt } from 'node:crypto';
 import { sabotage, type Sabotage } from '../../src/core/sabotage.js';
 import { check, type Outcome } from './checkers.js';
 import { World } from './world.js';
 
+/** Scheduler steps with faults when a run does not say. */
+export const DEFAULT_STEPS = 300;
+
+export interface SimOptions {
+  readonly steps?: number;
+  readonly sabotage?: Sabotage;
+}
+
 export interface SeedResult {
   readonly seed: number;
+  /** The one command that replays this seed exactly (its steps and sabotage included). */
+  readonly replay: string;
   readonly outcome: Outcome;
   readonly violations: string[];
   readonly stats: { lives: number; acks: number; runs: number; published: number; drops: number; waited: number };
   readonly notes: string[];
 }
 
-export async function simulate(seed: number, options: { steps?: number; sabotage?: Sabotage } = {}): Promise<SeedResult> {
+export async function simulate(seed: number, options: SimOptions = {}): Promise<SeedResult> {
+  const steps = options.steps ?? DEFAULT_STEPS;
   for (const k of Object.keys(sabotage) as Sabotage[]) sabotage[k] = k === options.sabotage;
   try {
-    const world = new World({ seed, steps: options.steps });
+    const world = new World({ seed, steps });
     const h = world.history;
     const stats = () => ({ lives: h.lives.length, acks: h.acks.length, runs: h.runs.length, published: h.published.length, drops: h.drops.length, waited: waited(h) });
     let outcome: Outcome;
@@ -27,14 +39,34 @@ export async function simulate(seed: number, options: { steps?: number; sabotage
       // The engine threw where it must not (a recovery that parses garbage, say): that is a failure of the seed.
       outcome = { kind: 'threw', error: String((error as Error)?.stack ?? error) };
     }
-    return { seed, outcome, violations: check(h, outcome), stats: stats(), notes: h.notes };
+    return { seed, replay: replayCommand(seed, { steps, sabotage: options.sabotage }), outcome, violations: check(h, outcome), stats: stats(), notes: h.notes };
   } finally {
     for (const k of Object.keys(sabotage) as Sabotage[]) sabotage[k] = false;
   }
 }
 
-/** The one command that replays a seed. */
-export const replayCommand = (seed: number, bad?: Sabotage): string => `npm run sim -- --seed ${seed}${bad ? ` --sabotage ${bad}` : ''}`;
+/** The one command that replays a seed: everything that decides the run, steps and sabotage included. */
+export const replayCommand = (seed: number, options: SimOptions = {}): string =>
+  `npm run sim -- --seed ${seed} --steps ${options.steps ?? DEFAULT_STEPS}${options.sabotage ? ` --sabotage ${options.sabotage}` : ''}`;
+
+/** Seeds are 32-bit: a run of `count` seeds from the returned one stays within them. */
+const MAX_SEED = 2 ** 32 - 1;
+
+/**
+ * Where a run of `count` seeds starts: `fixed` when given (a replay of an earlier run), else a seed that
+ * changes with each run, so that each run tries seeds no earlier run tried. Print it.
+ */
+export function startSeed(count: number, fixed?: string, name = '--from'): number {
+  if (fixed !== undefined && fixed !== '') return seedArg(name, fixed);
+  return randomInt(1, MAX_SEED - count);
+}
+
+/** A seed given on the command line or in the environment: an integer from 0 to 2^32 - 1. */
+export function seedArg(name: string, text: string): number {
+  const n = Number(text);
+  if (!(Number.isInteger(n) && n >= 0 && n <= MAX_SEED)) throw new RangeError(`sim: ${name} must be an integer from 0 to ${MAX_SEED}, got ${text}`);
+  return n;
+}
 
 /** Distinct runs of the per-minute subscriber started a minute or more after their key's first run: the rate was in play. */
 function waited(h: Parameters<typeof check>[0]): number {

@@ -104,6 +104,22 @@ describe('fileStore', () => {
     await expect(reopen(dir)).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
   });
 
+  it('refuses a flipped bit in the last record of a segment whose next segment holds only a torn first write', async () => {
+    // The next segment was made once every record before it was durable: damage to the last record before
+    // it is damage to an acknowledged record, not a torn tail to cut off.
+    const dir = tmp();
+    await writeRecords(dir, 200, 1024);
+    const [first, second, ...rest] = await segmentFiles(dir);
+    for (const f of rest) await fs.rm(f);
+    await fs.writeFile(second!, (await fs.readFile(second!)).subarray(0, 9)); // its first write tore after 9 bytes
+    const bytes = await fs.readFile(first!);
+    bytes[bytes.length - 2] = bytes[bytes.length - 2]! ^ 0x10; // in the last record's payload
+    await fs.writeFile(first!, bytes);
+    await expect(reopen(dir)).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    expect((await fs.readFile(first!)).equals(bytes)).toBe(true); // nothing changed
+    expect((await segmentFiles(dir)).length).toBe(2);
+  });
+
   it('lets one process at a time open a directory, and takes over the lock of a dead one', async () => {
     const dir = tmp();
     const store = fileStore({ dir, shards: 1 });
