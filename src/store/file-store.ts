@@ -59,9 +59,16 @@ class FileStore implements Store {
 
   async open(): Promise<void> {
     await this.fs.mkdir(this.options.dir);
-    this.release = await lockDirectory(this.fs, this.options.dir);
-    await this.checkShardCount();
-    await Promise.all(this.logs.map((l) => l.open()));
+    const release = await lockDirectory(this.fs, this.options.dir);
+    try {
+      await this.checkShardCount();
+      await Promise.all(this.logs.map((l) => l.open()));
+    } catch (error) {
+      await Promise.all(this.logs.map((l) => l.close()));
+      await release(); // a store that did not open holds nothing
+      throw error;
+    }
+    this.release = release;
   }
 
   log(shard: number): ShardLog {

@@ -104,18 +104,30 @@ describe('fileStore', () => {
     await expect(reopen(dir)).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
   });
 
-  it('lets one process at a time open a directory, and takes over the lock of a dead one', async () => {
+  it('lets one store at a time open a directory in this process, and lets it go when an open fails', async () => {
     const dir = tmp();
     const store = fileStore({ dir, shards: 1 });
     await store.open();
-    await expect(fileStore({ dir, shards: 1 }).open()).rejects.toThrow(/already open/);
+    await expect(fileStore({ dir, shards: 1 }).open()).rejects.toThrow(/already open in this process/);
     await store.close();
-    await fs.writeFile(path.join(dir, 'LOCK'), '999999999'); // a pid that does not run
-    const next = fileStore({ dir, shards: 1 });
-    await next.open();
-    await next.close();
-    await fs.writeFile(path.join(dir, 'LOCK'), '1'); // init: alive, not us
-    await expect(fileStore({ dir, shards: 1 }).open()).rejects.toThrow(/in use by process 1/);
+    await expect(fileStore({ dir, shards: 2 }).open()).rejects.toThrow(/made with 1 shards/);
+    const again = fileStore({ dir, shards: 1 }); // the failed open let the lock go
+    await again.open();
+    await again.close();
+  });
+
+  it.each([
+    ['a dead process', '999999999'],
+    ['this very pid, from an earlier life (PID 1 in a restarted container)', String(process.pid)],
+    ['a live process that is not a store (init)', '1'],
+    ['nobody (an empty file)', ''],
+  ])('opens a store whose LOCK file names %s: the file is no lock', async (_what, pid) => {
+    const dir = tmp();
+    await (await reopen(dir)).close();
+    await fs.writeFile(path.join(dir, 'LOCK'), pid);
+    const store = await reopen(dir);
+    expect((await fs.readFile(path.join(dir, 'LOCK'), 'utf8')).trim()).toBe(String(process.pid));
+    await store.close();
   });
 
   it('refuses a directory made with another shard count', async () => {
