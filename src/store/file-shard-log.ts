@@ -60,7 +60,14 @@ export class FileShardLog implements ShardLog {
       throw error.code === 'ENOENT' ? storeDamaged(this.dir, 'the shard directory is missing') : error;
     });
     const manifest = await readManifest(fs, this.dir);
-    if (!manifest) throw storeDamaged(this.dir, `its ${MANIFEST} is missing`);
+    if (!manifest) {
+      const first = segments[0];
+      if (first && readFrame(await fs.readFile(first.file), 0, first.firstLsn).ok) {
+        // A record where the header should be: a store made before segments had headers and shards manifests.
+        throw new SluiceError('STORE_CORRUPT', `store ${path.dirname(this.dir)} was made by an earlier version of Sluice, whose files this version does not read (${path.basename(this.dir)} has no ${MANIFEST}, and its segments no header): let that version drain it, or move it aside to start an empty store`);
+      }
+      throw storeDamaged(this.dir, `its ${MANIFEST} is missing`);
+    }
     const snapshot = await readSnapshotFile(fs, this.dir);
     const snapshotLsn = snapshot?.lsn ?? 0;
     if (snapshotLsn < manifest.snapshot) {
@@ -142,8 +149,8 @@ export class FileShardLog implements ShardLog {
   }
 
   /**
-   * Writes the snapshot (atomically), then deletes the segments it makes dead: those whose records all lie
-   * at or below `lsn`. The segment being written is always kept.
+   * Writes the snapshot (atomically) and the manifest that names it, then deletes the segments it makes
+   * dead: those whose records all lie at or below `lsn`. The segment being written is always kept.
    */
   async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
     if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);

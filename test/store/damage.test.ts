@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { App, ManualClock, MemoryBroker, fileStore, silentLogger, subscriber } from '../../src/index.js';
+import { encodeFrame } from '../../src/store/frame.js';
 import { nodeFileSystem, type FileSystem } from '../../src/store/fs.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'sluice-damage-'));
@@ -47,7 +48,7 @@ async function expectRefused(dir: string, message: RegExp, shards = 1): Promise<
     (e: unknown) => e,
   );
   expect(error).toMatchObject({ code: 'STORE_CORRUPT', message: expect.stringMatching(message) });
-  expect((error as Error).message).toMatch(/restore|Write the number/); // says what to do
+  expect((error as Error).message).toMatch(/restore|Write the number|move it aside/); // says what to do
   expect(await files(dir)).toEqual(before);
 }
 
@@ -129,6 +130,14 @@ describe('file store damaged at rest', () => {
     const c = await storeWithSnapshot();
     await fs.rm(c.shard, { recursive: true });
     await expectRefused(c.dir, /shard-0: the shard directory is missing/);
+  });
+
+  it('refuses a store made before manifests and segment headers, saying so', async () => {
+    const dir = tmp();
+    await fs.mkdir(path.join(dir, 'shard-0'), { recursive: true });
+    await fs.writeFile(path.join(dir, 'SHARDS'), '1');
+    await fs.writeFile(path.join(dir, 'shard-0', '00000000000000000001.seg'), encodeFrame(1, Buffer.from('old')));
+    await expectRefused(dir, /was made by an earlier version of Sluice, whose files this version does not read/);
   });
 
   it('refuses a store whose SHARDS file was deleted or emptied while its shards hold records', async () => {

@@ -88,7 +88,7 @@ describe('file store lock between processes', () => {
     expect(await records(dir)).toEqual(holders); // each holder appended once; no two wrote at once
   }, 300_000);
 
-  const unshare = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0;
+  const unshare = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', 'true']).status === 0;
   it.skipIf(!unshare)('takes over the lock of a killed PID 1 when the next holder is PID 1 as well (a restarted container)', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-lock-pid1-'));
     for (const name of ['first', 'second', 'third']) {
