@@ -68,6 +68,7 @@ class FileStore implements Store {
         // The first open (or one that did not finish): shard directories first, SHARDS last, so that a
         // store with SHARDS has every shard's directory and manifest.
         await Promise.all(this.logs.map((l) => l.create()));
+        await this.fs.syncDirectory(this.options.dir); // the shard directories' names are durable before SHARDS
         await writeFileAtomic(this.fs, this.options.dir, SHARDS, `${this.shards}\n`);
       }
       await Promise.all(this.logs.map((l) => l.open()));

@@ -47,9 +47,12 @@ export interface Scan {
   readonly cut?: { readonly file?: string; readonly at?: number; readonly later: readonly Segment[] };
 }
 
-/** What the manifest says of the newest segment and of the records known durable. */
+/** What the shard's manifest says that the scan needs. */
 export interface ScanBounds {
-  /** The first LSN of the newest segment the manifest names: one after it was created by a roll that died. */
+  /**
+   * The first LSN of the newest segment the manifest names. A newer one was made by a roll that died before
+   * naming it, so it holds no record; without a whole header it is removed, not refused.
+   */
   readonly namedSegment: number;
 }
 
