@@ -59,8 +59,9 @@ export interface ScanBounds {
 /**
  * Reads a shard's segments and checks every frame (length, CRC, the next LSN in sequence), changing
  * nothing. A bad frame with nothing good after it is a torn tail, returned as `cut` for {@link cutTornTail};
- * a bad frame with good records after it — in this segment or a later one — is corruption: `STORE_CORRUPT`.
- * So is a segment that does not start where the one before it ended.
+ * a bad frame with good records after it — in this segment or a later one — or with a later segment named
+ * after its LSN is corruption: `STORE_CORRUPT`. So is a segment that does not start where the one before
+ * it ended.
  */
 export async function scanSegments(fs: FileSystem, dir: string, segments: readonly Segment[], bounds: ScanBounds): Promise<Scan> {
   let expected = segments[0]?.firstLsn ?? 1;
@@ -90,6 +91,12 @@ export async function scanSegments(fs: FileSystem, dir: string, segments: readon
     const later = segments.slice(i + 1);
     if (anyFrameAfter(buf, pos + 1, expected) || (await anyGoodSegment(fs, later, expected))) {
       throw new SluiceError('STORE_CORRUPT', `store ${dir}: bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}) with good records after it`);
+    }
+    // A segment is made only once every record before its first LSN is durable: one named after this
+    // record proves it was durable, so it is damaged, not torn.
+    const proof = later.find((s) => s.firstLsn > expected);
+    if (proof) {
+      throw storeDamaged(dir, `bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}), which was durable: segment ${path.basename(proof.file)} was made after it`);
     }
     return { nextLsn: expected, tailBytes, cut: { file: segment.file, at: pos, later } };
   }

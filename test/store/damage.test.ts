@@ -132,6 +132,20 @@ describe('file store damaged at rest', () => {
     await expectRefused(c.dir, /shard-0: the shard directory is missing/);
   });
 
+  it('refuses a damaged last record of a segment that a newer segment follows, even with no record in the newer one', async () => {
+    const dir = tmp();
+    const killed = fileStore({ dir, shards: 1, segmentBytes: 1024, fs: { ...nodeFileSystem, lock: async () => ({ release: async () => {} }) } });
+    await killed.open();
+    for (let i = 0; i < 100; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => killed.log(0).append(Buffer.from(`record-${i + j}`))));
+    const shard = path.join(dir, 'shard-0');
+    const segments = (await fs.readdir(shard)).filter((f) => f.endsWith('.seg')).sort().map((f) => path.join(shard, f));
+    await fs.truncate(segments.at(-1)!, 16); // as if the process died right after making it: its header only
+    const previous = await fs.readFile(segments.at(-2)!);
+    previous[previous.length - 3]! ^= 0x10; // inside its last record
+    await fs.writeFile(segments.at(-2)!, previous);
+    await expectRefused(dir, /bad record at byte \d+ of \d+\.seg \(LSN \d+\), which was durable: segment \d+\.seg was made after it/);
+  });
+
   it('refuses a store made before manifests and segment headers, saying so', async () => {
     const dir = tmp();
     await fs.mkdir(path.join(dir, 'shard-0'), { recursive: true });
