@@ -4,7 +4,8 @@ import { sabotage } from '../core/sabotage.js';
 import type { ShardLog } from '../core/ports.js';
 import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
 import type { FileSystem, StoreFile } from './fs.js';
-import { listSegments, recover, segmentName } from './segments.js';
+import { MANIFEST, emptyManifest, readManifest, storeDamaged, writeManifest } from './manifest.js';
+import { SEGMENT_HEADER_BYTES, cutTornTail, listSegments, scanSegments, segmentHeader, segmentName, type Segment } from './segments.js';
 import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
 
 interface Pending {
@@ -28,6 +29,11 @@ export class FileShardLog implements ShardLog {
   private pending: Pending[] = [];
   private flushing = false;
   private failed: unknown;
+  private opened = false;
+  private newestSegment = 0;
+  private snapshotLsn = 0;
+  private snapshotAtOpen: { lsn: number; state: Uint8Array } | undefined;
+  private serial: Promise<void> = Promise.resolve();
 
   constructor(
     readonly shard: number,
@@ -37,17 +43,67 @@ export class FileShardLog implements ShardLog {
     private readonly fs: FileSystem,
   ) {}
 
+  /** Makes the shard's directory and an empty manifest: done by a store's first open, before its SHARDS file. */
+  async create(): Promise<void> {
+    await this.fs.mkdir(this.dir);
+    await writeManifest(this.fs, this.dir, emptyManifest);
+  }
+
+  /**
+   * Opens the shard: checks what is on disk against its manifest (refusing, with `STORE_CORRUPT` and
+   * nothing changed, a snapshot or segment that is missing, or records that were durable and are gone),
+   * cuts a torn tail, and writes a fresh manifest once what it recovered is durable.
+   */
   async open(): Promise<void> {
     const fs = this.fs;
-    await fs.mkdir(this.dir);
-    const { nextLsn, tailBytes } = await recover(fs, this.dir, await listSegments(fs, this.dir));
-    this.nextLsn = nextLsn;
-    this.durable = nextLsn - 1;
-    const last = (await listSegments(fs, this.dir)).at(-1); // recovery may have removed segments
-    if (last && last.firstLsn <= nextLsn) {
-      this.handle = await fs.open(last.file, 'a');
-      this.tailBytes = tailBytes;
+    const segments = await listSegments(fs, this.dir).catch((error: NodeJS.ErrnoException) => {
+      throw error.code === 'ENOENT' ? storeDamaged(this.dir, 'the shard directory is missing') : error;
+    });
+    const manifest = await readManifest(fs, this.dir);
+    if (!manifest) {
+      const first = segments[0];
+      if (first && readFrame(await fs.readFile(first.file), 0, first.firstLsn).ok) {
+        // A record where the header should be: a store made before segments had headers and shards manifests.
+        throw new SluiceError('STORE_CORRUPT', `store ${path.dirname(this.dir)} was made by an earlier version of Sluice, whose files this version does not read (${path.basename(this.dir)} has no ${MANIFEST}, and its segments no header): let that version drain it, or move it aside to start an empty store`);
+      }
+      throw storeDamaged(this.dir, `its ${MANIFEST} is missing`);
     }
+    const snapshot = await readSnapshotFile(fs, this.dir);
+    const snapshotLsn = snapshot?.lsn ?? 0;
+    if (snapshotLsn < manifest.snapshot) {
+      throw storeDamaged(this.dir, snapshot ? `its snapshot is of LSN ${snapshotLsn}, older than the one of LSN ${manifest.snapshot} it wrote last` : `its snapshot (of the records up to LSN ${manifest.snapshot}) is missing`);
+    }
+    if (manifest.segment > 0 && !segments.some((s) => s.firstLsn === manifest.segment)) {
+      throw storeDamaged(this.dir, `its newest segment, ${segmentName(manifest.segment)}, is missing (records from LSN ${manifest.segment} on are lost)`);
+    }
+    const oldest = segments[0];
+    if (oldest && oldest.firstLsn > snapshotLsn + 1) {
+      const before = snapshotLsn > 0 ? `the snapshot ends at LSN ${snapshotLsn}` : 'there is no snapshot';
+      throw storeDamaged(this.dir, `records ${snapshotLsn + 1} to ${oldest.firstLsn - 1} are missing: ${before}, and the oldest segment, ${path.basename(oldest.file)}, starts at LSN ${oldest.firstLsn}`);
+    }
+    const scan = await scanSegments(fs, this.dir, segments, { namedSegment: manifest.segment });
+    const durable = Math.max(manifest.durable, snapshotLsn);
+    if (scan.nextLsn - 1 < durable) {
+      const newest = segments.at(-1);
+      throw storeDamaged(this.dir, newest
+        ? `records ${scan.nextLsn} to ${durable} are missing: they were durable, but the newest segment, ${path.basename(newest.file)}, ends at LSN ${scan.nextLsn - 1} (it was cut, emptied or zeroed)`
+        : `every segment is missing (records ${snapshotLsn + 1} to ${durable} at least, and any after them)`);
+    }
+    // The checks passed: repair what a crash leaves.
+    if (scan.cut) await cutTornTail(fs, this.dir, scan.cut);
+    this.nextLsn = scan.nextLsn;
+    this.durable = scan.nextLsn - 1;
+    this.snapshotLsn = snapshotLsn;
+    this.snapshotAtOpen = snapshot;
+    const last = (await listSegments(fs, this.dir)).at(-1); // the cut may have removed segments
+    if (last && last.firstLsn <= scan.nextLsn) {
+      this.handle = await fs.open(last.file, 'a');
+      this.tailBytes = scan.tailBytes;
+      await this.handle.datasync(); // what was recovered is durable before the manifest says so
+    }
+    this.newestSegment = last?.firstLsn ?? 0;
+    await this.saveManifest();
+    this.opened = true;
   }
 
   durableLsn(): number {
@@ -83,7 +139,7 @@ export class FileShardLog implements ShardLog {
       if (next && next.firstLsn <= fromLsn) continue;
       const buf = await this.fs.readFile(segments[i]!.file);
       let expected = segments[i]!.firstLsn;
-      for (let pos = 0; pos < buf.length && expected <= this.durable; expected++) {
+      for (let pos = SEGMENT_HEADER_BYTES; pos < buf.length && expected <= this.durable; expected++) {
         const frame = readFrame(buf, pos, expected);
         if (!frame.ok) throw new SluiceError('STORE_CORRUPT', `store ${this.dir}: bad record at LSN ${expected} during replay`);
         if (frame.lsn >= fromLsn) visit(frame.lsn, frame.payload);
@@ -93,26 +149,33 @@ export class FileShardLog implements ShardLog {
   }
 
   /**
-   * Writes the snapshot (atomically), then deletes the segments it makes dead: those whose records all lie
-   * at or below `lsn`. The segment being written is always kept.
+   * Writes the snapshot (atomically) and the manifest that names it, then deletes the segments it makes
+   * dead: those whose records all lie at or below `lsn`. The segment being written is always kept.
    */
   async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
     if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
     const fs = this.fs;
     await writeSnapshotFile(fs, this.dir, lsn, state);
-    const segments = await listSegments(fs, this.dir);
-    const dead = segments.filter((s, i) => i < segments.length - 1 && segments[i + 1]!.firstLsn <= lsn + 1);
-    for (const s of dead) await fs.rm(s.file);
-    if (dead.length > 0) await fs.syncDirectory(this.dir);
+    this.snapshotAtOpen = undefined;
+    await this.exclusive(async () => {
+      this.snapshotLsn = Math.max(this.snapshotLsn, lsn);
+      await this.saveManifest(); // before the segments go: a snapshot deleted later is then seen as missing
+      const segments = await listSegments(fs, this.dir);
+      await this.removeDead(segments.filter((s, i) => i < segments.length - 1 && segments[i + 1]!.firstLsn <= lsn + 1));
+    });
   }
 
-  readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
-    return readSnapshotFile(this.fs, this.dir);
+  async readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
+    const read = this.snapshotAtOpen ?? (await readSnapshotFile(this.fs, this.dir));
+    this.snapshotAtOpen = undefined; // read once at open; not kept
+    return read;
   }
 
-  /** Waits for pending appends, then closes the file. */
+  /** Waits for pending appends, then writes the manifest (the last records are durable) and closes the file. */
   async close(): Promise<void> {
     while (this.flushing) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.opened && this.failed === undefined) await this.exclusive(() => this.saveManifest());
+    this.opened = false;
     await this.handle?.close();
     this.handle = undefined;
   }
@@ -125,7 +188,7 @@ export class FileShardLog implements ShardLog {
         this.pending = [];
         const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((p) => p.frame));
         try {
-          if (!this.handle || (this.tailBytes > 0 && this.tailBytes + bytes.length > this.segmentBytes)) await this.roll(batch[0]!.lsn);
+          if (!this.handle || (this.tailBytes > SEGMENT_HEADER_BYTES && this.tailBytes + bytes.length > this.segmentBytes)) await this.roll(batch[0]!.lsn);
           await writeAll(this.handle!, bytes);
           await this.handle!.datasync();
         } catch (error) {
@@ -141,11 +204,42 @@ export class FileShardLog implements ShardLog {
     }
   }
 
-  private async roll(firstLsn: number): Promise<void> {
-    await this.handle?.close();
-    this.handle = await this.fs.open(path.join(this.dir, segmentName(firstLsn)), 'a');
-    this.tailBytes = 0;
-    if (!sabotage.skipDirSync) await this.fs.syncDirectory(this.dir);
+  /** A new segment: created with its header, its name made durable, then named in the manifest before a record goes in. */
+  private roll(firstLsn: number): Promise<void> {
+    return this.exclusive(async () => {
+      await this.handle?.close();
+      this.handle = await this.fs.open(path.join(this.dir, segmentName(firstLsn)), 'a');
+      await writeAll(this.handle, segmentHeader(firstLsn));
+      await this.handle.datasync();
+      this.tailBytes = SEGMENT_HEADER_BYTES;
+      if (sabotage.skipDirSync) return; // (the manifest's write would sync the directory too)
+      await this.fs.syncDirectory(this.dir);
+      this.newestSegment = firstLsn;
+      await this.saveManifest();
+    });
+  }
+
+  /**
+   * Removes segments whose records all lie within the snapshot, oldest first, each removal made durable
+   * before the next: a crash leaves the newer ones, never a hole that would read as a missing segment.
+   */
+  private async removeDead(dead: readonly Segment[]): Promise<void> {
+    for (const s of dead) {
+      await this.fs.rm(s.file);
+      await this.fs.syncDirectory(this.dir);
+    }
+  }
+
+  /** Writes the manifest from what is durable now. Call inside {@link exclusive}, or before the log is in use. */
+  private saveManifest(): Promise<void> {
+    return writeManifest(this.fs, this.dir, { segment: this.newestSegment, durable: this.durable, snapshot: this.snapshotLsn });
+  }
+
+  /** Runs `run` after every earlier one has finished: rolls, snapshots and close change the manifest one at a time. */
+  private exclusive(run: () => Promise<void>): Promise<void> {
+    const next = this.serial.then(run);
+    this.serial = next.catch(() => undefined);
+    return next;
   }
 
   private fail(error: unknown, batch: Pending[]): void {

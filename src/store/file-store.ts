@@ -4,7 +4,9 @@ import type { ShardLog, Store } from '../core/ports.js';
 import { FileShardLog } from './file-shard-log.js';
 import { nodeFileSystem, type FileSystem } from './fs.js';
 import { lockDirectory } from './lock.js';
-import { writeFileSynced } from './sync-file.js';
+import { writeFileAtomic } from './sync-file.js';
+
+const SHARDS = 'SHARDS';
 
 /** Settings of {@link fileStore}. */
 export interface FileStoreOptions {
@@ -30,7 +32,8 @@ export interface FileStoreOptions {
 
 /**
  * The embedded default store: per shard, segment files of length-prefixed, CRC32C-checked records with
- * group commit, torn-tail recovery and a lock against a second process.
+ * group commit, torn-tail recovery, a manifest against damage at rest (a file deleted, emptied or cut is
+ * refused with `STORE_CORRUPT`, never read as a shorter log) and a lock against a second process.
  */
 export function fileStore(options: FileStoreOptions): Store {
   return new FileStore(options);
@@ -59,9 +62,22 @@ class FileStore implements Store {
 
   async open(): Promise<void> {
     await this.fs.mkdir(this.options.dir);
-    this.release = await lockDirectory(this.fs, this.options.dir);
-    await this.checkShardCount();
-    await Promise.all(this.logs.map((l) => l.open()));
+    const release = await lockDirectory(this.fs, this.options.dir);
+    try {
+      if (!(await this.checkShardCount())) {
+        // The first open (or one that did not finish): shard directories first, SHARDS last, so that a
+        // store with SHARDS has every shard's directory and manifest.
+        await Promise.all(this.logs.map((l) => l.create()));
+        await this.fs.syncDirectory(this.options.dir); // the shard directories' names are durable before SHARDS
+        await writeFileAtomic(this.fs, this.options.dir, SHARDS, `${this.shards}\n`);
+      }
+      await Promise.all(this.logs.map((l) => l.open()));
+    } catch (error) {
+      await Promise.all(this.logs.map((l) => l.close()));
+      await release(); // a store that did not open holds nothing
+      throw error;
+    }
+    this.release = release;
   }
 
   log(shard: number): ShardLog {
@@ -76,17 +92,39 @@ class FileStore implements Store {
     this.release = undefined;
   }
 
-  /** A directory made with another shard count would send keys to the wrong shards: refuse it. */
-  private async checkShardCount(): Promise<void> {
-    const file = path.join(this.options.dir, 'SHARDS');
-    const found = await this.fs.readFile(file).then((b) => b.toString(), () => undefined);
-    if (found === undefined) {
-      await writeFileSynced(this.fs, file, String(this.shards));
-      await this.fs.syncDirectory(this.options.dir);
-      return;
+  /**
+   * True when the directory's SHARDS file says how many shards it was made with (and that is `shards`: a
+   * directory made with another count would send keys to the wrong shards); false when it is to be made.
+   * SHARDS is written last by a first open, atomically; a missing or unreadable one (an earlier version wrote
+   * it in place, and a full disk left it empty) is made again only if no shard holds records.
+   */
+  private async checkShardCount(): Promise<boolean> {
+    const dir = this.options.dir;
+    const found = await this.fs.readFile(path.join(dir, SHARDS)).then((b) => b.toString(), () => undefined);
+    if (found !== undefined && /^\s*[1-9]\d*\s*$/.test(found)) {
+      if (Number(found) !== this.shards) throw new SluiceError('CONFIG_INVALID', `fileStore: ${dir} was made with ${found.trim()} shards, got shards ${this.shards}`);
+      return true;
     }
-    if (Number(found) !== this.shards) {
-      throw new SluiceError('CONFIG_INVALID', `fileStore: ${this.options.dir} was made with ${found.trim()} shards, got shards ${this.shards}`);
+    const holding = await this.shardsHoldingRecords();
+    if (holding.length > 0) {
+      const state = found === undefined ? 'is missing' : `is damaged (it reads ${JSON.stringify(found.slice(0, 40))})`;
+      throw new SluiceError(
+        'STORE_CORRUPT',
+        `store ${dir}: its ${SHARDS} file ${state}, but ${holding.join(', ')} hold records. Write the number of shards the store was made with (its shard-N directories) into ${path.join(dir, SHARDS)}, or restore the store from a backup`,
+      );
     }
+    return false;
+  }
+
+  /** The shard directories (shard-N, any N) that hold a segment or a snapshot. */
+  private async shardsHoldingRecords(): Promise<string[]> {
+    const named = (await this.fs.readdir(this.options.dir)).filter((n) => /^shard-\d+$/.test(n));
+    const names = [...new Set([...named, ...this.logs.map((_, i) => `shard-${i}`)])].sort();
+    const holding: string[] = [];
+    for (const name of names) {
+      const files = await this.fs.readdir(path.join(this.options.dir, name)).catch(() => [] as string[]);
+      if (files.some((f) => f.endsWith('.seg') || f === 'snapshot')) holding.push(name);
+    }
+    return holding;
   }
 }

@@ -1,4 +1,7 @@
 import { promises as fs } from 'node:fs';
+import { osLock, type LockResult } from './os-lock.js';
+
+export type { LockResult } from './os-lock.js';
 
 /** An open file, as the file store uses one. */
 export interface StoreFile {
@@ -28,9 +31,13 @@ export interface FileSystem {
   rm(file: string): Promise<void>;
   /** Fsyncs a directory, so that a file created, renamed or removed in it survives a crash. */
   syncDirectory(dir: string): Promise<void>;
-  /** This process's identity for the directory lock, and whether the process holding a lock still lives. */
+  /**
+   * Takes an exclusive lock on a directory that is dropped when this process dies, however it dies; resolves
+   * with its release, or with who holds it. Never a lock that outlives its holder: no stale lock to judge.
+   */
+  lock(dir: string): Promise<LockResult>;
+  /** This process's id, written in the directory's `LOCK` file to name the holder to a refused process. */
   readonly pid: number;
-  processAlive(pid: number): boolean;
 }
 
 /** The real disk. */
@@ -49,13 +56,6 @@ export const nodeFileSystem: FileSystem = {
       await handle.close();
     }
   },
+  lock: osLock,
   pid: process.pid,
-  processAlive(pid) {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  },
 };

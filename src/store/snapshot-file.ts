@@ -2,7 +2,7 @@ import { crc32c } from '@node-rs/crc32';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import type { FileSystem } from './fs.js';
-import { writeFileSynced } from './sync-file.js';
+import { writeFileAtomic } from './sync-file.js';
 
 /** A snapshot file: `[lsn u64][crc32c u32][length u32][state]`; the CRC covers LSN and state. */
 const HEADER = 16;
@@ -19,10 +19,7 @@ export async function writeSnapshotFile(fs: FileSystem, dir: string, lsn: number
   buf.writeUInt32LE(state.length, 12);
   buf.set(state, HEADER);
   buf.writeUInt32LE(checksum(buf), 8);
-  const temp = path.join(dir, `${NAME}.tmp`);
-  await writeFileSynced(fs, temp, buf);
-  await fs.rename(temp, path.join(dir, NAME));
-  await fs.syncDirectory(dir);
+  await writeFileAtomic(fs, dir, NAME, buf);
 }
 
 /** Reads the snapshot; a damaged one is `STORE_CORRUPT` (it was renamed into place whole, so it never tears). */

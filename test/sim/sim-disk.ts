@@ -32,6 +32,8 @@ export class SimDisk {
   private dirs = new Set<string>(['/']);
   private queue: Op[] = [];
   private life = 0;
+  /** Directory locks and the life that took each: a lock of an earlier life died with it. */
+  private locks = new Map<string, number>();
   /** The chance that an fsync fails (the log must treat it as fatal). */
   fsyncFailure = 0;
 
@@ -127,7 +129,13 @@ export class SimDisk {
     });
     return {
       pid,
-      processAlive: () => false, // every earlier life has died
+      lock: (dir) =>
+        now(() => {
+          const holder = disk.locks.get(dir);
+          if (holder === life) return { heldBy: 'this process' as const };
+          disk.locks.set(dir, life); // any other holder was an earlier life, dead
+          return { release: () => now(() => void (disk.locks.get(dir) === life && disk.locks.delete(dir))) };
+        }),
       mkdir: (dir) => now(() => void disk.dirs.add(dir)),
       readdir: (dir) =>
         later(() => {
