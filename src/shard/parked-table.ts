@@ -1,10 +1,14 @@
 /**
  * Idle coordinators, parked: per key a fixed-size entry — a 48-bit reference to where its state can be read
  * back (the LSN of its snapshot record, or its bytes in an arena) and its earliest timer —
- * in typed arrays with open addressing (linear probing), keys as UTF-8 bytes in one arena. No object per
+ * in typed arrays with open addressing (linear probing), keys as bytes in one arena. No object per
  * key, so memory does not grow with objects for idle keys, and there is no Map size limit (V8's Map stops
  * at 2^24 entries). Entries are grouped in chunks of 1,024 slots, each knowing (a lower bound of) its
  * earliest timer, so a sweep for timers coming due skips the chunks with none.
+ *
+ * A key comes back exactly as it was parked: as UTF-8, or — when it holds a lone surrogate, which UTF-8
+ * would turn into U+FFFD — as UTF-16LE, flagged in its length word. The bytes of unparked keys are garbage
+ * in the arena until it is compacted, once they outweigh the live keys' (as `StateArena` does).
  */
 /** A slot's tag: 0 empty, 1 deleted, else 2 + (the top bits of the key's hash) — the slot is full. */
 const EMPTY = 0;
@@ -12,13 +16,37 @@ const DELETED = 1;
 const tagOf = (hash: number): number => 2 + ((hash >>> 24) % 254);
 const CHUNK_BITS = 10;
 const MAX_LOAD = 0.75;
+/** In a key's length word: the key's bytes are UTF-16LE (else UTF-8); the rest of the word is their count. */
+const WIDE = 0x8000_0000;
+/** The key arena is compacted once its garbage passes this and outweighs the live keys. */
+const ARENA_SLACK = 64 * 1024;
+
+const byteCount = (word: number): number => (word >= WIDE ? word - WIDE : word);
+const keyOf = (arena: Buffer, offset: number, word: number): string => (word >= WIDE ? arena.toString('utf16le', offset, offset + word - WIDE) : arena.toString('utf8', offset, offset + word));
+const wellFormed = (key: string): boolean => (key as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/** Writes keys' bytes into a scratch buffer that grows as needed. */
+class KeyEncoder {
+  buf = Buffer.allocUnsafe(256);
+
+  /** Writes `key`'s bytes at the buffer's start; returns its length word (the byte count, WIDE set for UTF-16LE). */
+  encode(key: string): number {
+    const wide = !wellFormed(key);
+    const need = wide ? key.length * 2 : Buffer.byteLength(key);
+    if (need >= WIDE) throw new RangeError(`ParkedTable: a key may take at most 2 GiB, got ${need} bytes`);
+    if (need > this.buf.length) this.buf = Buffer.allocUnsafe(need * 2);
+    const length = this.buf.write(key, 0, wide ? 'utf16le' : 'utf8');
+    return wide ? length + WIDE : length;
+  }
+}
 
 export class ParkedTable {
   private capacity: number;
   /** Per slot: empty, deleted, or full with a byte of the key's hash (most missing probes end there). */
   private tags!: Uint8Array;
   private keyOffset!: Uint32Array;
-  private keyLength!: Uint16Array;
+  /** Per slot: the key's length word (its byte count, with WIDE set when its bytes are UTF-16LE). */
+  private keyLength!: Uint32Array;
   /** References (snapshot LSNs, arena offsets) in 48 bits: the low 32 here, the high 16 in `lsnHigh`. */
   private lsnLow!: Uint32Array;
   private lsnHigh!: Uint16Array;
@@ -26,7 +54,9 @@ export class ParkedTable {
   private chunkMin!: Float64Array;
   private arena: Buffer;
   private arenaUsed = 0;
-  private scratch = Buffer.allocUnsafe(256);
+  /** Bytes of the arena that no parked key uses any more. */
+  private arenaGarbage = 0;
+  private readonly encoder = new KeyEncoder();
   private used = 0;
   /** Parked keys. */
   size = 0;
@@ -40,15 +70,16 @@ export class ParkedTable {
   /** Parks (or updates) a key: the reference to its state (a snapshot's LSN, an offset) and its timer (`NaN` for none). */
   set(key: string, snapshotLsn: number, timerAtMs: number): void {
     if ((this.used + 1) / this.capacity > MAX_LOAD) this.resize(this.size * 2 + 1 > this.capacity * MAX_LOAD ? this.capacity * 2 : this.capacity);
-    const bytes = this.encode(key);
-    const hash = hashBytes(this.scratch, bytes);
-    let slot = this.find(hash, bytes);
+    const word = this.encoder.encode(key);
+    const hash = hashBytes(this.encoder.buf, byteCount(word));
+    let slot = this.find(hash, word);
     if (slot < 0) {
+      if (this.arenaGarbage > ARENA_SLACK && this.arenaGarbage > this.arenaUsed - this.arenaGarbage) this.compactArena();
       slot = this.freeSlot(hash);
       if (this.tags[slot] === EMPTY) this.used++;
       this.tags[slot] = tagOf(hash);
-      this.keyOffset[slot] = this.store(bytes);
-      this.keyLength[slot] = bytes;
+      this.keyOffset[slot] = this.store(byteCount(word));
+      this.keyLength[slot] = word;
       this.size++;
     }
     this.setLsn(slot, snapshotLsn);
@@ -85,6 +116,7 @@ export class ParkedTable {
     const slot = this.lookup(key);
     if (slot < 0) return false;
     this.tags[slot] = DELETED;
+    this.arenaGarbage += byteCount(this.keyLength[slot]!);
     this.size--;
     return true;
   }
@@ -146,27 +178,24 @@ export class ParkedTable {
     const tags = this.tags.slice();
     const offsets = this.keyOffset.slice();
     const lengths = this.keyLength.slice();
-    const arena = this.arena;
+    const arena = this.arena; // compacting or resizing writes a new one: this one stays as it is
     const mask = this.capacity - 1;
-    const scratch = Buffer.allocUnsafe(256);
+    const encoder = new KeyEncoder();
     let slot = 0;
     return {
       next(max) {
         const out: string[] = [];
-        for (; slot < tags.length && out.length < max; slot++) {
-          if (tags[slot]! >= 2) out.push(arena.toString('utf8', offsets[slot]!, offsets[slot]! + lengths[slot]!));
-        }
+        for (; slot < tags.length && out.length < max; slot++) if (tags[slot]! >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
         return out;
       },
       unread(key) {
-        const bytes = Buffer.byteLength(key);
-        const buf = bytes <= scratch.length ? scratch : Buffer.allocUnsafe(bytes);
-        buf.write(key, 0);
-        const hash = hashBytes(buf, bytes);
+        const word = encoder.encode(key);
+        const bytes = byteCount(word);
+        const hash = hashBytes(encoder.buf, bytes);
         for (let at = hash & mask, probes = 0; probes <= mask; at = (at + 1) & mask, probes++) {
           const tag = tags[at];
           if (tag === EMPTY) return false;
-          if (tag === tagOf(hash) && lengths[at] === bytes && buf.compare(arena, offsets[at]!, offsets[at]! + bytes, 0, bytes) === 0) return at >= slot;
+          if (tag === tagOf(hash) && lengths[at] === word && encoder.buf.compare(arena, offsets[at]!, offsets[at]! + bytes, 0, bytes) === 0) return at >= slot;
         }
         return false;
       },
@@ -180,29 +209,24 @@ export class ParkedTable {
 
   /** Bytes held by the table's arrays and key arena (what a parked key costs). */
   bytes(): number {
-    return this.capacity * (1 + 4 + 2 + 4 + 2 + 8) + this.chunkMin.byteLength + this.arena.byteLength;
+    return this.capacity * (1 + 4 + 4 + 4 + 2 + 8) + this.chunkMin.byteLength + this.arena.byteLength;
   }
 
   private lookup(key: string): number {
-    const bytes = this.encode(key);
-    return this.find(hashBytes(this.scratch, bytes), bytes);
+    const word = this.encoder.encode(key);
+    return this.find(hashBytes(this.encoder.buf, byteCount(word)), word);
   }
 
-  private encode(key: string): number {
-    const need = Buffer.byteLength(key);
-    if (need > 0xffff) throw new RangeError(`ParkedTable: a key may take at most 65,535 bytes, got ${need}`);
-    if (need > this.scratch.length) this.scratch = Buffer.allocUnsafe(need * 2);
-    return this.scratch.write(key, 0);
-  }
-
-  private find(hash: number, length: number): number {
+  /** The slot of the key whose bytes the encoder holds (`word` its length word), or -1. */
+  private find(hash: number, word: number): number {
     const mask = this.capacity - 1;
+    const length = byteCount(word);
     for (let slot = hash & mask, probes = 0; probes < this.capacity; slot = (slot + 1) & mask, probes++) {
       const tag = this.tags[slot];
       if (tag === EMPTY) return -1;
-      if (tag === tagOf(hash) && this.keyLength[slot] === length) {
+      if (tag === tagOf(hash) && this.keyLength[slot] === word) {
         const off = this.keyOffset[slot]!;
-        if (this.scratch.compare(this.arena, off, off + length, 0, length) === 0) return slot;
+        if (this.encoder.buf.compare(this.arena, off, off + length, 0, length) === 0) return slot;
       }
     }
     return -1;
@@ -232,20 +256,35 @@ export class ParkedTable {
       this.arena = bigger;
     }
     const off = this.arenaUsed;
-    this.scratch.copy(this.arena, off, 0, length);
+    this.encoder.buf.copy(this.arena, off, 0, length);
     this.arenaUsed += length;
     return off;
   }
 
+  /** Copies the parked keys' bytes into a fresh arena, leaving the garbage behind (a frozen snapshot keeps the old one). */
+  private compactArena(): void {
+    const old = this.arena;
+    this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, 2 * (this.arenaUsed - this.arenaGarbage)));
+    this.arenaUsed = 0;
+    this.arenaGarbage = 0;
+    for (let slot = 0; slot < this.capacity; slot++) {
+      if (this.tags[slot]! < 2) continue;
+      const from = this.keyOffset[slot]!;
+      const length = byteCount(this.keyLength[slot]!);
+      old.copy(this.arena, this.arenaUsed, from, from + length);
+      this.keyOffset[slot] = this.arenaUsed;
+      this.arenaUsed += length;
+    }
+  }
+
   private keyAt(slot: number): string {
-    const off = this.keyOffset[slot]!;
-    return this.arena.toString('utf8', off, off + this.keyLength[slot]!);
+    return keyOf(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!);
   }
 
   private allocate(capacity: number): void {
     this.tags = new Uint8Array(capacity);
     this.keyOffset = new Uint32Array(capacity);
-    this.keyLength = new Uint16Array(capacity);
+    this.keyLength = new Uint32Array(capacity);
     this.lsnLow = new Uint32Array(capacity);
     this.lsnHigh = new Uint16Array(capacity);
     this.timers = new Float64Array(capacity);
@@ -259,11 +298,12 @@ export class ParkedTable {
     this.allocate(capacity);
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, this.arenaUsed));
     this.arenaUsed = 0;
+    this.arenaGarbage = 0;
     this.used = 0;
     const mask = capacity - 1;
     for (let i = 0; i < old.capacity; i++) {
       if (old.tags[i]! < 2) continue;
-      const length = old.keyLength[i]!;
+      const length = byteCount(old.keyLength[i]!);
       const hash = hashBytes(old.arena, length, old.keyOffset[i]!);
       let slot = hash & mask;
       while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
@@ -272,7 +312,7 @@ export class ParkedTable {
       this.arenaUsed += length;
       this.tags[slot] = old.tags[i]!;
       this.keyOffset[slot] = off;
-      this.keyLength[slot] = length;
+      this.keyLength[slot] = old.keyLength[i]!;
       this.lsnLow[slot] = old.lsnLow[i]!;
       this.lsnHigh[slot] = old.lsnHigh[i]!;
       this.timers[slot] = old.timers[i]!;
