@@ -5,11 +5,17 @@ const EMPTY = Buffer.alloc(0);
 
 /** kafkajs headers (Buffers, strings or arrays of them) as Sluice's string headers; a repeated header keeps its last value. */
 export function headersFrom(raw: IHeaders | undefined): Headers {
+  if (raw === undefined) return NO_HEADERS;
   let out: Record<string, string> | undefined;
-  for (const name in raw) {
+  for (const name of Object.keys(raw)) {
     const value = raw[name];
     const last = Array.isArray(value) ? value[value.length - 1] : value;
-    if (last !== undefined) (out ??= {})[name] = typeof last === 'string' ? last : last.toString('utf8');
+    if (last === undefined) continue;
+    const text = typeof last === 'string' ? last : last.toString('utf8');
+    out ??= {};
+    // A header named `__proto__` is a header like any other: an own property, as JSON.parse makes it.
+    if (name === '__proto__') Object.defineProperty(out, name, { value: text, enumerable: true, writable: true, configurable: true });
+    else out[name] = text;
   }
   return out ?? NO_HEADERS;
 }
