@@ -11,7 +11,7 @@ export { ERROR_HEADER, PARTITION_KEY_HEADER, type Headers, type InboundMessage, 
 export { HandlerOutcome } from './core/outcome.js';
 export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, ShardLog, Store, Timer } from './core/ports.js';
 export { lanes, pool, type DispatchStrategy } from './dispatch/strategy.js';
-export { MAX_BATCH } from './pace/config.js';
+export { MAX_BATCH, MAX_KEY_BYTES } from './pace/config.js';
 export type { PaceReceipt, PaceRun } from './pace/rules.js';
 export { MemoryBroker, type MemoryBrokerOptions } from './brokers/memory/memory-broker.js';
 export { SubscriberBuilder } from './spec/builder.js';

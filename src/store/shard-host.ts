@@ -2,6 +2,7 @@ import { SluiceError } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
 import { sabotage } from '../core/sabotage.js';
 import type { Clock, ShardLog, Timer } from '../core/ports.js';
+import { MAX_RECORD_BYTES } from './frame.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
 
@@ -98,12 +99,22 @@ export class ShardHost<S, O> {
 
   /**
    * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable.
+   * Throws `SEND_INVALID` at once for a record over `MAX_RECORD_BYTES` (64 MiB) encoded: no store takes it.
    */
   submit(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
     const stamped: ShardRecord = { ...record, at: record.at ?? this.options.clock.now() };
-    // Encoded here, before anything happens: a record that is not JSON throws (synchronously) and leaves no trace.
-    return this.commit(stamped, encode(stamped));
+    // Encoded here, before anything happens: a record that is not JSON, or too long for any store, throws
+    // (synchronously) and leaves no trace.
+    let bytes: Buffer;
+    try {
+      bytes = encode(stamped);
+    } catch (error) {
+      if (error instanceof RangeError) throw new SluiceError('SEND_INVALID', `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got one too long to encode (${error.message})`, { cause: error });
+      throw error;
+    }
+    if (bytes.length > MAX_RECORD_BYTES) throw new SluiceError('SEND_INVALID', `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${bytes.length}`);
+    return this.commit(stamped, bytes);
   }
 
   private async commit(stamped: ShardRecord, bytes: Buffer): Promise<{ readonly lsn: number; readonly reply: unknown }> {
