@@ -26,7 +26,7 @@ export interface ShardHostOptions<S, O> {
   readonly maxLoadedKeys?: number;
   /**
    * Take a snapshot (whole-shard state, JSON) after this many records (and at least twice as many records
-   * as keys held), at the next moment when everything applied is durable and handed out; the log then
+   * as keys held, and at least as many bytes of records as the last snapshot took), at the next moment when everything applied is durable and handed out; the log then
    * deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
@@ -58,6 +58,10 @@ export class ShardHost<S, O> {
   private closed = false;
   private firing = false;
   private snapshotLsn = 0;
+  /** Bytes of records appended (since open), and as of the last snapshot; the last snapshot's size. */
+  private appendedBytes = 0;
+  private snapshotAtBytes = 0;
+  private snapshotBytes = 0;
   private snapshotting = false;
   private pendingAppends = 0;
   private drainWaiters: (() => void)[] = [];
@@ -120,6 +124,7 @@ export class ShardHost<S, O> {
   private async commit(stamped: ShardRecord, bytes: Buffer): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     const log = this.options.log;
     const durable = log.append(bytes);
+    this.appendedBytes += bytes.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), stamped);
     if (sabotage.releaseEarly) for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
@@ -152,12 +157,14 @@ export class ShardHost<S, O> {
   }
 
   /**
-   * A whole-shard snapshot costs time in proportion to the keys held, so it is taken after `snapshotEvery`
-   * records or twice as many records as keys, whichever is more: its cost spread over the records it covers.
+   * A whole-shard snapshot costs time in proportion to the keys held and their states' size, so it is
+   * taken after `snapshotEvery` records or twice as many records as keys, whichever is more, and once the
+   * records since the last one take as many bytes as it did: its cost spread over the records it covers,
+   * even when one busy key's state is large (100,000 remembered event IDs).
    */
   private snapshotDue(): boolean {
     const since = this.core.appliedLsn - this.snapshotLsn;
-    return since >= (this.options.snapshotEvery ?? 10_000) && since >= 2 * this.core.keyCount;
+    return since >= (this.options.snapshotEvery ?? 10_000) && since >= 2 * this.core.keyCount && this.appendedBytes - this.snapshotAtBytes >= this.snapshotBytes;
   }
 
   /**
@@ -171,6 +178,7 @@ export class ShardHost<S, O> {
     try {
       // Serialised a chunk per turn of the event loop, so that a large shard never holds it for long.
       const { lsn } = this.core.beginSnapshot();
+      const atBytes = this.appendedBytes;
       const parts: Buffer[] = [Buffer.from(`{"lsn":${lsn},"keys":[`)];
       try {
         for (let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK); chunk.length > 0; chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)) {
@@ -181,8 +189,11 @@ export class ShardHost<S, O> {
         this.core.endSnapshot();
       }
       parts.push(Buffer.from(']}'));
-      await log.writeSnapshot(lsn, Buffer.concat(parts));
+      const state = Buffer.concat(parts);
+      await log.writeSnapshot(lsn, state);
       this.snapshotLsn = lsn;
+      this.snapshotAtBytes = atBytes;
+      this.snapshotBytes = state.length;
       return true;
     } finally {
       this.snapshotting = false;
