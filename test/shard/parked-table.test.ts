@@ -69,6 +69,22 @@ describe('ParkedTable', () => {
     expect(t.entry('\uFFFD')).toEqual({ ref: 2, timer: 102 });
   });
 
+  it('takes keys of 65,535 bytes and more (a coordinator key is the subscriber, a separator and the user key), through resizes and compactions', () => {
+    const long = [65_534, 65_535, 65_536, 200_000].map((n) => 'k'.repeat(n));
+    const keys = [...long, ...long.map((k) => `${k}\uD800`), 'short', '\uDC00'];
+    const t = new ParkedTable();
+    keys.forEach((k, i) => t.set(k, i, i));
+    for (let i = 0; i < 3_000; i++) t.set(`filler-${i}`, i, i); // grows the table: a rehash of every entry
+    for (let round = 0; round < 3; round++) for (const k of keys) t.delete(k), t.set(k, round, round); // garbage: compactions
+    expect(t.size).toBe(keys.length + 3_000);
+    keys.forEach((k) => expect(t.entry(k)).toEqual({ ref: 2, timer: 2 }));
+    expect(t.snapshotLsn('k'.repeat(65_537))).toBeUndefined();
+    const back = new Set(t.keys());
+    expect(keys.every((k) => back.has(k))).toBe(true);
+    const frozen = t.frozenKeys();
+    expect(keys.every((k) => frozen.unread(k))).toBe(true);
+  });
+
   it('does not grow under churn: keys parked and unparked over and over leave no garbage behind', () => {
     const t = new ParkedTable();
     const keys = Array.from({ length: 500 }, (_, i) => `customer-${i}-${'x'.repeat(i % 40)}`);
