@@ -6,8 +6,8 @@ import { coordinatorKey, EVENT, paceRules, type PaceOutput, type PaceReply, type
 import { ShardHost } from '../../src/store/shard-host.js';
 import { paceCore } from './core.js';
 
-/** Event IDs that are names of Object.prototype's properties, and one that is not. */
-const PROTO_IDS = ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf', 'isPrototypeOf', 'e1'];
+/** Event IDs that are names of Object.prototype's properties, one that is not, and lone surrogates. */
+const PROTO_IDS = ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf', 'isPrototypeOf', 'e1', '\uD800', '\uDC00'];
 /** Keys that UTF-8 cannot tell apart (lone surrogates become U+FFFD), and U+FFFD itself. */
 const KEYS = ['\uD800', '\uDC00', '\uFFFD', 'a\uDBFFb', 'plain'];
 
@@ -83,6 +83,24 @@ describe('pace: event IDs and keys are the user\'s strings, exactly', () => {
     ({ h, send } = await paceHost(store, clock, 1_000));
     expect(h.core.parkedCount).toBe(0);
     await check('loaded');
+  });
+
+  it('snapshots a key as it was when the snapshot began, though its IDs change in place meanwhile', async () => {
+    const clock = new ManualClock(0);
+    let store = memoryStore({ shards: 1 });
+    let { h, send } = await paceHost(store, clock, 1_000);
+    for (const id of ['a', 'b']) await send('k', id);
+    const { lsn } = h.core.beginSnapshot();
+    for (const id of ['c', 'constructor']) await send('k', id); // applied while the snapshot is under way
+    const entries = h.core.snapshotChunk(10).map((e) => JSON.parse(e) as [string, PaceState, number | null]);
+    h.core.endSnapshot();
+    expect(entries.map(([, s]) => s.idOrder)).toEqual([['a', 'b']]);
+    await store.log(0).writeSnapshot(lsn, Buffer.from(JSON.stringify({ lsn, keys: entries })));
+    store = store.crash(); // the snapshot, then the two records after it
+    ({ h, send } = await paceHost(store, clock, 1_000));
+    expect(h.core.state(coordinatorKey('p', 'k'))!.idOrder).toEqual(['a', 'b', 'c', 'constructor']);
+    expect(await send('k', 'constructor')).toMatchObject({ duplicate: true });
+    expect(await send('k', 'd')).toMatchObject({ duplicate: false });
   });
 
   it('forgets each ID dedup after it arrived, even on a key that never goes quiet', () => {
