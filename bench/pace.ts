@@ -19,16 +19,24 @@
  *      `timer` record is durable, nor count as finished before its `done` is, so pace cannot beat this; the
  *      rest is the rules, the dispatch and the handler. Also printed, not a target: the same number of plain
  *      handler calls through a non-paced subscriber on MemoryBroker (the dispatch path alone, no I/O).
+ *  (c) one hot key remembering 100,000 event IDs: `app.send` of 100,000 starts to one key, each with an event
+ *      ID of its own (all remembered: dedup is 10 minutes), 100 senders, `debounce: '1 hour'`. Baseline, in
+ *      the same round: the same 100,000 sends to the same key without event IDs (nothing remembered). The
+ *      figure is the ratio of the two rates; also printed, each path's rate over its last tenth of sends
+ *      beside its first tenth (a cost that grows with the IDs remembered shows here) and the longest
+ *      event-loop stall. Ids per key: BENCH_IDS.
  * Rounds alternate the order of baseline and Sluice; the figure is the median of the ratios measured in
  * the same round (the machine is shared; ratios measured side by side drift less), with the range.
  *
  *   npm run bench:pace
  *   BENCH_SECONDS=3 BENCH_ROUNDS=5 BENCH_WINDOWS=200000 npm run bench:pace
+ *   BENCH_PARTS=c npm run bench:pace     (some parts only)
  */
 import { randomUUID } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { App, fileStore, ManualClock, MemoryBroker, shardOf, silentLogger, subscriber, type Receipt, type Store } from '../src/index.js';
 import { coordinatorKey } from '../src/pace/rules.js';
 import { fmt, median, range } from './stats.js';
@@ -38,6 +46,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SENDERS = Number(process.env.BENCH_SENDERS ?? 100);
 const KEYS = Number(process.env.BENCH_KEYS ?? 10_000);
 const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 100_000);
+const IDS = Number(process.env.BENCH_IDS ?? 100_000);
+const PARTS = process.env.BENCH_PARTS ?? 'abc';
 const WINDOW_MS = 1_000;
 const T0 = 1_800_000_000_000;
 /** ShardHost's default timers fired per shard per turn of the event loop. */
@@ -278,11 +288,64 @@ async function partB(): Promise<void> {
   console.log(`| not a target: plain handler calls, non-paced subscriber on MemoryBroker | ${fmt(median(rows.plain))} (${fmt(Math.min(...rows.plain))}–${fmt(Math.max(...rows.plain))}) | | | | |`);
 }
 
+// ---- (c) ----
+
+interface HotKey {
+  rate: number;
+  /** Sends per second over the first and the last tenth of the sends. */
+  firstTenth: number;
+  lastTenth: number;
+  /** The longest event-loop stall while the sends ran, ms. */
+  stallMs: number;
+}
+
+async function hotKey(withIds: boolean): Promise<HotKey> {
+  const dir = freshDir();
+  const app = pacedApp(fileStore({ dir }), '1 hour', () => {
+    throw new Error('no window may close during the measurement');
+  });
+  await app.start();
+  const tenth = Math.floor(IDS / 10);
+  const marks: number[] = [];
+  let done = 0;
+  const stalls = monitorEventLoopDelay({ resolution: 1 });
+  stalls.enable();
+  const t0 = performance.now();
+  const { rate } = await drive(async (i) => {
+    const receipt = await app.send(NAME, { key: 'hot', event: eventOf(i), ...(withIds ? { eventId: `event-${i}` } : {}) });
+    if (!('runId' in receipt) || (withIds && receipt.duplicate)) throw new Error(`send ${i}: ${JSON.stringify(receipt)}`);
+    if (++done % tenth === 0) marks.push(performance.now());
+  }, IDS);
+  stalls.disable();
+  await app.stop();
+  await removeAfterStop(dir);
+  const per = (ms: number): number => tenth / (ms / 1000);
+  return { rate, firstTenth: per(marks[0]! - t0), lastTenth: per(marks[9]! - marks[8]!), stallMs: stalls.max / 1e6 };
+}
+
+async function partC(): Promise<void> {
+  const rows = { base: [] as HotKey[], ids: [] as HotKey[], ratio: [] as number[] };
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [false, true] : [true, false];
+    for (const withIds of order) (withIds ? rows.ids : rows.base).push(await hotKey(withIds));
+    rows.ratio.push(rows.ids.at(-1)!.rate / rows.base.at(-1)!.rate);
+  }
+  const col = (hs: HotKey[], f: (h: HotKey) => number, digits = 0): string => `${digits === 0 ? fmt(median(hs.map(f))) : median(hs.map(f)).toFixed(digits)} (${digits === 0 ? `${fmt(Math.min(...hs.map(f)))}–${fmt(Math.max(...hs.map(f)))}` : range(hs.map(f), digits)})`;
+  console.log(`
+### (c) one key, ${fmt(IDS)} sends by ${SENDERS} senders, median of ${ROUNDS} rounds (range)
+`);
+  console.log('| path | sends/s | first tenth, sends/s | last tenth, sends/s | longest event-loop stall, ms | ratio to baseline (same round) |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  console.log(`| baseline: no event IDs (nothing remembered) | ${col(rows.base, (h) => h.rate)} | ${col(rows.base, (h) => h.firstTenth)} | ${col(rows.base, (h) => h.lastTenth)} | ${col(rows.base, (h) => h.stallMs, 1)} | 1.00 |`);
+  console.log(`| ${fmt(IDS)} distinct event IDs on the key, all remembered | ${col(rows.ids, (h) => h.rate)} | ${col(rows.ids, (h) => h.firstTenth)} | ${col(rows.ids, (h) => h.lastTenth)} | ${col(rows.ids, (h) => h.stallMs, 1)} | ${median(rows.ratio).toFixed(2)} (${range(rows.ratio)}) |`);
+}
+
 const started = performance.now();
 console.log(`## bench/pace — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()} ${os.release()}, temp dir ${os.tmpdir()}`);
 try {
-  await partA();
-  await partB();
+  if (PARTS.includes('a')) await partA();
+  if (PARTS.includes('b')) await partB();
+  if (PARTS.includes('c')) await partC();
 } finally {
   await fs.rm(root, { recursive: true, force: true });
 }

@@ -6,22 +6,31 @@
  *      replay, the time from the wake to the first output handed out, and the longest event-loop stall while
  *      they fire (monitorEventLoopDelay) — with idle keys parked (the default) beside every key loaded
  *      (maxLoadedKeys above N, the host as it was before parking), and beside the same stall measure over a
- *      bare loop that runs the same number of setImmediate turns.
+ *      bare loop that runs the same number of setImmediate turns;
+ *  (c) churn: the bytes a ParkedTable holds per parked key with 10,000 keys parked once (the baseline), and
+ *      after 10,000,000 park/unpark cycles over the same keys; and a ShardCore's parkedBytes() with 2,000
+ *      keys taking turns beyond maxLoadedKeys 1,000, after 10,000 records and after 800,000.
  *
  *   npm run bench:shard        (node needs --expose-gc; the npm script passes it)
+ *   BENCH_PARTS=c npm run bench:shard     (some parts only; BENCH_CYCLES for (c))
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { SystemClock, memoryStore } from '../src/index.js';
 import { ParkedTable } from '../src/shard/parked-table.js';
+import { ShardCore } from '../src/shard/shard-core.js';
 import { TIMER, type Rules } from '../src/shard/rules.js';
 import { ShardHost } from '../src/store/shard-host.js';
 
 const N = Number(process.env.BENCH_N ?? 1_000_000);
 const CHUNK = Number(process.env.BENCH_CHUNK ?? 1_000);
+const PARTS = process.env.BENCH_PARTS ?? 'abc';
+const CYCLES = Number(process.env.BENCH_CYCLES ?? 10_000_000);
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => { throw new Error('run with --expose-gc'); });
+const fmtN = (n: number): string => Math.round(n).toLocaleString('en');
 const used = () => { gc(); gc(); const m = process.memoryUsage(); return m.heapUsed + m.arrayBuffers; };
 
 // (a) Each structure builds its own key strings; after a full GC only what it retains counts.
+if (PARTS.includes('a')) {
 const before = used();
 const table = new ParkedTable();
 for (let i = 0; i < N; i++) table.set(`key-${i}`, i + 1, 1_800_000_000_000 + i);
@@ -37,6 +46,7 @@ console.log('| structure | heap bytes per key (keys included) | ratio to Map |')
 console.log('|---|---:|---:|');
 console.log(`| Map<string, { snapshotLsn, timerAtMs }> | ${mapBytes.toFixed(1)} | 1.00 |`);
 console.log(`| ParkedTable | ${tableBytes.toFixed(1)} | ${(tableBytes / mapBytes).toFixed(2)} |`);
+}
 
 // (b)
 type Out = { key: string };
@@ -84,6 +94,7 @@ async function wake(maxLoadedKeys: number | undefined) {
   clearInterval(keepAlive);
   return result;
 }
+if (PARTS.includes('b')) {
 const parked = await wake(undefined);
 const loaded = await wake(N + 1);
 // Baseline: the same stall measure over a bare loop of as many turns as the wake took chunks.
@@ -100,3 +111,38 @@ console.log(`| first output after open() returned | ${parked.firstMs.toFixed(1)}
 console.log(`| longest event-loop stall during the wake | ${parked.stallMs.toFixed(1)} ms | ${loaded.stallMs.toFixed(1)} ms |`);
 console.log(`| all ${N.toLocaleString('en')} fired | ${(parked.totalMs / 1000).toFixed(2)} s | ${(loaded.totalMs / 1000).toFixed(2)} s |`);
 console.log(`| longest stall, bare loop of ${turns} turns of ${CHUNK} JSON.stringify | ${(hb.max / 1e6).toFixed(1)} ms | |`);
+}
+
+// (c)
+if (PARTS.includes('c')) {
+  const K = 10_000;
+  const keys = Array.from({ length: K }, (_, i) => `tenant-${i}/orders`);
+  const churned = new ParkedTable();
+  for (const k of keys) churned.set(k, 1, 1_800_000_000_000);
+  const once = churned.bytes() / K;
+  const t0 = performance.now();
+  for (let c = 0; c < CYCLES; c++) {
+    const k = keys[c % K]!;
+    churned.delete(k);
+    churned.set(k, c + 1, 1_800_000_000_000 + c);
+  }
+  const ns = ((performance.now() - t0) * 1e6) / CYCLES;
+  if (churned.size !== K) throw new Error('lost keys');
+  const after = churned.bytes() / K;
+  const keep: Rules<{ n: number }, never> = { initial: () => ({ n: 0 }), apply: (st) => ({ n: st.n + 1 }), retired: () => false };
+  const core = new ShardCore(keep, { nowMs: 0, maxLoadedKeys: 1_000 });
+  const live = Array.from({ length: 2_000 }, (_, i) => `tenant-${i}/orders`);
+  let lsn = 0;
+  let at10k = 0;
+  let most = 0;
+  while (lsn < 800_000) {
+    core.apply(++lsn, { key: live[(lsn * 7) % live.length]!, at: lsn, type: 'tick' });
+    if (lsn === 10_000) at10k = core.parkedBytes();
+    if (lsn > 10_000) most = Math.max(most, core.parkedBytes());
+  }
+  console.log(`\nbench/shard (c): churn of parked keys`);
+  console.log('| measure | baseline | after churn | ratio |');
+  console.log('|---|---:|---:|---:|');
+  console.log(`| ParkedTable bytes per parked key (${fmtN(K)} keys): parked once, then after ${fmtN(CYCLES)} park/unpark cycles (${ns.toFixed(0)} ns a cycle) | ${once.toFixed(1)} | ${after.toFixed(1)} | ${(after / once).toFixed(2)} |`);
+  console.log(`| ShardCore parkedBytes(), 2,000 keys over maxLoadedKeys 1,000: after 10,000 records, then the most over 800,000 | ${fmtN(at10k)} | ${fmtN(most)} (end: ${fmtN(core.parkedBytes())}) | ${(most / at10k).toFixed(2)} |`);
+}

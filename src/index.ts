@@ -22,7 +22,7 @@ export {
 export { HandlerOutcome } from './core/outcome.js';
 export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, ShardLog, Store, Timer, TimerOptions } from './core/ports.js';
 export { lanes, pool, type DispatchStrategy } from './dispatch/strategy.js';
-export { MAX_BATCH } from './pace/config.js';
+export { MAX_BATCH, MAX_KEY_BYTES } from './pace/config.js';
 export { MAX_WORKERS } from './spec/validate.js';
 export type { PaceReceipt, PaceRun } from './pace/rules.js';
 export { MemoryBroker, type MemoryBrokerOptions } from './brokers/memory/memory-broker.js';

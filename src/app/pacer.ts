@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sabotage } from '../core/sabotage.js';
 import { SluiceError, reasonOf, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
-import type { CompiledPace } from '../pace/config.js';
+import { MAX_KEY_BYTES, type CompiledPace } from '../pace/config.js';
 import { jsonValue } from '../pace/json-value.js';
 import { coordinatorKey, DONE, EVENT, needsRunId, paceRules, type EventData, type PaceOutput, type PaceReply, type PaceRun, type PaceState } from '../pace/rules.js';
 import { runOf, splitKey } from '../pace/state.js';
@@ -120,6 +120,11 @@ export class Pacer {
 
   private submitStart(subscriber: string, start: PaceStart): ReturnType<ShardHost<PaceState, PaceOutput>['submit']> {
     if (!this.opened) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
+    // Checked before anything happens: a key past the limit is refused, never journaled.
+    if (start.key.length > MAX_KEY_BYTES / 3) {
+      const bytes = Buffer.byteLength(start.key);
+      if (bytes > MAX_KEY_BYTES) throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": a key may take at most MAX_KEY_BYTES (${MAX_KEY_BYTES}) bytes as UTF-8, got ${bytes}`);
+    }
     const pace = this.paces.get(subscriber);
     const key = coordinatorKey(subscriber, start.key);
     const src = start.source;
@@ -143,7 +148,12 @@ export class Pacer {
       if (o !== 0) data = { ...data, o };
     }
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
-    return host.submit({ key, at: sabotage.readClockTwice ? undefined : at, type: EVENT, data: full });
+    try {
+      return host.submit({ key, at: sabotage.readClockTwice ? undefined : at, type: EVENT, data: full });
+    } catch (error) {
+      if (!(error instanceof SluiceError && error.code === 'SEND_INVALID')) throw error;
+      throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(start.key.slice(0, 40))}: ${error.message}`, { cause: error });
+    }
   }
 
   /** Records that a run finished: it never runs again. */

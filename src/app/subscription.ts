@@ -172,7 +172,8 @@ export class Subscription implements ExecutorHost {
       (error: unknown) => {
         this.appending--;
         if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
-          job.undecodable = [[m, `DECODE_FAILED: the decoded value cannot be journaled for pace: ${error.message}`]];
+          // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset is committed.
+          job.undecodable = [[m, `DECODE_FAILED: the delivery cannot be journaled for pace: ${error.message}`]];
           return this.push(job); // the executor dead-letters it
         }
         this.log.error('pace: the event was not recorded; its delivery stays uncommitted', { id: messageId(m), error });

@@ -96,10 +96,14 @@ export function textHeaders(raw: RawHeaders | undefined): Headers {
   if (raw === undefined) return NO_HEADERS;
   if (isText(raw)) return raw;
   const out: Record<string, string> = {};
-  for (const name in raw) {
+  for (const name of Object.keys(raw)) {
     const value = raw[name];
     const last = isList(value) ? value[value.length - 1] : value;
-    if (last !== undefined && last !== null) out[name] = typeof last === 'string' ? last : utf8(last);
+    if (last === undefined || last === null) continue;
+    const text = typeof last === 'string' ? last : utf8(last);
+    // A header named `__proto__` is a header like any other: an own property, as JSON.parse makes it.
+    if (name === '__proto__') Object.defineProperty(out, name, { value: text, enumerable: true, writable: true, configurable: true });
+    else out[name] = text;
   }
   return out;
 }

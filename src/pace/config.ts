@@ -9,6 +9,12 @@ import type { PaceOptions } from '../spec/options.js';
 /** The most events one batch run carries: `pace.batch.max` may not exceed it, and is it by default. */
 export const MAX_BATCH = 1_000;
 
+/**
+ * The longest key a paced subscriber takes, in UTF-8 bytes: a longer one is refused (`app.send`) or
+ * dead-lettered (a broker delivery) with `SEND_INVALID`.
+ */
+export const MAX_KEY_BYTES = 65_535;
+
 /** How long event IDs are remembered after a key's last event with an ID, unless `pace.dedup` says. */
 export const DEFAULT_DEDUP_MS = 10 * 60_000;
 /** How long a batch waits after its first event, unless `pace.batch.wait` says. */

@@ -1,8 +1,8 @@
 /**
  * Pace coordinators as shard rules: one coordinator per (subscriber, key), whose state changes only by
  * `apply` on its records — `event` (a start), `timer` (its window's time came, a waiting start may go, or
- * remembered IDs aged out) and `done` (a run finished). States are plain JSON values, never mutated: a
- * transition returns a new one, so a snapshot being written sees each key as it was.
+ * remembered IDs aged out) and `done` (a run finished). States are plain JSON values; a transition returns
+ * a new one, and changes in place only the remembered IDs (ids.ts), which only the key's latest state holds.
  *
  * A start goes through three stages, every one of them state, so that a crash loses none:
  *   1. gathered — `debounce` or `batch` collect starts into a window (`w`); without either, each start is
@@ -15,6 +15,7 @@
  */
 import { sabotage } from '../core/sabotage.js';
 import { TIMER, type Effects, type Rules, type ShardRecord } from '../shard/rules.js';
+import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId, withoutIds } from './ids.js';
 import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace, type CompiledRate } from './config.js';
 import { DONE, EVENT, runOf, splitKey, type EventData, type PaceOutput, type PaceReply, type PaceState, type Start, type Window } from './state.js';
 
@@ -46,18 +47,13 @@ const min = (a: number | undefined, b: number | undefined): number | undefined =
  * history ages out; when its IDs age out — whichever comes first.
  */
 function timerOf(s: PaceState, rate: CompiledRate | undefined): number | undefined {
-  let t = min(s.w?.due, s.idsUntil);
+  let t = min(s.w?.due, forgetAt(s));
   const starts = s.starts;
   if (rate !== undefined && starts !== undefined) {
     t = min(t, starts[starts.length - 1]! + rate.perMs);
     if (s.q !== undefined && starts.length >= rate.max) t = min(t, starts[starts.length - rate.max]! + rate.perMs);
   }
   return t;
-}
-
-/** Forgets the remembered IDs once their time is up. */
-function forget(s: PaceState, at: number): PaceState {
-  return s.idsUntil !== undefined && at >= s.idsUntil ? { ...s, ids: undefined, seen: undefined, idsUntil: undefined } : s;
 }
 
 /** Forgets run starts that no longer count against the rate at `at`. */
@@ -120,10 +116,10 @@ function done(s: PaceState, runId: string): PaceState {
 export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceState, PaceOutput> {
   return {
     initial: () => ({}),
-    retired: (s) => s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && s.idsUntil === undefined,
+    retired: (s) => s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && remembersNothing(s),
     // A snapshot carries the open window, the waiting starts, the runs not done, the rate's history and the remembered IDs: all of the state.
     rebase: (s) => {
-      if (sabotage.forgetIds) s = { ...s, ids: undefined, seen: undefined };
+      if (sabotage.forgetIds) s = withoutIds(s);
       return sabotage.forgetWaiting ? { ...s, q: undefined } : s;
     },
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
@@ -147,18 +143,18 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
 
 /** True when the event was seen before: its ID is remembered, or its broker offset is not past the last seen. */
 function seenBefore(s: PaceState, data: EventData): boolean {
-  if (data.id !== undefined) return s.ids?.[data.id] !== undefined;
+  if (data.id !== undefined) return runOfId(s, data.id) !== undefined;
   if (data.src !== undefined) {
-    const last = s.seen?.[data.src];
+    const last = lastOffset(s, data.src);
     return last !== undefined && data.off! <= last;
   }
   return false;
 }
 
-/** Remembers the event's ID (or broker offset) as having joined `runId` (`''`: dropped) until `dedup` after it. */
+/** Remembers the event's ID as having joined `runId` (`''`: dropped), or its broker offset, until `dedup` after it. */
 function remember(s: PaceState, data: EventData, runId: string, c: Ctx): PaceState {
-  if (data.id !== undefined) return { ...s, ids: { ...s.ids, [data.id]: runId }, idsUntil: c.at + c.pace.dedupMs };
-  if (data.src !== undefined) return { ...s, seen: { ...s.seen, [data.src]: data.off! }, idsUntil: c.at + c.pace.dedupMs };
+  if (data.id !== undefined) return rememberId(s, data.id, runId, c.at + c.pace.dedupMs);
+  if (data.src !== undefined) return rememberOffset(s, data.src, data.off!, c.at + c.pace.dedupMs);
   return s;
 }
 
@@ -171,7 +167,7 @@ function reply(c: Ctx, r: PaceReply): void {
 
 function event(s: PaceState, data: EventData, c: Ctx): PaceState {
   if (seenBefore(s, data)) {
-    const runId = data.id !== undefined ? s.ids![data.id]! : latestId(s);
+    const runId = data.id !== undefined ? runOfId(s, data.id)! : latestId(s);
     reply(c, runId === '' && data.id !== undefined ? { dropped: true } : { runId, duplicate: true });
     return s;
   }

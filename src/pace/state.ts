@@ -1,6 +1,7 @@
 /**
- * The vocabulary of a pace coordinator: its records' data, its state (a plain JSON value, never mutated),
- * and what leaves it — runs, drops and receipts. The transitions are in rules.ts.
+ * The vocabulary of a pace coordinator: its records' data, its state (a plain JSON value; only its
+ * remembered IDs are changed in place, see ids.ts), and what leaves it — runs, drops and receipts. The
+ * transitions are in rules.ts.
  */
 
 /** Record types of a pace coordinator (besides the core's `timer`). */
@@ -53,15 +54,27 @@ export interface PaceState {
   readonly runs?: readonly Started[];
   /** When the last runs started (at most the rate's `max` of them, oldest first), while within its period. */
   readonly starts?: readonly number[];
-  /** Remembered event IDs, with the run each joined (`''`: the start was dropped). */
-  readonly ids?: Readonly<Record<string, string>>;
   /**
-   * For broker deliveries, the highest offset seen per `topic/partition`: a partition delivers a key's
-   * messages in offset order, so a redelivery is any offset not past it. One number per partition
-   * instead of one ID per message.
+   * Remembered event IDs, with the run each joined (`''`: the start was dropped): a null-prototype object,
+   * so an ID named like a property of Object.prototype (`constructor`, `__proto__`) is an ID like any other.
+   * Changed in place (see ids.ts): copying it on every event made a busy key's events cost O(IDs).
+   */
+  readonly ids?: Readonly<Record<string, string>>;
+  /** The remembered IDs in arrival order, from `idHead` on (entries before it were forgotten). */
+  readonly idOrder?: readonly string[];
+  /** When each of `idOrder` is forgotten: its arrival plus `dedup`. */
+  readonly idUntil?: readonly number[];
+  /** Where the remembered IDs start in `idOrder` and `idUntil`. */
+  readonly idHead?: number;
+  /**
+   * For broker deliveries, the highest offset seen per `topic/partition` (a null-prototype object): a
+   * partition delivers a key's messages in offset order, so a redelivery is any offset not past it. One
+   * number per partition instead of one ID per message.
    */
   readonly seen?: Readonly<Record<string, number>>;
-  /** When the remembered IDs and offsets are forgotten (the last one's arrival plus `dedup`). */
+  /** When the offsets in `seen` are forgotten (the last broker delivery's arrival plus `dedup`). */
+  readonly seenUntil?: number;
+  /** Written by earlier versions: when every remembered ID and offset was forgotten at once. Read, never written. */
   readonly idsUntil?: number;
 }
 

@@ -1,10 +1,16 @@
 /**
  * Idle coordinators, parked: per key a fixed-size entry — a 48-bit reference to where its state can be read
  * back (the LSN of its snapshot record, or its bytes in an arena) and its earliest timer —
- * in typed arrays with open addressing (linear probing), keys as UTF-8 bytes in one arena. No object per
+ * in typed arrays with open addressing (linear probing), keys as bytes in one arena. No object per
  * key, so memory does not grow with objects for idle keys, and there is no Map size limit (V8's Map stops
  * at 2^24 entries). Entries are grouped in chunks of 1,024 slots, each knowing (a lower bound of) its
  * earliest timer, so a sweep for timers coming due skips the chunks with none.
+ *
+ * A key comes back exactly as it was parked. Its slot holds its length in 16 bits, and the arena its UTF-8
+ * bytes — or, escaped (length 0xFFFF), a 4-byte header and its bytes: for a key of 65,535 bytes or more,
+ * and for a key with a lone surrogate, which UTF-8 would turn into U+FFFD, kept as UTF-16LE instead. The
+ * bytes of unparked keys are garbage in the arena until it is compacted, once they outweigh the live
+ * keys' (as `StateArena` does).
  */
 /** A slot's tag: 0 empty, 1 deleted, else 2 + (the top bits of the key's hash) — the slot is full. */
 const EMPTY = 0;
@@ -12,12 +18,65 @@ const DELETED = 1;
 const tagOf = (hash: number): number => 2 + ((hash >>> 24) % 254);
 const CHUNK_BITS = 10;
 const MAX_LOAD = 0.75;
+/** A slot's key length meaning: escaped, the key's entry in the arena starts with a header. */
+const ESCAPED = 0xffff;
+/** In an escaped key's header: its bytes are UTF-16LE (else UTF-8); the rest of the header is their count. */
+const WIDE = 0x8000_0000;
+/** The key arena is compacted once its garbage passes this and outweighs the live keys. */
+const ARENA_SLACK = 64 * 1024;
+
+const wellFormed = (key: string): boolean => (key as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/** The bytes a key's entry takes in `arena` at `offset`, given its slot's length. */
+const spanOf = (arena: Buffer, offset: number, length: number): number => {
+  if (length !== ESCAPED) return length;
+  const header = arena.readUInt32LE(offset);
+  return 4 + (header >= WIDE ? header - WIDE : header);
+};
+
+/** The key whose entry is in `arena` at `offset`, given its slot's length. */
+function keyOf(arena: Buffer, offset: number, length: number): string {
+  if (length !== ESCAPED) return arena.toString('utf8', offset, offset + length);
+  const header = arena.readUInt32LE(offset);
+  return header >= WIDE ? arena.toString('utf16le', offset + 4, offset + 4 + header - WIDE) : arena.toString('utf8', offset + 4, offset + 4 + header);
+}
+
+/** Writes a key's entry (as the arena holds it) into a scratch buffer that grows as needed. */
+class KeyEncoder {
+  buf = Buffer.allocUnsafe(256);
+  /** The bytes of the entry written last. */
+  span = 0;
+
+  /** Writes `key`'s entry at the buffer's start; returns the length its slot holds (ESCAPED for an escaped one). */
+  encode(key: string): number {
+    const wide = !wellFormed(key);
+    if (!wide && 3 * key.length <= this.buf.length) {
+      // Fits for sure (a UTF-16 unit takes at most 3 bytes of UTF-8): no need to count the bytes first.
+      const n = this.buf.write(key, 0, 'utf8');
+      if (n < ESCAPED) return (this.span = n);
+    }
+    const bytes = wide ? key.length * 2 : Buffer.byteLength(key);
+    if (bytes >= WIDE) throw new RangeError(`ParkedTable: a key may take at most 2 GiB, got ${bytes} bytes`);
+    if (bytes + 4 > this.buf.length) this.buf = Buffer.allocUnsafe(2 * (bytes + 4));
+    if (!wide && bytes < ESCAPED) return (this.span = this.buf.write(key, 0, 'utf8'));
+    this.buf.writeUInt32LE(wide ? bytes + WIDE : bytes, 0);
+    this.span = 4 + this.buf.write(key, 4, wide ? 'utf16le' : 'utf8');
+    return ESCAPED;
+  }
+
+  /** True when the entry written last is the one in `arena` at `offset`, whose slot holds `length`. */
+  isAt(arena: Buffer, offset: number, length: number, encoded: number): boolean {
+    if (length !== encoded || spanOf(arena, offset, length) !== this.span) return false;
+    return this.buf.compare(arena, offset, offset + this.span, 0, this.span) === 0;
+  }
+}
 
 export class ParkedTable {
   private capacity: number;
   /** Per slot: empty, deleted, or full with a byte of the key's hash (most missing probes end there). */
   private tags!: Uint8Array;
   private keyOffset!: Uint32Array;
+  /** Per slot: the key's UTF-8 byte count, or ESCAPED. */
   private keyLength!: Uint16Array;
   /** References (snapshot LSNs, arena offsets) in 48 bits: the low 32 here, the high 16 in `lsnHigh`. */
   private lsnLow!: Uint32Array;
@@ -26,7 +85,9 @@ export class ParkedTable {
   private chunkMin!: Float64Array;
   private arena: Buffer;
   private arenaUsed = 0;
-  private scratch = Buffer.allocUnsafe(256);
+  /** Bytes of the arena that no parked key uses any more. */
+  private arenaGarbage = 0;
+  private readonly encoder = new KeyEncoder();
   private used = 0;
   /** Parked keys. */
   size = 0;
@@ -40,15 +101,16 @@ export class ParkedTable {
   /** Parks (or updates) a key: the reference to its state (a snapshot's LSN, an offset) and its timer (`NaN` for none). */
   set(key: string, snapshotLsn: number, timerAtMs: number): void {
     if ((this.used + 1) / this.capacity > MAX_LOAD) this.resize(this.size * 2 + 1 > this.capacity * MAX_LOAD ? this.capacity * 2 : this.capacity);
-    const bytes = this.encode(key);
-    const hash = hashBytes(this.scratch, bytes);
-    let slot = this.find(hash, bytes);
+    const length = this.encoder.encode(key);
+    const hash = hashBytes(this.encoder.buf, this.encoder.span);
+    let slot = this.find(hash, length);
     if (slot < 0) {
+      if (this.arenaGarbage > ARENA_SLACK && this.arenaGarbage > this.arenaUsed - this.arenaGarbage) this.compactArena();
       slot = this.freeSlot(hash);
       if (this.tags[slot] === EMPTY) this.used++;
       this.tags[slot] = tagOf(hash);
-      this.keyOffset[slot] = this.store(bytes);
-      this.keyLength[slot] = bytes;
+      this.keyOffset[slot] = this.store(this.encoder.span);
+      this.keyLength[slot] = length;
       this.size++;
     }
     this.setLsn(slot, snapshotLsn);
@@ -85,6 +147,7 @@ export class ParkedTable {
     const slot = this.lookup(key);
     if (slot < 0) return false;
     this.tags[slot] = DELETED;
+    this.arenaGarbage += spanOf(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!);
     this.size--;
     return true;
   }
@@ -146,27 +209,23 @@ export class ParkedTable {
     const tags = this.tags.slice();
     const offsets = this.keyOffset.slice();
     const lengths = this.keyLength.slice();
-    const arena = this.arena;
+    const arena = this.arena; // compacting or resizing writes a new one: this one stays as it is
     const mask = this.capacity - 1;
-    const scratch = Buffer.allocUnsafe(256);
+    const encoder = new KeyEncoder();
     let slot = 0;
     return {
       next(max) {
         const out: string[] = [];
-        for (; slot < tags.length && out.length < max; slot++) {
-          if (tags[slot]! >= 2) out.push(arena.toString('utf8', offsets[slot]!, offsets[slot]! + lengths[slot]!));
-        }
+        for (; slot < tags.length && out.length < max; slot++) if (tags[slot]! >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
         return out;
       },
       unread(key) {
-        const bytes = Buffer.byteLength(key);
-        const buf = bytes <= scratch.length ? scratch : Buffer.allocUnsafe(bytes);
-        buf.write(key, 0);
-        const hash = hashBytes(buf, bytes);
+        const length = encoder.encode(key);
+        const hash = hashBytes(encoder.buf, encoder.span);
         for (let at = hash & mask, probes = 0; probes <= mask; at = (at + 1) & mask, probes++) {
           const tag = tags[at];
           if (tag === EMPTY) return false;
-          if (tag === tagOf(hash) && lengths[at] === bytes && buf.compare(arena, offsets[at]!, offsets[at]! + bytes, 0, bytes) === 0) return at >= slot;
+          if (tag === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
         }
         return false;
       },
@@ -184,26 +243,17 @@ export class ParkedTable {
   }
 
   private lookup(key: string): number {
-    const bytes = this.encode(key);
-    return this.find(hashBytes(this.scratch, bytes), bytes);
+    const length = this.encoder.encode(key);
+    return this.find(hashBytes(this.encoder.buf, this.encoder.span), length);
   }
 
-  private encode(key: string): number {
-    const need = Buffer.byteLength(key);
-    if (need > 0xffff) throw new RangeError(`ParkedTable: a key may take at most 65,535 bytes, got ${need}`);
-    if (need > this.scratch.length) this.scratch = Buffer.allocUnsafe(need * 2);
-    return this.scratch.write(key, 0);
-  }
-
+  /** The slot of the key whose entry the encoder holds (`length` what its slot would hold), or -1. */
   private find(hash: number, length: number): number {
     const mask = this.capacity - 1;
     for (let slot = hash & mask, probes = 0; probes < this.capacity; slot = (slot + 1) & mask, probes++) {
       const tag = this.tags[slot];
       if (tag === EMPTY) return -1;
-      if (tag === tagOf(hash) && this.keyLength[slot] === length) {
-        const off = this.keyOffset[slot]!;
-        if (this.scratch.compare(this.arena, off, off + length, 0, length) === 0) return slot;
-      }
+      if (tag === tagOf(hash) && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length)) return slot;
     }
     return -1;
   }
@@ -232,14 +282,29 @@ export class ParkedTable {
       this.arena = bigger;
     }
     const off = this.arenaUsed;
-    this.scratch.copy(this.arena, off, 0, length);
+    this.encoder.buf.copy(this.arena, off, 0, length);
     this.arenaUsed += length;
     return off;
   }
 
+  /** Copies the parked keys' bytes into a fresh arena, leaving the garbage behind (a frozen snapshot keeps the old one). */
+  private compactArena(): void {
+    const old = this.arena;
+    this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, 2 * (this.arenaUsed - this.arenaGarbage)));
+    this.arenaUsed = 0;
+    this.arenaGarbage = 0;
+    for (let slot = 0; slot < this.capacity; slot++) {
+      if (this.tags[slot]! < 2) continue;
+      const from = this.keyOffset[slot]!;
+      const length = spanOf(old, from, this.keyLength[slot]!);
+      old.copy(this.arena, this.arenaUsed, from, from + length);
+      this.keyOffset[slot] = this.arenaUsed;
+      this.arenaUsed += length;
+    }
+  }
+
   private keyAt(slot: number): string {
-    const off = this.keyOffset[slot]!;
-    return this.arena.toString('utf8', off, off + this.keyLength[slot]!);
+    return keyOf(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!);
   }
 
   private allocate(capacity: number): void {
@@ -259,11 +324,12 @@ export class ParkedTable {
     this.allocate(capacity);
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, this.arenaUsed));
     this.arenaUsed = 0;
+    this.arenaGarbage = 0;
     this.used = 0;
     const mask = capacity - 1;
     for (let i = 0; i < old.capacity; i++) {
       if (old.tags[i]! < 2) continue;
-      const length = old.keyLength[i]!;
+      const length = spanOf(old.arena, old.keyOffset[i]!, old.keyLength[i]!);
       const hash = hashBytes(old.arena, length, old.keyOffset[i]!);
       let slot = hash & mask;
       while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
@@ -272,7 +338,7 @@ export class ParkedTable {
       this.arenaUsed += length;
       this.tags[slot] = old.tags[i]!;
       this.keyOffset[slot] = off;
-      this.keyLength[slot] = length;
+      this.keyLength[slot] = old.keyLength[i]!;
       this.lsnLow[slot] = old.lsnLow[i]!;
       this.lsnHigh[slot] = old.lsnHigh[i]!;
       this.timers[slot] = old.timers[i]!;

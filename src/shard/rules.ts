@@ -32,7 +32,10 @@ export interface Effects<O> {
 export interface Rules<S, O> {
   /** The state of a key with no history. */
   initial(key: string): S;
-  /** The transition. Must not read a clock or do I/O: time is `record.at`. */
+  /**
+   * The transition. Must not read a clock or do I/O: time is `record.at`. It may change `state` in place
+   * and return it: the core keeps no other reference to a state once it has handed it to `apply`.
+   */
   apply(state: S, record: ShardRecord, effects: Effects<O>): S;
   /** True when the key holds nothing worth keeping (no timer is set): its state is dropped. */
   retired(state: S): boolean;

@@ -38,8 +38,11 @@ interface SnapshotCapture<S> {
   readonly loadedUnread: Set<string>;
   readonly parked: { next(max: number): string[]; unread(key: string): boolean };
   next: number;
-  /** State and timer of keys changed since the snapshot began and not serialised yet, as they were then. */
-  readonly before: Map<string, [S | undefined, number | null]>;
+  /**
+   * Keys changed since the snapshot began and not serialised yet, serialised as they were then (an entry's
+   * JSON, or null when the key had no state): serialised at once, since rules may change a state in place.
+   */
+  readonly before: Map<string, string | null>;
 }
 
 /** The effects handed to the rules, reused from one record to the next. */
@@ -125,7 +128,7 @@ export class ShardCore<S, O> {
     if (this.lastAt === undefined || record.at > this.lastAt) this.lastAt = record.at;
     const key = record.key;
     const c = this.capture;
-    if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key))) c.before.set(key, [this.state(key), this.timerOf(key) ?? null]);
+    if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key))) c.before.set(key, this.entryJson(key));
     this.load(key, record.at);
     // One effects object for every apply (no closures per record): reset here, read back below.
     const fx = this.fx;
@@ -175,18 +178,23 @@ export class ShardCore<S, O> {
     const entry = (key: string): void => {
       c.loadedUnread.delete(key);
       const before = c.before.get(key);
-      c.before.delete(key); // read once: the Map holds only what is still to come
-      if (before) {
-        if (before[0] !== undefined) out.push(JSON.stringify([key, this.rebase(before[0]), before[1]]));
+      if (before !== undefined) {
+        c.before.delete(key); // read once: the Map holds only what is still to come
+        if (before !== null) out.push(before);
         return;
       }
-      const loaded = this.states.get(key);
-      if (loaded !== undefined) out.push(JSON.stringify([key, this.rebase(loaded), this.timers.get(key) ?? null]));
-      else out.push(this.parked.entryJson(key)!); // parked: its JSON as it is
+      out.push(this.entryJson(key)!);
     };
     for (; c.next < c.loaded.length && out.length < max; c.next++) entry(c.loaded[c.next]!);
     if (out.length < max) for (const key of c.parked.next(max - out.length)) entry(key);
     return out;
+  }
+
+  /** A key's snapshot entry, `[key, state, timer or null]` as JSON, or null when it has no state. */
+  private entryJson(key: string): string | null {
+    const loaded = this.states.get(key);
+    if (loaded !== undefined) return JSON.stringify([key, this.rebase(loaded), this.timers.get(key) ?? null]);
+    return this.parked.entryJson(key) ?? null; // parked: its JSON as it is
   }
 
   /** What a snapshot keeps of a loaded state (a parked one is kept as it was parked). */
@@ -264,7 +272,7 @@ export class ShardCore<S, O> {
     return next;
   }
 
-  /** The key's state (a parked key's decoded afresh), or undefined when it has none. */
+  /** The key's state (a parked key's decoded afresh), or undefined when it has none. Read it before the next `apply`, which may change it. */
   state(key: string): S | undefined {
     return this.states.get(key) ?? this.parked.state(key);
   }

@@ -35,9 +35,9 @@ export class StateArena {
     if (this.garbage === this.used) this.used = this.garbage = 0;
   }
 
-  /** True when compacting is worth it: garbage outweighs live entries (and passes 1 MiB). */
+  /** True when compacting is worth it: garbage outweighs live entries (and passes 64 KiB). */
   get wasteful(): boolean {
-    return this.garbage > 1 << 20 && this.garbage > this.used - this.garbage;
+    return this.garbage > 64 * 1024 && this.garbage > this.used - this.garbage;
   }
 
   /**

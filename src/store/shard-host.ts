@@ -2,6 +2,7 @@ import { SluiceError } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
 import { sabotage } from '../core/sabotage.js';
 import type { Clock, ShardLog, Timer } from '../core/ports.js';
+import { MAX_RECORD_BYTES } from './frame.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
 
@@ -25,7 +26,7 @@ export interface ShardHostOptions<S, O> {
   readonly maxLoadedKeys?: number;
   /**
    * Take a snapshot (whole-shard state, JSON) after this many records (and at least twice as many records
-   * as keys held), at the next moment when everything applied is durable and handed out; the log then
+   * as keys held, and at least as many bytes of records as the last snapshot took), at the next moment when everything applied is durable and handed out; the log then
    * deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
@@ -61,6 +62,10 @@ export class ShardHost<S, O> {
   private failed: unknown;
   private firing = false;
   private snapshotLsn = 0;
+  /** Bytes of records appended (since open), and as of the last snapshot; the last snapshot's size. */
+  private appendedBytes = 0;
+  private snapshotAtBytes = 0;
+  private snapshotBytes = 0;
   private snapshotting = false;
   private pendingAppends = 0;
   private drainWaiters: (() => void)[] = [];
@@ -138,6 +143,7 @@ export class ShardHost<S, O> {
 
   /**
    * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable.
+   * Throws `SEND_INVALID` at once for a record over `MAX_RECORD_BYTES` (64 MiB) encoded: no store takes it.
    */
   submit(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
@@ -146,13 +152,23 @@ export class ShardHost<S, O> {
     const last = this.core.time;
     const at = record.at === undefined ? this.now() : last === undefined || record.at > last ? record.at : last;
     const stamped: ShardRecord = { ...record, at };
-    // Encoded here, before anything happens: a record that is not JSON throws (synchronously) and leaves no trace.
-    return this.commit(stamped, encode(stamped));
+    // Encoded here, before anything happens: a record that is not JSON, or too long for any store, throws
+    // (synchronously) and leaves no trace.
+    let bytes: Buffer;
+    try {
+      bytes = encode(stamped);
+    } catch (error) {
+      if (error instanceof RangeError) throw new SluiceError('SEND_INVALID', `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got one too long to encode (${error.message})`, { cause: error });
+      throw error;
+    }
+    if (bytes.length > MAX_RECORD_BYTES) throw new SluiceError('SEND_INVALID', `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${bytes.length}`);
+    return this.commit(stamped, bytes);
   }
 
   private async commit(stamped: ShardRecord, bytes: Buffer): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     const log = this.options.log;
     const durable = log.append(bytes);
+    this.appendedBytes += bytes.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), stamped);
     if (sabotage.releaseEarly) for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
@@ -185,12 +201,14 @@ export class ShardHost<S, O> {
   }
 
   /**
-   * A whole-shard snapshot costs time in proportion to the keys held, so it is taken after `snapshotEvery`
-   * records or twice as many records as keys, whichever is more: its cost spread over the records it covers.
+   * A whole-shard snapshot costs time in proportion to the keys held and their states' size, so it is
+   * taken after `snapshotEvery` records or twice as many records as keys, whichever is more, and once the
+   * records since the last one take as many bytes as it did: its cost spread over the records it covers,
+   * even when one busy key's state is large (100,000 remembered event IDs).
    */
   private snapshotDue(): boolean {
     const since = this.core.appliedLsn - this.snapshotLsn;
-    return since >= (this.options.snapshotEvery ?? 10_000) && since >= 2 * this.core.keyCount;
+    return since >= (this.options.snapshotEvery ?? 10_000) && since >= 2 * this.core.keyCount && this.appendedBytes - this.snapshotAtBytes >= this.snapshotBytes;
   }
 
   /**
@@ -204,6 +222,7 @@ export class ShardHost<S, O> {
     try {
       // Serialised a chunk per turn of the event loop, so that a large shard never holds it for long.
       const { lsn, at } = this.core.beginSnapshot();
+      const atBytes = this.appendedBytes;
       const parts: Buffer[] = [Buffer.from(`{"lsn":${lsn},${at === undefined ? '' : `"at":${at},`}"keys":[`)];
       try {
         for (let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK); chunk.length > 0; chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)) {
@@ -214,8 +233,11 @@ export class ShardHost<S, O> {
         this.core.endSnapshot();
       }
       parts.push(Buffer.from(']}'));
-      await log.writeSnapshot(lsn, Buffer.concat(parts));
+      const state = Buffer.concat(parts);
+      await log.writeSnapshot(lsn, state);
       this.snapshotLsn = lsn;
+      this.snapshotAtBytes = atBytes;
+      this.snapshotBytes = state.length;
       return true;
     } finally {
       this.snapshotting = false;

@@ -5,7 +5,8 @@
  * directory; each new life first retries starts of earlier lives. A last life sends nothing new and waits
  * until every acknowledged run has finished (told which runs earlier lives acknowledged and saw finish).
  * Then, across all lives: every acknowledged event is in exactly one run's input, every acknowledged window ran under the run ID its receipt named, no run was empty, and
- * a retried event ID got its first receipt again.
+ * a retried event ID got its first receipt again — keys with lone surrogates and event IDs named like
+ * Object.prototype properties (`constructor`, `__proto__`) included.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -74,11 +75,13 @@ function life(n: number, args: readonly string[], kill: KillAt | undefined): Pro
     let stderr = '';
     const parse = (line: string): void => {
       const [word, ...f] = line.split(' ');
-      const id = (s: string): string | undefined => (s === '-' ? undefined : s);
-      if (word === 'send') result.sends.push([f[0] as Sub, f[1]!, f[2]!, id(f[3]!)]);
-      else if (word === 'ack') result.acks.push({ sub: f[0] as Sub, key: f[1]!, eventNo: f[2]!, eventId: id(f[3]!), runId: f[4]!, duplicate: f[5] === 'true' });
-      else if (word === 'run') result.runs.push({ sub: f[0] as Sub, runId: f[1]!, key: f[2]!, size: Number(f[3]), events: f.slice(5), life: n });
-      else if (word === 'finished') result.finished.push([f[0] as Sub, f[1]!]);
+      // Keys, event IDs and run IDs come as JSON strings (they may hold lone surrogates); `-` is no event ID.
+      const str = (s: string): string => JSON.parse(s) as string;
+      const id = (s: string): string | undefined => (s === '-' ? undefined : str(s));
+      if (word === 'send') result.sends.push([f[0] as Sub, str(f[1]!), f[2]!, id(f[3]!)]);
+      else if (word === 'ack') result.acks.push({ sub: f[0] as Sub, key: str(f[1]!), eventNo: f[2]!, eventId: id(f[3]!), runId: str(f[4]!), duplicate: f[5] === 'true' });
+      else if (word === 'run') result.runs.push({ sub: f[0] as Sub, runId: str(f[1]!), key: str(f[2]!), size: Number(f[3]), events: f.slice(5), life: n });
+      else if (word === 'finished') result.finished.push([f[0] as Sub, str(f[1]!)]);
       else if (word === 'drained') result.drained = true;
     };
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -86,7 +89,12 @@ function life(n: number, args: readonly string[], kill: KillAt | undefined): Pro
       buffer += d.toString();
       const lines = buffer.split('\n');
       buffer = lines.pop()!; // a line cut by the kill is not counted
-      for (const line of lines) parse(line);
+      try {
+        for (const line of lines) parse(line);
+      } catch (error) {
+        child.kill('SIGKILL');
+        return reject(new Error(`child printed a line that does not read: ${String(error)}`));
+      }
       if (kill && !child.killed && (result.acks.length >= kill.acks || (kill.runs !== undefined && result.runs.length >= kill.runs))) child.kill('SIGKILL');
     });
     child.on('close', (code, signal) => {
@@ -156,7 +164,8 @@ describe('pace under SIGKILL', () => {
       const r = same[0]!;
       expect(r.size).toBeGreaterThanOrEqual(1);
       expect(r.events.length).toBeGreaterThanOrEqual(1);
-      expect(r.runId).toMatch(new RegExp(`^${r.key}@[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`));
+      expect(r.runId.slice(0, r.key.length + 1)).toBe(`${r.key}@`);
+      expect(r.runId.slice(r.key.length + 1)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       for (const e of r.events) expect(sent.get(e)?.slice(0, 2)).toEqual([r.sub, r.key]);
       if (r.sub === 'bat') expect(r.events.length).toBe(r.size);
       else expect(r.events.length).toBe(1); // a debounced run gets the latest start's event
@@ -198,5 +207,11 @@ describe('pace under SIGKILL', () => {
     expect(runKills).toBeGreaterThan(0);
     expect(acks.some((a) => a.duplicate)).toBe(true);
     expect([...runsById.values()].some((same) => new Set(same.map((r) => r.life)).size > 1)).toBe(true);
+    // Keys with lone surrogates, and event IDs named like Object.prototype properties, acknowledged and run.
+    expect(new Set(runs.map((r) => r.key.charCodeAt(0))).has(0xd800)).toBe(true);
+    expect(new Set(runs.map((r) => r.key.charCodeAt(0))).has(0xdc00)).toBe(true);
+    const protoAcks = acks.filter((a) => a.key.startsWith('p') && !a.eventId!.startsWith('id-'));
+    expect(new Set(protoAcks.map((a) => a.eventId))).toEqual(new Set(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']));
+    expect(protoAcks.some((a) => !a.duplicate) && protoAcks.some((a) => a.duplicate)).toBe(true); // a retried one got its first receipt again
   }, 600_000);
 });

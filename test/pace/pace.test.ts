@@ -162,7 +162,7 @@ describe('pace: event IDs', () => {
     await app.idle();
     // After the window ran, the ID still answers with the run it joined.
     expect(await app.send('p', { key: 'k', event: 'late', eventId: 'e1' })).toEqual({ ...first, duplicate: true });
-    await clock.advance(60_000); // dedup after the key's last event with an ID: forgotten
+    await clock.advance(60_000); // dedup after e1 arrived (its duplicates do not renew it): forgotten
     await app.idle();
     const fresh = await app.send('p', { key: 'k', event: 'b', eventId: 'e1' });
     expect(fresh).toMatchObject({ duplicate: false });

@@ -36,7 +36,7 @@ describe('pace rules', () => {
     apply({ key, at: 100, type: TIMER });
     expect(released()).toHaveLength(1);
     apply({ key, at: 150, type: DONE, data: 'k@u1' });
-    expect(c.state(key)).toEqual({ ids: { 'id-1': 'k@u1' }, idsUntil: 1000 });
+    expect(c.state(key)).toEqual({ ids: { 'id-1': 'k@u1' }, idOrder: ['id-1'], idUntil: [1000], idHead: 0 });
     expect(c.timerOf(key)).toBe(1000);
     apply({ key, at: 1000, type: TIMER });
     expect(c.keyCount).toBe(0);

@@ -203,6 +203,26 @@ describe('ShardHost', () => {
     }
   });
 
+  it('spaces snapshots by their size: a large state is snapshotted again only after as many bytes of records', async () => {
+    // One key whose state takes about 20,000 bytes, and records of 16 bytes (`["k",0,"e",null]`).
+    const big: Rules<{ pad: string; n: number }, never> = { initial: () => ({ pad: 'x'.repeat(20_000), n: 0 }), apply: (s) => ({ pad: s.pad, n: s.n + 1 }), retired: () => false };
+    const store = memoryStore({ shards: 1 });
+    const h = new ShardHost({ log: store.log(0), rules: big, clock: new ManualClock(0), onOutput: () => {}, snapshotEvery: 10 });
+    await h.open();
+    const begun: number[] = [];
+    const begin = h.core.beginSnapshot.bind(h.core);
+    h.core.beginSnapshot = () => (begun.push(h.core.appliedLsn), begin()); // called at once when a snapshot starts
+    const appendTo = async (n: number): Promise<void> => {
+      while (store.log(0).assignedLsn() < n) await h.append({ key: 'k', type: 'e', at: 0 });
+    };
+    await appendTo(1_000); // 990 records (15,840 bytes) after the first snapshot: less than its 20 KB
+    expect(begun).toEqual([10]);
+    await appendTo(1_400); // past 20 KB since: the next one, and no other
+    expect(begun).toEqual([10, expect.any(Number)]);
+    expect(begun[1]).toBeGreaterThan(1_260); // 10 + 20,040 / 16
+    await h.close();
+  });
+
   it('restarted long after its timers were due, fires every one, parked keys included, each once', async () => {
     const store = memoryStore({ shards: 1 });
     const clock = new ManualClock(1_000);

@@ -16,7 +16,8 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
       const decoded = AssignerProtocol.MemberMetadata.decode(memberMetadata);
       for (const topic of decoded?.topics ?? []) subscribers.set(topic, [...(subscribers.get(topic) ?? []), memberId]);
     }
-    const assignment = new Map<string, Record<string, number[]>>(members.map((m) => [m.memberId, {}]));
+    // Null-prototype records: a topic may be named `constructor` or `__proto__` (Kafka allows both).
+    const assignment = new Map<string, Record<string, number[]>>(members.map((m) => [m.memberId, Object.create(null) as Record<string, number[]>]));
     // kafkajs hands the leader only its own topics: deal every member's, with their metadata loaded.
     const topics = [...subscribers.keys()].sort();
     await cluster.addMultipleTargetTopics(topics);
