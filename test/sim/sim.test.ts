@@ -44,8 +44,8 @@ describe('deterministic simulation', () => {
     expect(seen.lives).toBeGreaterThan(SEEDS * 3);
     expect(seen.acks).toBeGreaterThan(SEEDS * 20);
     expect(seen.published).toBeGreaterThan(SEEDS * 10);
-    // Starts over a drop rate: about one seed in six ends without one, since each life now spends steps on
-    // the disk work of its open (manifests, segment headers) before it takes events.
+    // Starts over a drop rate: 0.8 a seed over seeds 1 to 100, fewer than before, since each life now spends
+    // steps on the disk work of its open (manifests, segment headers) before it takes events.
     expect(seen.drops).toBeGreaterThan(SEEDS / 2);
     expect(seen.waited).toBeGreaterThan(SEEDS); // per-minute runs started a minute or more after their key's first: the rate was in play
     if (SEEDS >= 500) expect(seen.flips).toBeGreaterThan(0);
