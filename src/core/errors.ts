@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'HANDLER_TIMEOUT',
   'APP_STATE',
   'SEND_INVALID',
+  'TOPIC_MISSING',
 ] as const;
 
 /** One of {@link ERROR_CODES}. */

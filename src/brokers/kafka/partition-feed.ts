@@ -24,6 +24,12 @@ export class PartitionFeed {
   committable: number | undefined = undefined;
   /** The last offset the coordinator accepted. */
   committed: number | undefined = undefined;
+  /** The offset of the first message this member's first batch of the partition brought. */
+  readFrom: number | undefined = undefined;
+  /** Messages below it were finished here before (see KafkaConsumer's `finished`): not handed out again. */
+  skipBelow: number | undefined = undefined;
+  /** Taken away before this member knew (a rebalance kafkajs saw itself): its commits are not sent. */
+  lost = false;
   paused = false;
   /** Being revoked: nothing more is handed out; commits still count until the revoke completes. */
   revoked = false;
