@@ -2,7 +2,9 @@ import { PartitionAssigners, type Admin, type Consumer as KafkajsConsumer, type 
 import { subscriptionAwareAssigner } from './assigner.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { heartbeating, isRebalance } from './heartbeats.js';
 import { PartitionEnds } from './partition-ends.js';
+import { OffsetCommits, pending } from './offset-commits.js';
 import { PartitionFeed } from './partition-feed.js';
 
 /** Consumer settings of a {@link KafkaBroker}; every field has a default. */
@@ -32,9 +34,6 @@ const RESTART_MAX_MS = 15_000;
 const CLOSE_TIMEOUT_MS = 30_000;
 /** While a batch is held only for the work in flight, how often the partition's end is asked for. */
 const POLL_MS = 100;
-
-const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
-const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?: string })?.type ?? '');
 
 /**
  * One member of a Kafka consumer group reading one topic, through kafkajs's eachBatch.
@@ -66,20 +65,10 @@ export class KafkaConsumer implements Consumer {
   private starting: Promise<void> | undefined;
   /** Crashes since a batch last arrived: how long the next restart waits. */
   private crashes = 0;
-  /** The offsets the group coordinator took, as kafkajs reports them (its COMMIT_OFFSETS event, after the answer). */
-  private readonly accepted = new Map<number, number>();
-  /**
-   * Per partition no longer (or not yet again) owned: the offset below which this member finished every
-   * delivery, where that was not committed (the broker was down, or the member was dropped first). If the
-   * partition comes back, what is below it is not handed out again, and it is committed.
-   */
-  private readonly finished = new Map<number, number>();
-  private flushQueued: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
   /** What the broker holds beyond this member's batches: when a batch held for running work lets go. */
   private readonly ends: PartitionEnds;
-  private committing: Promise<void> = Promise.resolve();
-  private commitFailing = false;
+  private readonly commits: OffsetCommits;
 
   constructor(
     private readonly kafka: Kafka,
@@ -89,6 +78,8 @@ export class KafkaConsumer implements Consumer {
     private readonly log: Logger,
   ) {
     this.ends = new PartitionEnds(admin, request.topic, request.group, settings.fromBeginning, log);
+    const due = (): PartitionFeed[] => [...this.feeds.values()].filter((f) => !f.lost && this.assignment.has(f.partition));
+    this.commits = new OffsetCommits(request.topic, log, due, () => this.consumer);
   }
 
   /** Joins the group; resolves once the first assignment arrived. */
@@ -116,11 +107,7 @@ export class KafkaConsumer implements Consumer {
     // kafkajs is about to rejoin (a heartbeat outside our batches saw the rebalance): stop handing out.
     consumer.on(consumer.events.REBALANCING, () => void this.revokeAll().catch((error) => this.log.warn('revoke failed', { error })));
     consumer.on(consumer.events.CRASH, (e) => this.crashed(e.payload.error));
-    // A commit counts once the coordinator took it: kafkajs's commitOffsets also returns, without an error,
-    // when it sent nothing (its consumer crashed, restarting or stopping).
-    consumer.on(consumer.events.COMMIT_OFFSETS, (e) => {
-      for (const t of e.payload.topics) if (t.topic === this.request.topic) for (const q of t.partitions) this.accepted.set(q.partition, Number(q.offset));
-    });
+    this.commits.watch(consumer);
     await consumer.connect();
     await consumer.subscribe({ topic: this.request.topic, fromBeginning: s.fromBeginning });
     await this.run();
@@ -161,7 +148,7 @@ export class KafkaConsumer implements Consumer {
 
   /**
    * Revokes what the crashed consumer held — the app settles or abandons that work; what it finished and
-   * could not commit is remembered (see `finished`) — then joins again after `delayMs`.
+   * could not commit is remembered (see {@link OffsetCommits}) — then joins again after `delayMs`.
    */
   private restartAfterCrash(delayMs: number): void {
     if (this.closing) return;
@@ -244,39 +231,22 @@ export class KafkaConsumer implements Consumer {
     // Of a partition owned and read (or being revoked): committed. Otherwise (a partition taken away before
     // the app's revoke reported it) it is only remembered: everything below was finished here.
     if (f !== undefined && (f.revoked || (this.assignment.has(partition) && f.readFrom !== undefined && offset >= f.readFrom))) f.markCommittable(offset);
-    else this.remember(partition, offset);
-  }
-
-  /** Keeps `offset` of a partition not owned as finished here (see `finished`), unless the broker has it. */
-  private remember(partition: number, offset: number): void {
-    if ((this.accepted.get(partition) ?? -1) >= offset) return;
-    if (offset > (this.finished.get(partition) ?? -1)) this.finished.set(partition, offset);
+    else this.commits.remember(partition, offset);
   }
 
   /** A feed leaves: what it finished and did not commit is remembered. */
   private drop(f: PartitionFeed): void {
     if (this.feeds.get(f.partition) === f) this.feeds.delete(f.partition);
-    if (f.committable !== undefined && (f.committed === undefined || f.committable > f.committed)) this.remember(f.partition, f.committable);
+    this.commits.left(f);
   }
 
   settled(partition: number): void {
     this.feeds.get(partition)?.settled();
   }
 
-  /**
-   * Sends every pending commit of the partitions owned, one request at a time. Callers while one is under
-   * way share the next (which sends what is pending when it starts): with the broker away, where each
-   * request takes kafkajs's whole retry budget, flushes do not pile up.
-   */
+  /** Sends every pending commit of the partitions owned (see {@link OffsetCommits}). */
   flush(): Promise<void> {
-    if (this.flushQueued) return this.flushQueued;
-    const send = (): Promise<void> => {
-      this.flushQueued = undefined;
-      return this.sendCommits();
-    };
-    const queued = this.committing.then(send, send);
-    this.committing = queued;
-    return (this.flushQueued = queued);
+    return this.commits.flush();
   }
 
   /**
@@ -299,7 +269,7 @@ export class KafkaConsumer implements Consumer {
     const within = (work: Promise<unknown>): Promise<boolean> => Promise.race([work.then(() => true), timedOut]);
     try {
       if (!(await within(this.flush().catch((error: unknown) => this.log.warn('final commit failed', { error }))))) this.log.warn('final commit: the broker did not answer within the shutdown timeout', { timeoutMs });
-      const unsent = [...this.feeds.values()].filter((f) => f.committable !== undefined && (f.committed === undefined || f.committable > f.committed)).map((f) => ({ partition: f.partition, offset: f.committable }));
+      const unsent = [...this.feeds.values()].filter(pending).map((f) => ({ partition: f.partition, offset: f.committable }));
       if (unsent.length > 0) this.log.warn('final commit failed: these offsets were not committed; what is above them will be delivered again', { offsets: unsent });
       const consumer = this.consumer;
       const leave = (this.starting ?? Promise.resolve()).catch(() => {}).then(() => consumer?.disconnect());
@@ -313,31 +283,6 @@ export class KafkaConsumer implements Consumer {
     }
   }
 
-  private async sendCommits(): Promise<void> {
-    const offsets: { topic: string; partition: number; offset: string }[] = [];
-    const sent: [PartitionFeed, number][] = [];
-    for (const f of this.feeds.values()) {
-      const c = f.committable;
-      if (c === undefined || (f.committed !== undefined && c <= f.committed) || f.lost || !this.assignment.has(f.partition)) continue;
-      offsets.push({ topic: this.request.topic, partition: f.partition, offset: String(c) });
-      sent.push([f, c]);
-    }
-    if (offsets.length === 0 || !this.consumer) return;
-    try {
-      await this.consumer.commitOffsets(offsets);
-      const missed = sent.filter(([f, c]) => (this.accepted.get(f.partition) ?? -1) < c);
-      for (const [f, c] of sent) if (!missed.some(([m]) => m === f)) f.committed = c;
-      if (missed.length > 0) throw new Error('the consumer is not a member of its group now (crashed, restarting or stopping): nothing was sent');
-      this.commitFailing = false;
-    } catch (error) {
-      // Tried again on the next flush. After a rebalance the commit is refused; what it held is delivered
-      // again (at least once). The first failure of a row is a warning, the rest debug.
-      const failing = this.commitFailing;
-      this.commitFailing = true;
-      this.log[failing ? 'debug' : 'warn']('commit not taken; trying again', { error, offsets });
-    }
-  }
-
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const p = batch.partition;
     // A partition given back to this member while its revoke still runs: wait for the revoke, then read anew.
@@ -347,25 +292,12 @@ export class KafkaConsumer implements Consumer {
     if (!feed) {
       this.feeds.set(p, (feed = new PartitionFeed(this.request.topic, p)));
       this.feedList = [...this.feeds.values()];
-      feed.skipBelow = this.finished.get(p);
-      this.finished.delete(p);
+      feed.skipBelow = this.commits.takeFinished(p);
     }
     if (feed.revoked) return;
     this.crashes = 0; // kafkajs reads again
     // kafkajs's messages as they are: the feed wraps each one only when the app takes it.
-    let messages = batch.messages;
-    if (feed.readFrom === undefined && messages.length > 0) {
-      feed.readFrom = Number(messages[0]!.offset);
-      // A partition back with work this member finished and could not commit: that work is not handed
-      // out again, and it is committed now.
-      if (feed.skipBelow !== undefined && feed.readFrom < feed.skipBelow) feed.markCommittable(feed.skipBelow);
-      else feed.skipBelow = undefined;
-    }
-    if (feed.skipBelow !== undefined && messages.length > 0) {
-      const below = feed.skipBelow;
-      messages = messages.filter((m) => Number(m.offset) >= below);
-      if (messages.length > 0 || Number(batch.lastOffset()) + 1 >= below) feed.skipBelow = undefined;
-    }
+    const messages = feed.admit(batch.messages, Number(batch.lastOffset()));
     this.ends.seen(p, Number(batch.highWatermark));
     if (messages.length === 0) {
       feed.fetchedEnd = Number(batch.lastOffset()) + 1;
@@ -411,7 +343,7 @@ export class KafkaConsumer implements Consumer {
       // A heartbeat that failed otherwise (a slow coordinator, a timeout) is tried again next round; throwing
       // it would make kafkajs retry the whole batch with backoff, or crash the consumer.
       if (!isRebalance(error)) return this.log.debug('heartbeat failed', { error });
-      await this.heartbeating(this.revokeAll(), heartbeat);
+      await heartbeating(this.revokeAll(), heartbeat, this.settings, this.log);
       throw error;
     }
   }
@@ -424,28 +356,6 @@ export class KafkaConsumer implements Consumer {
   /** Asks the broker how far the partitions go (and, for those no batch came from, where they are read from). */
   private refreshEnds(): Promise<void> {
     return this.ends.refresh([...this.assignment].some((q) => this.feeds.get(q)?.fetchedEnd === undefined));
-  }
-
-  /**
-   * Waits for `work` while heartbeating, so that the coordinator keeps this member while it settles its
-   * revoked partitions (during a rebalance a heartbeat answers REBALANCE_IN_PROGRESS, and still counts). Gives
-   * up waiting one heartbeat interval before the rebalance timeout: the work goes on, its results dropped.
-   */
-  private async heartbeating(work: Promise<void>, heartbeat: () => Promise<void>): Promise<void> {
-    const { heartbeatIntervalMs, rebalanceTimeoutMs } = this.settings;
-    const giveUpAt = Date.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
-    let finished = false;
-    const done = work.then(
-      () => void (finished = true),
-      () => void (finished = true),
-    );
-    while (!finished && Date.now() < giveUpAt) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, heartbeatIntervalMs)))]);
-      clearTimeout(timer);
-      if (!finished) await heartbeat().catch(() => {}); // REBALANCE_IN_PROGRESS is the expected answer
-    }
-    if (!finished) this.log.warn('revoke: in-flight work did not settle before the rebalance timeout; its results will be dropped');
   }
 
   /**

@@ -43,6 +43,25 @@ export class PartitionFeed {
     readonly partition: number,
   ) {}
 
+  /**
+   * A fetched batch's messages less those finished here before (`skipBelow`): a partition back with work
+   * this member finished and could not commit does not hand that work out again, and commits it — when
+   * the group's offset is below it (the first batch starts there), never setting back another member's.
+   */
+  admit(messages: KafkaMessage[], lastOffset: number): KafkaMessage[] {
+    if (messages.length === 0) return messages;
+    if (this.readFrom === undefined) {
+      this.readFrom = Number(messages[0]!.offset);
+      if (this.skipBelow !== undefined && this.readFrom < this.skipBelow) this.markCommittable(this.skipBelow);
+      else this.skipBelow = undefined;
+    }
+    const below = this.skipBelow;
+    if (below === undefined) return messages;
+    const kept = messages.filter((m) => Number(m.offset) >= below);
+    if (kept.length > 0 || lastOffset + 1 >= below) this.skipBelow = undefined;
+    return kept;
+  }
+
   /** Adds a fetched batch (kept by reference, never modified). */
   append(batch: readonly KafkaMessage[]): void {
     this.messages = this.head === this.messages.length ? batch : [...this.messages.slice(this.head), ...batch];
