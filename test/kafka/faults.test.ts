@@ -2,6 +2,7 @@
  * Kafka on a bad day: a broker of the suite's own (test/kafka/fault-broker.ts) is killed, paused and
  * started again under running apps; the shared broker serves the faults that need no broker to die.
  */
+import { spawn } from 'node:child_process';
 import { Kafka, Partitioners, logLevel, type Admin, type Consumer } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { App, silentLogger, subscriber, type Context, type Logger } from '../../src/index.js';
@@ -311,6 +312,35 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
       await again.stop();
     }
     console.log(`stop during a restart, broker down: ${stopMs} ms (shutdownTimeoutMs 5000)`);
+  }, 300_000);
+
+  // The child imports dist/: run `npm run build` first.
+  it('a process whose app stopped while its consumer was crashing (broker dead) exits', async () => {
+    await fault.start();
+    const topic = uniqueTopic('stop-exit');
+    await kafka().createTopic(topic, 3);
+    await produce(fault.address, topic, spread(8_000, 3));
+    const child = spawn(process.execPath, ['test/fixtures/kafka-stop-child.mjs', fault.address, topic], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let stoppedAt = 0;
+    const stopped = new Gate();
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      if (text.includes('handling')) void fault.kill();
+      if (text.includes('stopped')) {
+        stoppedAt = Date.now();
+        stopped.open();
+      }
+    });
+    try {
+      await guard(stopped.promise, 180_000, 'the child stopping its app');
+      // kafkajs may still be waiting for an answer it asked for before the stop (its retries end it); it
+      // must not go on crashing and restarting.
+      expect(await guard(exited, 60_000, 'the child exiting after its app stopped')).toBe(0);
+      console.log(`process exit ${Date.now() - stoppedAt} ms after stop() resolved, the broker dead`);
+    } finally {
+      child.kill('SIGKILL');
+      await fault.start();
+    }
   }, 300_000);
 
   // Paused: every request hangs; killed: refused, kafkajs retrying and not yet given up.
