@@ -92,6 +92,7 @@ export class Subscription implements ExecutorHost {
         const marks = this.marks.get(partition);
         return marks === undefined ? 0 : marks.outstanding - marks.away;
       },
+      shutdownTimeoutMs: this.settings.revokeTimeoutMs,
     });
     this.scheduleSweep();
     this.pump();
@@ -415,7 +416,6 @@ export class Subscription implements ExecutorHost {
       this.consumer?.commit(marks.partition, marks.watermark());
     }
     this.marks.clear();
-    await this.consumer?.flush();
-    await this.consumer?.close();
+    await this.consumer?.close(); // which commits: waiting for the broker at most shutdownTimeoutMs
   }
 }

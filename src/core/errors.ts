@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'APP_STATE',
   'SEND_INVALID',
   'PUBLISH_REFUSED',
+  'TOPIC_MISSING',
 ] as const;
 
 /**

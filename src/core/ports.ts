@@ -45,6 +45,11 @@ export interface ConsumeRequest {
    * subscription calls `settled(partition)` when it drops to 0.
    */
   active?(partition: number): number;
+  /**
+   * How long `close()` may wait for the broker (the final commit, leaving the group): the app's
+   * `shutdownTimeoutMs`. Past it, what was not committed is delivered again.
+   */
+  readonly shutdownTimeoutMs?: number;
 }
 
 /**
@@ -83,7 +88,10 @@ export interface Consumer {
   settled?(partition: number): void;
   /** Sends every pending commit. */
   flush(): Promise<void>;
-  /** Leaves the group (revoking what it owns through `onRevoke`). */
+  /**
+   * Sends the pending commits and leaves the group, within the request's `shutdownTimeoutMs`; nothing of
+   * the consumer goes on after that but, at most, an answer it waits for from the broker.
+   */
   close(): Promise<void>;
 }
 

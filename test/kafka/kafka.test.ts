@@ -1,19 +1,18 @@
 /**
  * Kafka-specific behaviour beyond the broker contract, against the real broker.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
 import { Kafka, KafkaJSNonRetriableError, Partitioners, logLevel, type Admin, type Consumer } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { App, ManualClock, Router, memoryStore, silentLogger, subscriber, type Context, type KeySource } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, seeded, turns } from '../helpers.js';
+import { FaultBroker, canRunOwnBroker } from './fault-broker.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 
 // The broker-restart test runs a broker of its own, so it needs Java even when KAFKA_BROKERS names one.
 // Under CI it must run (a missing Java fails it); elsewhere it is skipped.
-const noJava = spawnSync('java', ['-version'], { stdio: 'ignore' }).error !== undefined && process.env.CI !== 'true';
-if (kafkaBrokers && noJava) console.warn('skipping the Kafka broker-restart test: no java on PATH to run its own broker');
+if (kafkaBrokers && !canRunOwnBroker) console.warn('skipping the Kafka broker-restart test: no java on PATH to run its own broker');
 
 describe.skipIf(!kafkaBrokers)('kafka', () => {
   const apps: App[] = [];
@@ -393,11 +392,10 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     expect(again).toEqual([2, 3, 4, 5]);
   });
 
-  it.skipIf(noJava)('loses nothing when the broker restarts mid-consumption; duplicates come only from the uncommitted window', async () => {
+  it.skipIf(!canRunOwnBroker)('loses nothing when the broker restarts mid-consumption; duplicates come only from the uncommitted window', async () => {
     // A broker of its own on other ports, so that restarting it disturbs no other test.
-    const env = { ...process.env, KAFKA_PORT: '19092', KAFKA_CONTROLLER_PORT: '19093' };
-    const start = (...args: string[]) => /KAFKA_BROKERS=(\S+)/.exec(execFileSync(process.execPath, ['scripts/kafka/start.mjs', ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }))![1]!;
-    const address = start('--fresh'); // fresh data when it starts here; the restart below keeps it
+    const own = new FaultBroker(19092);
+    const address = await own.start(true); // fresh data when it starts here; the restart below keeps it
     let app: App | undefined;
     try {
       const topic = uniqueTopic('restart');
@@ -454,8 +452,8 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       // The redelivery window exists: each partition has handled offsets at or beyond its committed one.
       for (const p of [0, 1]) expect([...handledAtStop.keys()].filter((id) => id.startsWith(`${p}/`) && Number(id.slice(2)) >= committedAtStop[p]!).length).toBeGreaterThanOrEqual(ABOVE);
 
-      execFileSync(process.execPath, ['scripts/kafka/stop.mjs'], { env, stdio: 'ignore' });
-      start();
+      own.stop();
+      await own.start();
       held.open();
       await app.idle();
 
@@ -475,7 +473,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       console.log(`broker restart: ${duplicated.length} of ${total} handled twice; uncommitted window at the stop ${deliveredAtStop.map((d, p) => d - committedAtStop[p]!).join(' + ')}`);
     } finally {
       await app?.stop(); // while its broker still runs
-      execFileSync(process.execPath, ['scripts/kafka/stop.mjs'], { env, stdio: 'ignore' });
+      own.stop();
     }
   }, 60_000);
 });

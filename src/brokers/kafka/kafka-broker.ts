@@ -81,15 +81,22 @@ export class KafkaBroker implements Broker {
     });
   }
 
+  /** Connects the producer and the admin client. A failed connect is forgotten: the next call tries again. */
   connect(): Promise<void> {
     this.connecting ??= (async () => {
-      this.producer = this.kafka.producer({
+      const producer = (this.producer = this.kafka.producer({
         createPartitioner: Partitioners.DefaultPartitioner,
         allowAutoTopicCreation: false,
         metadataMaxAge: this.consumerSettings.metadataMaxAgeMs,
-      });
-      this.admin = this.kafka.admin();
-      await Promise.all([this.producer.connect(), this.admin.connect()]);
+      }));
+      const admin = (this.admin = this.kafka.admin());
+      try {
+        await Promise.all([producer.connect(), admin.connect()]);
+      } catch (error) {
+        this.connecting = undefined;
+        await Promise.allSettled([producer.disconnect(), admin.disconnect()]);
+        throw error;
+      }
     })();
     return this.connecting;
   }
@@ -133,6 +140,12 @@ export class KafkaBroker implements Broker {
   async consume(request: ConsumeRequest): Promise<Consumer> {
     await this.connect();
     await this.ensureTopic(request.topic);
+    if (!this.known.has(request.topic)) {
+      // kafkajs would refuse a missing topic with "This server does not host this topic-partition", naming none.
+      if (!(await this.admin!.listTopics()).includes(request.topic))
+        throw new SluiceError('TOPIC_MISSING', `KafkaBroker: topic "${request.topic}" (group "${request.group}") does not exist; create it first (broker.createTopic(name, partitions), or KafkaBroker's createTopics option: { partitions: n })`);
+      this.known.add(request.topic);
+    }
     const consumer = new KafkaConsumer(this.kafka, this.admin!, request, this.consumerSettings, this.log.child({ group: request.group, topic: request.topic }));
     this.consumers.add(consumer);
     await consumer.start();
@@ -170,6 +183,8 @@ export class KafkaBroker implements Broker {
     if (level === KafkaLogLevel.ERROR && message.startsWith('Response ')) {
       if (/rebalanc/i.test(String((fields as { error?: unknown }).error))) this.log.debug(message, fields);
       else this.log.warn(message, fields);
+    } else if (level === KafkaLogLevel.ERROR && message.startsWith('Crash: ')) {
+      this.log.debug(message, fields); // Sluice logs the crash itself (once per row of crashes as an error)
     } else if (level === KafkaLogLevel.ERROR) this.log.error(message, fields);
     else if (level === KafkaLogLevel.WARN) this.log.warn(message, fields);
     else this.log.debug(message, fields);

@@ -2,7 +2,9 @@ import { PartitionAssigners, type Admin, type Consumer as KafkajsConsumer, type 
 import { subscriptionAwareAssigner } from './assigner.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { heartbeating, isRebalance } from './heartbeats.js';
 import { PartitionEnds } from './partition-ends.js';
+import { OffsetCommits, pending } from './offset-commits.js';
 import { PartitionFeed } from './partition-feed.js';
 
 /** Consumer settings of a {@link KafkaBroker}; every field has a default. */
@@ -27,13 +29,13 @@ export interface KafkaConsumerSettings {
   metadataMaxAgeMs: number;
 }
 
-/** How long after a crash kafkajs does not recover from the consumer joins its group again. */
+/** How long after a crash the consumer joins its group again; doubled after each crash that follows, up to RESTART_MAX_MS. */
 const RESTART_MS = 1_000;
+const RESTART_MAX_MS = 15_000;
+/** How long a stop waits for the broker (the final commit, leaving the group) when the app does not say. */
+const CLOSE_TIMEOUT_MS = 30_000;
 /** While a batch is held only for the work in flight, how often the partition's end is asked for. */
 const POLL_MS = 100;
-
-const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
-const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?: string })?.type ?? '');
 
 /**
  * One member of a Kafka consumer group reading one topic, through kafkajs's eachBatch.
@@ -61,9 +63,14 @@ export class KafkaConsumer implements Consumer {
   private revoking: Promise<void> | undefined;
   private commitTimer: NodeJS.Timeout | undefined;
   private restartTimer: NodeJS.Timeout | undefined;
+  /** kafkajs's run() under way: joining the group (at start, or after a crash). */
+  private starting: Promise<void> | undefined;
+  /** Crashes since a batch last arrived: how long the next restart waits. */
+  private crashes = 0;
+  private closed: Promise<void> | undefined;
   /** What the broker holds beyond this member's batches: when a batch held for running work lets go. */
   private readonly ends: PartitionEnds;
-  private committing: Promise<void> = Promise.resolve();
+  private readonly commits: OffsetCommits;
 
   constructor(
     private readonly kafka: Kafka,
@@ -73,6 +80,8 @@ export class KafkaConsumer implements Consumer {
     private readonly log: Logger,
   ) {
     this.ends = new PartitionEnds(admin, request.topic, request.group, settings.fromBeginning, log);
+    const due = (): PartitionFeed[] => [...this.feeds.values()].filter((f) => !f.lost && this.assignment.has(f.partition));
+    this.commits = new OffsetCommits(request.topic, log, due, () => this.consumer);
   }
 
   /** Joins the group; resolves once the first assignment arrived. */
@@ -88,6 +97,9 @@ export class KafkaConsumer implements Consumer {
       allowAutoTopicCreation: false, // topics are created by KafkaBroker's createTopics, where the user allows it
       // Ours first; kafkajs's round-robin too, so plain kafkajs members can share the group.
       partitionAssigners: [subscriptionAwareAssigner, PartitionAssigners.roundRobin],
+      // kafkajs never restarts the consumer itself: Sluice does (restartAfterCrash), so that it backs off, and
+      // so that a stop knows whether a join is under way (kafkajs's disconnect does nothing to a restart's).
+      retry: { restartOnFailure: async () => false },
     }));
     const joined = new Promise<void>((resolve) => {
       consumer.on(consumer.events.GROUP_JOIN, (e) => {
@@ -97,11 +109,8 @@ export class KafkaConsumer implements Consumer {
     });
     // kafkajs is about to rejoin (a heartbeat outside our batches saw the rebalance): stop handing out.
     consumer.on(consumer.events.REBALANCING, () => void this.revokeAll().catch((error) => this.log.warn('revoke failed', { error })));
-    consumer.on(consumer.events.CRASH, (e) => {
-      this.log.error('kafka consumer crashed', { error: e.payload.error, restart: e.payload.restart });
-      // kafkajs restarts only after errors it deems retriable; after any other, the app would stop reading.
-      if (!e.payload.restart) this.restartAfterCrash();
-    });
+    consumer.on(consumer.events.CRASH, (e) => this.crashed(e.payload.error));
+    this.commits.watch(consumer);
     await consumer.connect();
     await consumer.subscribe({ topic: this.request.topic, fromBeginning: s.fromBeginning });
     await this.run();
@@ -110,21 +119,41 @@ export class KafkaConsumer implements Consumer {
     this.commitTimer.unref();
   }
 
+  /** kafkajs's run(): joins the group and reads; resolves once joined, or once a failed join crashed. */
   private run(): Promise<void> {
-    return this.consumer!.run({
+    const starting = this.consumer!.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1024,
       eachBatch: (payload) => this.eachBatch(payload),
     });
+    const done = (): void => void (this.starting === starting && (this.starting = undefined));
+    starting.then(done, done);
+    return (this.starting = starting);
   }
 
   /**
-   * kafkajs gave up on the consumer (it has left the group): revoke what it held — the app settles or
-   * abandons that work, uncommitted work goes to the next owner — then join again, a second later (and
-   * again, a second after each failed attempt), so that the subscription keeps serving.
+   * kafkajs gave up on the consumer (it has disconnected and left the group, or been dropped). The first
+   * crash of a row is an error; the ones that follow before a batch arrives again are warnings, each
+   * waiting twice as long as the one before (up to RESTART_MAX_MS), so a lasting fault (the broker down,
+   * the topic deleted) is neither a busy loop nor a flood of logs.
    */
-  private restartAfterCrash(): void {
+  private crashed(error: Error): void {
+    if (this.closing) return this.log.debug('kafka consumer crashed while closing', { error });
+    const delayMs = Math.min(RESTART_MAX_MS, RESTART_MS * 2 ** Math.min(this.crashes, 10));
+    this.crashes++;
+    const missing = (error as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION' || /does not host this topic-partition/.test(error.message);
+    const fields = { group: this.request.group, topic: this.request.topic, crashes: this.crashes, restartInMs: delayMs, ...(missing ? { hint: `does topic "${this.request.topic}" exist? (deleted?)` } : {}) };
+    if (this.crashes === 1) this.log.error('kafka consumer crashed', { ...fields, error });
+    else this.log.warn('kafka consumer crashed again', { ...fields, error: error.message });
+    this.restartAfterCrash(delayMs);
+  }
+
+  /**
+   * Revokes what the crashed consumer held — the app settles or abandons that work; what it finished and
+   * could not commit is remembered (see {@link OffsetCommits}) — then joins again after `delayMs`.
+   */
+  private restartAfterCrash(delayMs: number): void {
     if (this.closing) return;
     void this.revokeAll()
       .catch((error: unknown) => this.log.warn('revoke failed', { error }))
@@ -133,12 +162,10 @@ export class KafkaConsumer implements Consumer {
         clearTimeout(this.restartTimer);
         this.restartTimer = setTimeout(() => {
           if (this.closing) return;
-          this.log.warn('kafka consumer restarting after a crash', { group: this.request.group, topic: this.request.topic });
-          this.run().catch((error: unknown) => {
-            this.log.error('kafka consumer restart failed; trying again', { error });
-            this.restartAfterCrash();
-          });
-        }, RESTART_MS);
+          this.log.debug('kafka consumer restarting after a crash', { group: this.request.group, topic: this.request.topic });
+          // A failed join crashes (the CRASH event schedules the next try); run() rejects only on a fault of its own.
+          this.run().catch((error: unknown) => this.crashed(error instanceof Error ? error : new Error(String(error))));
+        }, delayMs);
       });
   }
 
@@ -203,69 +230,82 @@ export class KafkaConsumer implements Consumer {
   }
 
   commit(partition: number, offset: number): void {
-    if (this.assignment.has(partition)) this.feeds.get(partition)?.markCommittable(offset);
+    const f = this.feeds.get(partition);
+    // Of a partition owned and read (or being revoked): committed. Otherwise (a partition taken away before
+    // the app's revoke reported it) it is only remembered: everything below was finished here.
+    if (f !== undefined && (f.revoked || (this.assignment.has(partition) && f.readFrom !== undefined && offset >= f.readFrom))) f.markCommittable(offset);
+    else this.commits.remember(partition, offset);
+  }
+
+  /** A feed leaves: what it finished and did not commit is remembered. */
+  private drop(f: PartitionFeed): void {
+    if (this.feeds.get(f.partition) === f) this.feeds.delete(f.partition);
+    this.commits.left(f);
   }
 
   settled(partition: number): void {
     this.feeds.get(partition)?.settled();
   }
 
-  /** Sends every pending commit of the partitions owned, one request at a time. */
+  /** Sends every pending commit of the partitions owned (see {@link OffsetCommits}). */
   flush(): Promise<void> {
-    this.committing = this.committing.then(() => this.sendCommits(), () => this.sendCommits());
-    return this.committing;
+    return this.commits.flush();
   }
 
-  async close(): Promise<void> {
-    if (this.closing) return;
+  /**
+   * Commits what finished and leaves the group, waiting for the broker at most the app's shutdown timeout:
+   * past it, commits not taken are abandoned (their deliveries come again) and leaving goes on in the
+   * background. A join under way (kafkajs's disconnect does nothing to one) is waited for, then left.
+   */
+  close(): Promise<void> {
+    return (this.closed ??= this.shutDown());
+  }
+
+  private async shutDown(): Promise<void> {
     this.closing = true;
     clearInterval(this.commitTimer);
     clearTimeout(this.restartTimer);
     for (const f of this.feeds.values()) f.wake();
-    await this.flush().catch((error) => this.log.warn('final commit failed', { error }));
-    await this.consumer?.disconnect(); // leaves the group
-    this.feeds.clear();
-    this.feedList = [];
-    this.assignment.clear();
-  }
-
-  private async sendCommits(): Promise<void> {
-    const offsets: { topic: string; partition: number; offset: string }[] = [];
-    const sent: [PartitionFeed, number][] = [];
-    for (const f of this.feeds.values()) {
-      const c = f.committable;
-      if (c === undefined || (f.committed !== undefined && c <= f.committed) || !this.assignment.has(f.partition)) continue;
-      offsets.push({ topic: this.request.topic, partition: f.partition, offset: String(c) });
-      sent.push([f, c]);
-    }
-    if (offsets.length === 0 || !this.consumer) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeoutMs = this.request.shutdownTimeoutMs ?? CLOSE_TIMEOUT_MS;
+    const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const within = (work: Promise<unknown>): Promise<boolean> => Promise.race([work.then(() => true), timedOut]);
     try {
-      await this.consumer.commitOffsets(offsets);
-      for (const [f, c] of sent) f.committed = c;
-    } catch (error) {
-      // After a rebalance the commit is refused; what it held is delivered again (at least once).
-      this.log.warn('commit refused', { error, offsets });
+      if (!(await within(this.flush().catch((error: unknown) => this.log.warn('final commit failed', { error }))))) this.log.warn('final commit: the broker did not answer within the shutdown timeout', { timeoutMs });
+      const unsent = [...this.feeds.values()].filter(pending).map((f) => ({ partition: f.partition, offset: f.committable }));
+      if (unsent.length > 0) this.log.warn('final commit failed: these offsets were not committed; what is above them will be delivered again', { offsets: unsent });
+      const consumer = this.consumer;
+      const leave = (this.starting ?? Promise.resolve()).catch(() => {}).then(() => consumer?.disconnect());
+      const left = leave.catch((error: unknown) => this.log.warn('leaving the group failed', { error }));
+      if (!(await within(left))) this.log.warn('leaving the group: the broker did not answer within the shutdown timeout; it goes on in the background', { timeoutMs });
+    } finally {
+      clearTimeout(timer);
+      this.feeds.clear();
+      this.feedList = [];
+      this.assignment.clear();
     }
   }
 
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const p = batch.partition;
     // A partition given back to this member while its revoke still runs: wait for the revoke, then read anew.
-    if (this.feeds.get(p)?.revoked && this.revoking) await this.revoking;
+    while (this.feeds.get(p)?.revoked && this.revoking) await this.revoking.catch(() => {});
     if (this.closing || !this.assignment.has(p)) return;
     let feed = this.feeds.get(p);
     if (!feed) {
       this.feeds.set(p, (feed = new PartitionFeed(this.request.topic, p)));
       this.feedList = [...this.feeds.values()];
+      feed.skipBelow = this.commits.takeFinished(p);
     }
     if (feed.revoked) return;
+    this.crashes = 0; // kafkajs reads again
     // kafkajs's messages as they are: the feed wraps each one only when the app takes it.
-    const messages = batch.messages;
+    const messages = feed.admit(batch.messages, Number(batch.lastOffset()));
     this.ends.seen(p, Number(batch.highWatermark));
     if (messages.length === 0) {
       feed.fetchedEnd = Number(batch.lastOffset()) + 1;
       await this.beat(heartbeat);
-      resolveOffset(batch.lastOffset()); // only control records
+      resolveOffset(batch.lastOffset()); // only control records, or what was finished before
       return;
     }
     const end = Number(messages[messages.length - 1]!.offset) + 1;
@@ -306,7 +346,7 @@ export class KafkaConsumer implements Consumer {
       // A heartbeat that failed otherwise (a slow coordinator, a timeout) is tried again next round; throwing
       // it would make kafkajs retry the whole batch with backoff, or crash the consumer.
       if (!isRebalance(error)) return this.log.debug('heartbeat failed', { error });
-      await this.heartbeating(this.revokeAll(), heartbeat);
+      await heartbeating(this.revokeAll(), heartbeat, this.settings, this.log);
       throw error;
     }
   }
@@ -322,49 +362,35 @@ export class KafkaConsumer implements Consumer {
   }
 
   /**
-   * Waits for `work` while heartbeating, so that the coordinator keeps this member while it settles its
-   * revoked partitions (during a rebalance a heartbeat answers REBALANCE_IN_PROGRESS, and still counts). Gives
-   * up waiting one heartbeat interval before the rebalance timeout: the work goes on, its results dropped.
-   */
-  private async heartbeating(work: Promise<void>, heartbeat: () => Promise<void>): Promise<void> {
-    const { heartbeatIntervalMs, rebalanceTimeoutMs } = this.settings;
-    const giveUpAt = Date.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
-    let finished = false;
-    const done = work.then(
-      () => void (finished = true),
-      () => void (finished = true),
-    );
-    while (!finished && Date.now() < giveUpAt) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, heartbeatIntervalMs)))]);
-      clearTimeout(timer);
-      if (!finished) await heartbeat().catch(() => {}); // REBALANCE_IN_PROGRESS is the expected answer
-    }
-    if (!finished) this.log.warn('revoke: in-flight work did not settle before the rebalance timeout; its results will be dropped');
-  }
-
-  /**
    * A rebalance is coming (eager: every partition goes): stop handing out, let the app settle its
    * in-flight work and commit, send the commits while still a member of this generation, let go.
    */
   private revokeAll(): Promise<void> {
-    if (this.revoking) return this.revoking;
     const revoked = [...this.feeds.values()].filter((f) => !f.revoked);
-    if (revoked.length === 0) return Promise.resolve();
+    if (revoked.length === 0) return this.revoking ?? Promise.resolve();
+    return this.revokeFeeds(revoked);
+  }
+
+  /**
+   * Stops handing out `revoked`, lets the app settle their work (after any revoke under way), sends the
+   * commits, lets them go. A feed leaves only then, so that a partition given back meanwhile waits for it.
+   */
+  private revokeFeeds(revoked: PartitionFeed[]): Promise<void> {
     for (const f of revoked) {
       f.revoked = true;
       f.clear();
       f.wake();
     }
-    const revoking = (async () => {
+    const previous = (this.revoking ?? Promise.resolve()).catch(() => {});
+    const revoking = previous.then(async () => {
       try {
         await this.request.onRevoke(revoked.map((f) => f.partition));
         await this.flush();
       } finally {
-        for (const f of revoked) if (this.feeds.get(f.partition) === f) this.feeds.delete(f.partition);
+        for (const f of revoked) this.drop(f);
         this.feedList = [...this.feeds.values()];
       }
-    })();
+    });
     // Cleared once it settles (not inside it: a revoke that finished at once would clear before being set).
     const clear = (): void => void (this.revoking === revoking && (this.revoking = undefined));
     revoking.then(clear, clear);
@@ -372,21 +398,16 @@ export class KafkaConsumer implements Consumer {
   }
 
   private onJoin(partitions: readonly number[]): void {
+    if (this.closing) return;
     // Partitions still held here were revoked without a heartbeat telling us first: the app drops them
-    // (their uncommitted work is delivered again to whoever owns them now).
-    const stale: number[] = [];
-    for (const f of this.feeds.values()) {
-      if (f.revoked) continue; // a revoke is under way for it
-      stale.push(f.partition);
-      f.revoked = true;
-      f.clear();
-      f.wake();
-      this.feeds.delete(f.partition);
-    }
-    this.feedList = [...this.feeds.values()];
+    // (their uncommitted work is delivered again to whoever owns them now, unless they come back here).
+    // Their feeds stay (revoked, and not committed: another member may have moved on) until the app has
+    // reported what it finished, which is remembered; a partition back here is read again only after that.
+    const stale = [...this.feeds.values()].filter((f) => !f.revoked);
+    for (const f of stale) f.lost = true;
     this.assignment = new Set(partitions);
     this.ends.reset();
-    if (stale.length > 0) void this.request.onRevoke(stale).catch((error) => this.log.warn('revoke failed', { error }));
-    this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });
+    if (stale.length > 0) void this.revokeFeeds(stale).catch((error: unknown) => this.log.warn('revoke failed', { error }));
+    this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions, stale: stale.map((f) => f.partition) });
   }
 }

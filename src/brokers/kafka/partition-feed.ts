@@ -24,6 +24,12 @@ export class PartitionFeed {
   committable: number | undefined = undefined;
   /** The last offset the coordinator accepted. */
   committed: number | undefined = undefined;
+  /** The offset of the first message this member's first batch of the partition brought. */
+  readFrom: number | undefined = undefined;
+  /** Messages below it were finished here before (see KafkaConsumer's `finished`): not handed out again. */
+  skipBelow: number | undefined = undefined;
+  /** Taken away before this member knew (a rebalance kafkajs saw itself): its commits are not sent. */
+  lost = false;
   paused = false;
   /** Being revoked: nothing more is handed out; commits still count until the revoke completes. */
   revoked = false;
@@ -36,6 +42,25 @@ export class PartitionFeed {
     readonly topic: string,
     readonly partition: number,
   ) {}
+
+  /**
+   * A fetched batch's messages less those finished here before (`skipBelow`): a partition back with work
+   * this member finished and could not commit does not hand that work out again, and commits it — when
+   * the group's offset is below it (the first batch starts there), never setting back another member's.
+   */
+  admit(messages: KafkaMessage[], lastOffset: number): KafkaMessage[] {
+    if (messages.length === 0) return messages;
+    if (this.readFrom === undefined) {
+      this.readFrom = Number(messages[0]!.offset);
+      if (this.skipBelow !== undefined && this.readFrom < this.skipBelow) this.markCommittable(this.skipBelow);
+      else this.skipBelow = undefined;
+    }
+    const below = this.skipBelow;
+    if (below === undefined) return messages;
+    const kept = messages.filter((m) => Number(m.offset) >= below);
+    if (kept.length > 0 || lastOffset + 1 >= below) this.skipBelow = undefined;
+    return kept;
+  }
 
   /** Adds a fetched batch (kept by reference, never modified). */
   append(batch: readonly KafkaMessage[]): void {

@@ -1,0 +1,28 @@
+import type { Logger } from '../../core/ports.js';
+
+const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
+
+/** True for the error answers with which the coordinator tells a member that its group is rebalancing. */
+export const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?: string })?.type ?? '');
+
+/**
+ * Waits for `work` while heartbeating, so that the coordinator keeps this member while it settles its
+ * revoked partitions (during a rebalance a heartbeat answers REBALANCE_IN_PROGRESS, and still counts). Gives
+ * up waiting one heartbeat interval before the rebalance timeout: the work goes on, its results dropped.
+ */
+export async function heartbeating(work: Promise<void>, heartbeat: () => Promise<void>, settings: { heartbeatIntervalMs: number; rebalanceTimeoutMs: number }, log: Logger): Promise<void> {
+  const { heartbeatIntervalMs, rebalanceTimeoutMs } = settings;
+  const giveUpAt = Date.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
+  let finished = false;
+  const done = work.then(
+    () => void (finished = true),
+    () => void (finished = true),
+  );
+  while (!finished && Date.now() < giveUpAt) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, heartbeatIntervalMs)))]);
+    clearTimeout(timer);
+    if (!finished) await heartbeat().catch(() => {}); // REBALANCE_IN_PROGRESS is the expected answer
+  }
+  if (!finished) log.warn('revoke: in-flight work did not settle before the rebalance timeout; its results will be dropped');
+}
