@@ -33,11 +33,16 @@ function recordingLogger(): Logger & { entries: Entry[]; count: Counter } {
 
 /** Lets `touch` see (and change) every kafkajs consumer `broker` makes, before it is used. */
 function eachConsumer(broker: KafkaBroker, touch: (consumer: Consumer) => void): void {
-  const make = broker.kafka.consumer.bind(broker.kafka);
-  broker.kafka.consumer = (config) => {
-    const consumer = make(config);
-    touch(consumer);
-    return consumer;
+  const createKafka = broker.createKafka.bind(broker);
+  broker.createKafka = () => {
+    const kafka = createKafka();
+    const make = kafka.consumer.bind(kafka);
+    kafka.consumer = (config) => {
+      const consumer = make(config);
+      touch(consumer);
+      return consumer;
+    };
+    return kafka;
   };
 }
 

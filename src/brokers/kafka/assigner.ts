@@ -12,12 +12,18 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
 
   async assign({ members }) {
     const subscribers = new Map<string, string[]>();
-    for (const { memberId, memberMetadata } of [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : 1))) {
-      const decoded = AssignerProtocol.MemberMetadata.decode(memberMetadata);
-      for (const topic of decoded?.topics ?? []) subscribers.set(topic, [...(subscribers.get(topic) ?? []), memberId]);
-    }
     // Null-prototype records: a topic may be named `constructor` or `__proto__` (Kafka allows both).
     const assignment = new Map<string, Record<string, number[]>>(members.map((m) => [m.memberId, Object.create(null) as Record<string, number[]>]));
+    for (const { memberId, memberMetadata } of [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : 1))) {
+      const decoded = AssignerProtocol.MemberMetadata.decode(memberMetadata);
+      for (const topic of decoded?.topics ?? []) {
+        subscribers.set(topic, [...(subscribers.get(topic) ?? []), memberId]);
+        // Every topic a member reads is in its assignment, with no partitions if none fall to it: kafkajs keeps
+        // one table of committed offsets per group, which each generation's assignment resets to its own
+        // topics, and a fetch of the generation before that still runs would find its topic gone and crash.
+        assignment.get(memberId)![topic] = [];
+      }
+    }
     // kafkajs hands the leader only its own topics: deal every member's, with their metadata loaded.
     const topics = [...subscribers.keys()].sort();
     await cluster.addMultipleTargetTopics(topics);
@@ -27,7 +33,7 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
       const partitions = cluster.findTopicPartitionMetadata(topic).map((m) => m.partitionId).sort((a, b) => a - b);
       partitions.forEach((partition, i) => {
         const mine = assignment.get(takers[i % takers.length]!)!;
-        (mine[topic] ??= []).push(partition);
+        mine[topic]!.push(partition);
       });
     }
     return [...assignment].map(([memberId, topicsOf]) => ({

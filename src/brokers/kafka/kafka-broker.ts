@@ -70,7 +70,18 @@ export class KafkaBroker implements Broker {
       throw new SluiceError('CONFIG_INVALID', `KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got ${show(age)}`);
     }
     this.consumerSettings = { ...DEFAULT_CONSUMER, ...options.consumer, ...(age !== undefined && { metadataMaxAgeMs: age }) };
-    this.kafka = new Kafka({
+    this.kafka = this.createKafka();
+  }
+
+  /**
+   * Makes a kafkajs client with this broker's settings. The producer and admin client share one; each consumer
+   * gets one of its own: kafkajs keeps a table of committed offsets per group for all the consumers of one
+   * client, and each consumer's join resets it to that consumer's topics, so two subscribers of one app (one
+   * group, two topics) would wipe each other's entries and crash the other's next fetch.
+   */
+  createKafka(): Kafka {
+    const options = this.options;
+    return new Kafka({
       clientId: options.clientId ?? 'sluice',
       brokers: options.brokers,
       ssl: options.ssl,
@@ -146,7 +157,7 @@ export class KafkaBroker implements Broker {
         throw new SluiceError('TOPIC_MISSING', `KafkaBroker: topic "${request.topic}" (group "${request.group}") does not exist; create it first (broker.createTopic(name, partitions), or KafkaBroker's createTopics option: { partitions: n })`);
       this.known.add(request.topic);
     }
-    const consumer = new KafkaConsumer(this.kafka, this.admin!, request, this.consumerSettings, this.log.child({ group: request.group, topic: request.topic }));
+    const consumer = new KafkaConsumer(this.createKafka(), this.admin!, request, this.consumerSettings, this.log.child({ group: request.group, topic: request.topic }));
     this.consumers.add(consumer);
     await consumer.start();
     return consumer;
