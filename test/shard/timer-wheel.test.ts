@@ -67,6 +67,7 @@ describe('TimerWheel', () => {
           }
           // Stale entries are cleaned up: the wheel holds at most about twice the live timers.
           expect(wheel.size()).toBeLessThanOrEqual(2 * held.size + 64);
+          expect(wheel.size()).toBeGreaterThanOrEqual(held.size);
           // The first bucket starts at the earliest timer's bucket, or at the wheel's cursor (the bucket of the
           // latest time asked about) when that timer was added overdue.
           if (held.size > 0) expect(wheel.firstBucketMs()).toBeLessThanOrEqual(Math.max(Math.min(...held.values()), Math.floor(latest / TICK) * TICK));
@@ -93,6 +94,44 @@ describe('TimerWheel', () => {
     }
     expect(chunks.map((c) => c.length)).toEqual([30, 30, 30, 10]);
     expect(chunks.flat()).toEqual(Array.from({ length: 100 }, (_, i) => `k${i}`));
+  });
+
+  it('drops stale entries once they are about half of what it holds, and never a live one', () => {
+    const wheel = new TimerWheel(10, 100_000, 0);
+    const timers = new Map<string, number>();
+    const timerOf = (k: string) => timers.get(k);
+    for (let i = 0; i < 1_000; i++) {
+      timers.set(`k${i}`, 50_000 + i);
+      wheel.add(`k${i}`, 50_000 + i);
+    }
+    // Every key's timer moves five times: each move adds an entry and leaves the old one stale.
+    for (let round = 1; round <= 5; round++) {
+      for (let i = 0; i < 1_000; i++) {
+        timers.set(`k${i}`, 50_000 + round * 1_000 + i);
+        wheel.add(`k${i}`, 50_000 + round * 1_000 + i);
+        wheel.dropped(timerOf);
+        expect(wheel.size()).toBeLessThanOrEqual(2 * timers.size + 64);
+      }
+    }
+    expect(wheel.size()).toBeGreaterThanOrEqual(1_000);
+    expect(wheel.earliestMs(timerOf)).toBe(55_000);
+    const out = wheel.due(100_000, 5_000, timerOf);
+    expect(out.sort()).toEqual([...timers.keys()].sort()); // every live key once, from its latest timer
+  });
+
+  it('goes on to the next bucket once one is handed out, and stops at one whose timers are not due', () => {
+    const wheel = new TimerWheel(10, 10_000, 0);
+    const timers = new Map([['a', 5], ['b', 15], ['c', 25], ['d', 27]]);
+    for (const [k, at] of timers) wheel.add(k, at);
+    const timerOf = (k: string) => timers.get(k);
+    expect(wheel.due(26, 10, timerOf).sort()).toEqual(['a', 'b', 'c']); // d, in c's bucket, is not due at 26
+    for (const k of ['a', 'b', 'c']) timers.delete(k);
+    expect(wheel.due(26, 10, timerOf)).toEqual([]);
+    expect(wheel.due(27, 10, timerOf)).toEqual(['d']);
+    timers.set('e', 3); // added overdue: lands in the current bucket, not one the wheel has passed
+    wheel.add('e', 3);
+    expect(wheel.due(27, 10, timerOf)).toEqual(['e']);
+    expect(wheel.size()).toBe(0); // every entry handed out
   });
 
   it('picks the earliest timer within its bucket, whichever order they were added in', () => {
