@@ -5,6 +5,7 @@
  */
 export class Watermark {
   private offsets: number[] = [];
+  // Stryker disable next-line ArrayDeclaration: a leading extra flag is never read before it is written (done[i] is set before any read of it)
   private done: boolean[] = [];
   private head = 0;
   private next: number;
@@ -38,15 +39,19 @@ export class Watermark {
     const offsets = this.offsets;
     let i = this.head;
     if (offsets[i] !== offset) {
+      // Stryker disable next-line ArithmeticOperator: a search one slot wider finds the same offset (offsets ascend, and the head is not it)
       let lo = i + 1;
+      // Stryker disable next-line ArithmeticOperator: as above
       let hi = offsets.length - 1;
       i = -1;
       while (lo <= hi) {
         const mid = (lo + hi) >>> 1;
         const v = offsets[mid]!;
         if (v === offset) { i = mid; break; }
+        // Stryker disable next-line EqualityOperator: v === offset broke out of the loop just above
         if (v < offset) lo = mid + 1; else hi = mid - 1;
       }
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: i is -1 or at least 1 here, and done[-1] is never read
       if (i < 0) return false;
       this.done[i] = true;
       return false;
@@ -54,12 +59,14 @@ export class Watermark {
     this.done[i] = true;
     const done = this.done;
     const length = offsets.length;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: done[length] is undefined, which ends the loop too
     while (i < length && done[i]) i++;
     this.next = offsets[i - 1]! + 1;
     if (i === length) {
       offsets.length = 0; // reuse the arrays: a partition that keeps up drains to empty on every delivery
       done.length = 0;
       this.head = 0;
+    // Compaction only saves memory: its mutants that compact more often, less often or never are equivalent.
     } else if (i > 1024 && i * 2 > length) {
       this.offsets = offsets.slice(i);
       this.done = done.slice(i);

@@ -135,10 +135,15 @@ describe('Watermark', () => {
     const w = new Watermark(0, 5);
     w.delivered(5);
     w.delivered(9);
-    expect(w.complete(7)).toBe(false);
+    w.delivered(12);
+    expect(w.complete(7)).toBe(false); // between two in flight: marks neither
+    expect(w.complete(13)).toBe(false); // past the last
     expect(w.watermark()).toBe(5);
+    expect(w.complete(5)).toBe(true);
+    expect(w.watermark()).toBe(9); // 9 is still in flight
     w.abandon();
-    expect(w.outstanding).toBe(0);
     expect(w.window()).toBe(2);
+    expect(w.complete(12)).toBe(false);
+    expect(w.watermark()).toBe(9);
   });
 });
