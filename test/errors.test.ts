@@ -13,7 +13,7 @@ describe('SluiceError', () => {
     }
   });
 
-  it('has every code API.md names', () => {
+  it('has every documented error code', () => {
     for (const code of ['WORKERS_INVALID', 'CONFIG_INVALID', 'PACE_UNKNOWN_PART', 'PACE_BAD_DURATION', 'UNKNOWN_SUBSCRIBER', 'DECODE_FAILED', 'STORE_CORRUPT']) {
       expect(ERROR_CODES).toContain(code);
     }

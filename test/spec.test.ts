@@ -98,7 +98,7 @@ describe('the builder chain', () => {
     expect(c.retry).toEqual({ attempts: 2, initialMs: 5, maxMs: 50 });
   });
 
-  it('applies the defaults of API.md', () => {
+  it('applies the documented defaults', () => {
     const c = compiled(app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', bill).build()))).bill!;
     expect(c).toMatchObject({ workers: 1, byKey: false, group: 'spec-app', deadLetter: 'orders.dlq', timeoutMs: DEFAULTS.timeoutMs, batchMax: undefined });
     expect(c.retry).toEqual({ attempts: 5, initialMs: 100, maxMs: 30_000 });

@@ -1,5 +1,5 @@
 /**
- * The promises of pace (../shared/API.md, docs/pace.md), checked against what a simulated run recorded.
+ * The promises of pace (docs/pace.md), checked against what a simulated run recorded.
  * Each checker returns the violations it found, in words that say which promise broke and where.
  */
 
