@@ -66,7 +66,7 @@ export class Watermark {
       offsets.length = 0; // reuse the arrays: a partition that keeps up drains to empty on every delivery
       done.length = 0;
       this.head = 0;
-    // Compaction only saves memory: its mutants that compact more often, less often or never are equivalent.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator: compaction only saves memory; compacting more often, less often or never gives the same watermark
     } else if (i > 1024 && i * 2 > length) {
       this.offsets = offsets.slice(i);
       this.done = done.slice(i);
