@@ -1,5 +1,5 @@
 /**
- * The one-way direction of imports (DESIGN.md): core <- spec, shard <- dispatch, pace, store <- app.
+ * The one-way direction of imports: core <- spec, shard <- dispatch, pace, store <- app.
  * Brokers and testing depend on core only; only spec/ uses reflect-metadata; only brokers/kafka/ uses kafkajs.
  * `npm test` fails on any cycle or any import against these arrows.
  */

@@ -3,14 +3,14 @@
  * started again under running apps; the shared broker serves the faults that need no broker to die.
  */
 import { spawn } from 'node:child_process';
-import { Kafka, Partitioners, logLevel, type Admin, type Consumer } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { App, silentLogger, subscriber, type Context, type Logger } from '../../src/index.js';
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, turns } from '../helpers.js';
 import { FaultBroker, canRunOwnBroker } from './fault-broker.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closeAll, eachConsumer, kafkaBrokers, testKafka } from './fixture.js';
 
 const CI = process.env.CI === 'true';
 if (kafkaBrokers && !canRunOwnBroker) console.warn('skipping the Kafka fault tests: no java on PATH to run a broker of their own');
@@ -29,21 +29,6 @@ function recordingLogger(): Logger & { entries: Entry[]; count: Counter } {
     return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (more) => make({ ...bound, ...more }) };
   };
   return Object.assign(make({}), { entries, count });
-}
-
-/** Lets `touch` see (and change) every kafkajs consumer `broker` makes, before it is used. */
-function eachConsumer(broker: KafkaBroker, touch: (consumer: Consumer) => void): void {
-  const createKafka = broker.createKafka.bind(broker);
-  broker.createKafka = () => {
-    const kafka = createKafka();
-    const make = kafka.consumer.bind(kafka);
-    kafka.consumer = (config) => {
-      const consumer = make(config);
-      touch(consumer);
-      return consumer;
-    };
-    return kafka;
-  };
 }
 
 const plain = (address: string) => new Kafka({ clientId: 'plain', brokers: [address], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 } });

@@ -1,3 +1,4 @@
+import type { Consumer } from 'kafkajs';
 import { inject } from 'vitest';
 import { jsonLogger } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
@@ -27,4 +28,19 @@ export function testKafka(): KafkaBroker {
 /** Closes every client the tests made. */
 export async function closeAll(): Promise<void> {
   await Promise.all(made.splice(0).map((b) => b.close()));
+}
+
+/** Lets `touch` see (and change) every kafkajs consumer `broker` makes, before it is used. */
+export function eachConsumer(broker: KafkaBroker, touch: (consumer: Consumer) => void): void {
+  const createKafka = broker.createKafka.bind(broker);
+  broker.createKafka = () => {
+    const kafka = createKafka();
+    const make = kafka.consumer.bind(kafka);
+    kafka.consumer = (config) => {
+      const consumer = make(config);
+      touch(consumer);
+      return consumer;
+    };
+    return kafka;
+  };
 }

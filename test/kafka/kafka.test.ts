@@ -1,14 +1,14 @@
 /**
  * Kafka-specific behaviour beyond the broker contract, against the real broker.
  */
-import { Kafka, KafkaJSNonRetriableError, Partitioners, logLevel, type Admin, type Consumer } from 'kafkajs';
+import { Kafka, KafkaJSNonRetriableError, Partitioners, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { App, ManualClock, Router, memoryStore, silentLogger, subscriber, type Context, type KeySource } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, seeded, turns } from '../helpers.js';
 import { FaultBroker, canRunOwnBroker } from './fault-broker.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closeAll, eachConsumer, kafkaBrokers, testKafka } from './fixture.js';
 
 // The broker-restart test runs a broker of its own, so it needs Java even when KAFKA_BROKERS names one.
 // Under CI it must run (a missing Java fails it); elsewhere it is skipped.
@@ -66,21 +66,6 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       consumer.on(consumer.events.REQUEST, (e) => void (reads && e.payload.apiName === 'Heartbeat' && answered.add()));
     });
     return answered;
-  }
-
-  /** Lets `touch` see (and change) every kafkajs consumer `broker` makes, before it is used. */
-  function eachConsumer(broker: KafkaBroker, touch: (consumer: Consumer) => void): void {
-    const createKafka = broker.createKafka.bind(broker);
-    broker.createKafka = () => {
-      const kafka = createKafka();
-      const make = kafka.consumer.bind(kafka);
-      kafka.consumer = (config) => {
-        const consumer = make(config);
-        touch(consumer);
-        return consumer;
-      };
-      return kafka;
-    };
   }
 
   /** Asks the broker again until `holds` says yes: waits on a state only the broker knows, for no set time. */
