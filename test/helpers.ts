@@ -1,3 +1,5 @@
+import type { ShardLog } from '../src/core/ports.js';
+
 /** Test synchronisation: explicit signals instead of sleeps. */
 
 /** A promise with its resolve, for holding a handler until the test lets it go. */
@@ -65,4 +67,17 @@ export function seeded(seed: number): () => number {
 /** Lets ready work run for `turns` macrotask turns: a handler's simulated latency, in turns, not time. */
 export async function turns(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** `log` with its snapshots written through `write` (which calls the real one when it will): the rest as it is. */
+export function snapshotsThrough(log: ShardLog, write: ShardLog['writeSnapshot']): ShardLog {
+  return {
+    shard: log.shard,
+    append: (record) => log.append(record),
+    assignedLsn: () => log.assignedLsn(),
+    durableLsn: () => log.durableLsn(),
+    replay: (from, visit) => log.replay(from, visit),
+    readSnapshot: () => log.readSnapshot(),
+    writeSnapshot: write,
+  };
 }

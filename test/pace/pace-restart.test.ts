@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { App, ManualClock, MemoryBroker, fileStore, memoryStore, silentLogger, subscriber, type RunInfo, type ShardLog, type Store } from '../../src/index.js';
-import { Gate } from '../helpers.js';
+import { Gate, snapshotsThrough } from '../helpers.js';
 
 const T0 = 1_000_000;
 const KEYS = 300;
@@ -114,20 +114,12 @@ describe('pace: a restart on several shards', () => {
     const begun = new Gate();
     const release = new Gate();
     const events: string[] = [];
-    const held: ShardLog = {
-      shard: 0,
-      append: (record) => log.append(record),
-      assignedLsn: () => log.assignedLsn(),
-      durableLsn: () => log.durableLsn(),
-      replay: (from, visit) => log.replay(from, visit),
-      readSnapshot: () => log.readSnapshot(),
-      async writeSnapshot(lsn, state) {
-        begun.open();
-        await release.promise;
-        await log.writeSnapshot(lsn, state);
-        events.push('snapshot written');
-      },
-    };
+    const held = snapshotsThrough(log, async (lsn, state) => {
+      begun.open();
+      await release.promise;
+      await log.writeSnapshot(lsn, state);
+      events.push('snapshot written');
+    });
     const store: Store = { shards: 1, snapshotEvery: 4, open: () => inner.open(), log: () => held, close: async () => void events.push('store closed') };
     const clock = new ManualClock(T0);
     const one = app(store, clock);

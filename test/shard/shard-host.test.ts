@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, memoryStore, settle, type MemoryStore } from '../../src/index.js';
 import { TIMER, type Rules } from '../../src/shard/rules.js';
-import type { ShardLog } from '../../src/core/ports.js';
+import { snapshotsThrough } from '../helpers.js';
 import { ShardHost } from '../../src/store/shard-host.js';
 
 /** Test rules: events count up and set a timer 100 ms on; the timer outputs the count and retires the key. */
@@ -158,18 +158,10 @@ describe('ShardHost', () => {
     const log = store.log(0);
     let written = 0;
     // The log, counting snapshots once written: after close() nothing may write in the store's directory.
-    const counting: ShardLog = {
-      shard: 0,
-      append: (record) => log.append(record),
-      assignedLsn: () => log.assignedLsn(),
-      durableLsn: () => log.durableLsn(),
-      replay: (from, visit) => log.replay(from, visit),
-      readSnapshot: () => log.readSnapshot(),
-      writeSnapshot: async (lsn, state) => {
-        await log.writeSnapshot(lsn, state);
-        written++;
-      },
-    };
+    const counting = snapshotsThrough(log, async (lsn, state) => {
+      await log.writeSnapshot(lsn, state);
+      written++;
+    });
     const h = new ShardHost({ log: counting, rules, clock: new ManualClock(1_000), onOutput: () => {}, snapshotEvery: 5 });
     await h.open();
     for (let i = 0; i < 6; i++) await h.append({ key: `k${i % 2}`, type: 'event' }); // the 5th starts a snapshot, the 6th asks again
