@@ -8,7 +8,10 @@ export interface AppOptions {
   /** The app's name: the default consumer group, and the folder of its file store. */
   name: string;
   version?: string;
-  /** How long `stop()` lets in-flight deliveries finish before aborting `ctx.signal`. @default 30_000 */
+  /**
+   * The bound of a whole `stop()`, in ms: in-flight deliveries finish within it (then `ctx.signal` is
+   * aborted), and the final commit and closing the brokers get what is left of it. @default 30_000
+   */
   shutdownTimeoutMs?: number;
   /**
    * Where paced subscribers journal their coordinators. @default `fileStore({ dir: '.sluice/<name>' })` under

@@ -416,6 +416,6 @@ export class Subscription implements ExecutorHost {
       this.consumer?.commit(marks.partition, marks.watermark());
     }
     this.marks.clear();
-    await this.consumer?.close(); // which commits: waiting for the broker at most shutdownTimeoutMs
+    await this.consumer?.close(deadline); // which commits: waiting for the broker until the same deadline
   }
 }

@@ -89,10 +89,12 @@ export interface Consumer {
   /** Sends every pending commit. */
   flush(): Promise<void>;
   /**
-   * Sends the pending commits and leaves the group, within the request's `shutdownTimeoutMs`; nothing of
-   * the consumer goes on after that but, at most, an answer it waits for from the broker.
+   * Sends the pending commits and leaves the group, waiting for the broker until `deadline` fires (the
+   * app's stop passes the deadline of its whole stop) or, without one, for the request's
+   * `shutdownTimeoutMs`; nothing of the consumer goes on after that but, at most, an answer it waits for
+   * from the broker.
    */
-  close(): Promise<void>;
+  close(deadline?: Promise<void>): Promise<void>;
 }
 
 /**

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { App, silentLogger, subscriber, type Context, type Logger } from '../../src/index.js';
+import { App, ManualClock, silentLogger, subscriber, type Context, type Logger } from '../../src/index.js';
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, turns } from '../helpers.js';
@@ -377,5 +377,47 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
       await again.stop();
     }
     console.log(`stop with the broker ${state}: ${stopMs} ms (shutdownTimeoutMs 5000)`);
+  }, 300_000);
+
+  // One deadline for the whole stop, on the app's clock: handlers that never end use all of it, and the
+  // final commit and the leaving (the broker paused) may not add a timeout of their own. The real wait
+  // guarded against here would be 10 minutes.
+  it('a stop with handlers that never end and the broker paused resolves at its one deadline, on the app clock', async () => {
+    await fault.start();
+    const topic = uniqueTopic('stop-deadline');
+    const group = `g-${topic}`;
+    const broker = kafka();
+    await broker.createTopic(topic, 2);
+    const total = 200;
+    await produce(fault.address, topic, spread(total, 2));
+    const clock = new ManualClock();
+    const hanging = new Counter();
+    const stuck = subscriber(topic, async (_: { n: number }) => {
+      hanging.add();
+      await new Promise<never>(() => {}); // ignores ctx.signal
+    }).workers(2).build();
+    const shutdownTimeoutMs = 600_000;
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs, clock }).withBroker(broker, (b) => b.include(stuck));
+    await app.start();
+    await hanging.reach(2);
+    fault.pause();
+    try {
+      const stopping = app.stop();
+      await clock.advance(shutdownTimeoutMs);
+      await guard(stopping, 60_000, 'stop after its deadline passed on the app clock');
+    } finally {
+      fault.resume();
+    }
+    // What the stuck handlers held was never committed: the next member handles all of it.
+    const handled = new Set<number>();
+    const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(kafka(), (b) =>
+      b.include(subscriber(topic, (v: { n: number }) => void handled.add(v.n)).build()));
+    try {
+      await again.start();
+      await guard(again.idle(), 120_000, 'idle of the next app');
+      expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]);
+    } finally {
+      await again.stop();
+    }
   }, 300_000);
 });

@@ -253,22 +253,25 @@ export class KafkaConsumer implements Consumer {
   }
 
   /**
-   * Commits what finished and leaves the group, waiting for the broker at most the app's shutdown timeout:
-   * past it, commits not taken are abandoned (their deliveries come again) and leaving goes on in the
-   * background. A join under way (kafkajs's disconnect does nothing to one) is waited for, then left.
+   * Commits what finished and leaves the group, waiting for the broker until `deadline` (the app's stop
+   * passes the deadline of its whole stop), or without one at most the app's shutdown timeout: past it,
+   * commits not taken are abandoned (their deliveries come again) and leaving goes on in the background.
+   * A join under way (kafkajs's disconnect does nothing to one) is waited for, then left.
    */
-  close(): Promise<void> {
-    return (this.closed ??= this.shutDown());
+  close(deadline?: Promise<void>): Promise<void> {
+    return (this.closed ??= this.shutDown(deadline));
   }
 
-  private async shutDown(): Promise<void> {
+  private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
     this.closing = true;
     clearInterval(this.commitTimer);
     clearTimeout(this.restartTimer);
     for (const f of this.feeds.values()) f.wake();
     let timer: NodeJS.Timeout | undefined;
     const timeoutMs = this.request.shutdownTimeoutMs ?? CLOSE_TIMEOUT_MS;
-    const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+    const timedOut = deadline
+      ? deadline.then(() => false as const)
+      : new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
     const within = (work: Promise<unknown>): Promise<boolean> => Promise.race([work.then(() => true), timedOut]);
     try {
       if (!(await within(this.flush().catch((error: unknown) => this.log.warn('final commit failed', { error }))))) this.log.warn('final commit: the broker did not answer within the shutdown timeout', { timeoutMs });
