@@ -1,7 +1,7 @@
 import { SystemClock, holdProcess } from '../core/clock.js';
 import { SluiceError, show } from '../core/errors.js';
 import { jsonLogger, safeLogger } from '../core/logger.js';
-import type { Broker, Clock, Logger } from '../core/ports.js';
+import { faultsOf, type Broker, type Clock, type Logger } from '../core/ports.js';
 import { compilePace, type CompiledPace } from '../pace/config.js';
 import type { PaceReceipt } from '../pace/rules.js';
 import { compile, type CompiledSubscriber } from '../spec/compile.js';
@@ -133,7 +133,7 @@ export class App {
 
   private async doStart(): Promise<void> {
     try {
-      const pacer = this.paces.size > 0 ? new Pacer(this.options.store ?? fileStore({ dir: defaultStoreDir(this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID) : undefined;
+      const pacer = this.paces.size > 0 ? new Pacer(this.options.store ?? fileStore({ dir: defaultStoreDir(this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID, faultsOf(this.options)) : undefined;
       this.pacer = pacer;
       const settings = {
         clock: this.clock,

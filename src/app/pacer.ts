@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { sabotage } from '../core/sabotage.js';
 import { SluiceError, reasonOf, show } from '../core/errors.js';
-import type { Clock, Logger, Store } from '../core/ports.js';
+import type { Clock, Faults, Logger, Store } from '../core/ports.js';
 import { MAX_KEY_BYTES, type CompiledPace } from '../pace/config.js';
+import { withoutIds } from '../pace/ids.js';
 import { jsonValue } from '../pace/json-value.js';
 import { coordinatorKey, DONE, EVENT, needsRunId, paceRules, type EventData, type PaceOutput, type PaceReply, type PaceRun, type PaceState } from '../pace/rules.js';
 import { runOf, splitKey } from '../pace/state.js';
@@ -44,6 +44,8 @@ export class Pacer {
     /** Called whenever an append became durable: `app.idle()` looks again. */
     private readonly onProgress: () => void,
     private readonly uuid: () => string = randomUUID,
+    /** The simulator's broken behaviours (see `Faults`): none by default. */
+    private readonly faults: Faults = {},
   ) {}
 
   /** Names the target of a subscriber's runs; before `open`, which hands out what recovered runs still owe. */
@@ -60,9 +62,9 @@ export class Pacer {
   async open(): Promise<void> {
     await this.store.open();
     this.storeOpen = true;
-    const rules = paceRules(this.paces);
+    const rules = this.faulty(paceRules(this.faults.ignoreRates ? withoutRates(this.paces) : this.paces));
     this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.makeHost(shard, rules));
-    if (sabotage.serveShardsInTurn) return this.openInTurn();
+    if (this.faults.serveShardsInTurn) return this.openInTurn();
     try {
       for (const host of this.hosts) await host.recover();
     } catch (error) {
@@ -89,10 +91,24 @@ export class Pacer {
       onSettled: this.onProgress,
       snapshotEvery: this.store.snapshotEvery,
       onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
+      faults: this.faults,
     });
   }
 
-  /** The broken open of `sabotage.serveShardsInTurn`: each shard serves as soon as it has replayed. */
+  /** The rules, with the simulator's `forgetIds` and `forgetWaiting` faults: snapshots that drop state. */
+  private faulty(rules: ReturnType<typeof paceRules>): ReturnType<typeof paceRules> {
+    const { forgetIds, forgetWaiting } = this.faults;
+    if (!forgetIds && !forgetWaiting) return rules;
+    return {
+      ...rules,
+      rebase: (s) => {
+        if (forgetIds) s = withoutIds(s);
+        return forgetWaiting ? { ...s, q: undefined } : s;
+      },
+    };
+  }
+
+  /** The broken open of the simulator's `serveShardsInTurn` fault: each shard serves as soon as it has replayed. */
   private async openInTurn(): Promise<void> {
     this.opened = true;
     for (const host of this.hosts) {
@@ -149,7 +165,7 @@ export class Pacer {
     }
     const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
     try {
-      return host.submit({ key, at: sabotage.readClockTwice ? undefined : at, type: EVENT, data: full });
+      return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data: full });
     } catch (error) {
       if (!(error instanceof SluiceError && error.code === 'SEND_INVALID')) throw error;
       throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(start.key.slice(0, 40))}: ${error.message}`, { cause: error });
@@ -190,7 +206,7 @@ export class Pacer {
 
   /** The host of a key's shard: by the store's shard count, the one a restart replays the key from. */
   private host(key: string): ShardHost<PaceState, PaceOutput> {
-    if (sabotage.serveShardsInTurn) {
+    if (this.faults.serveShardsInTurn) {
       const begun = this.hosts.filter((h) => h.phase !== 'new'); // by the shards opened so far
       return begun[shardOf(key, begun.length)]!;
     }
@@ -219,3 +235,7 @@ function orderOf(order: (start: { event: unknown; key: string }) => number, star
   if (typeof o !== 'number' || !Number.isFinite(o)) throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": pace.order must return a finite number, got ${show(o)} for key ${show(start.key)}`);
   return o;
 }
+
+/** The simulator's `ignoreRates` fault: the paces without their rates. */
+const withoutRates = (paces: ReadonlyMap<string, CompiledPace>): ReadonlyMap<string, CompiledPace> =>
+  new Map([...paces].map(([name, pace]) => [name, { ...pace, rate: undefined }]));

@@ -169,6 +169,42 @@ export interface Clock {
   setTimer(delayMs: number, fire: () => void, options?: TimerOptions): Timer;
 }
 
+/**
+ * Deliberately broken behaviours of the engine, for the deterministic simulator's own tests: each breaks
+ * one promise, and a test asserts that the simulator's checkers catch it (a checker that cannot catch a
+ * known bug would not catch an unknown one). They reach the engine only by injection, under the key
+ * `Symbol.for('sluice.faults')` of the options of `new App()` and of `fileStore()`, which the public types
+ * do not name; every one is off unless set there.
+ */
+export interface Faults {
+  /** ShardHost hands out a record's outputs as soon as it is applied, before it is durable. */
+  readonly releaseEarly?: boolean;
+  /** Frames are read without checking their CRC. */
+  readonly skipCrc?: boolean;
+  /** A new segment file is used without fsyncing its directory. */
+  readonly skipDirSync?: boolean;
+  /** Recovery applies each replayed record twice. */
+  readonly applyTwice?: boolean;
+  /** Snapshots (compaction) drop the remembered event IDs and broker offsets of pace coordinators. */
+  readonly forgetIds?: boolean;
+  /** Timers restored from a snapshot are dropped on restart. */
+  readonly loseTimers?: boolean;
+  /** Snapshots (compaction) drop the starts that wait for a pace rate. */
+  readonly forgetWaiting?: boolean;
+  /** Pace rates (`perMinute`, `drop`) never hold a start back. */
+  readonly ignoreRates?: boolean;
+  /** `app.send` reads the clock twice: once to decide whether the event opens a window, once to stamp it. */
+  readonly readClockTwice?: boolean;
+  /**
+   * The pace stage opens its shards one at a time, each handing out its runs (and firing its timers) before
+   * the next has replayed, and routes records by the shards opened so far.
+   */
+  readonly serveShardsInTurn?: boolean;
+}
+
+/** The faults injected into options (see {@link Faults}); none when the key is not set. */
+export const faultsOf = (options: object): Faults => (options as { [key: symbol]: Faults | undefined })[Symbol.for('sluice.faults')] ?? {};
+
 /** Severity of a log line. `silent` logs nothing. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 

@@ -13,9 +13,8 @@
  * Whatever record comes to a key first moves it on: a due window closes and a waiting start whose time
  * came starts before the record's own effect, whether or not the timer record came first.
  */
-import { sabotage } from '../core/sabotage.js';
 import { TIMER, type Effects, type Rules, type ShardRecord } from '../shard/rules.js';
-import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId, withoutIds } from './ids.js';
+import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId } from './ids.js';
 import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace, type CompiledRate } from './config.js';
 import { DONE, EVENT, runOf, splitKey, type EventData, type PaceOutput, type PaceReply, type PaceState, type Start, type Window } from './state.js';
 
@@ -68,7 +67,7 @@ function prune(s: PaceState, rate: CompiledRate | undefined, at: number): PaceSt
 }
 
 /** True when the rate lets one more run of the key start now (`prune` ran at this time). */
-const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean => rate === undefined || (s.starts?.length ?? 0) < rate.max || sabotage.ignoreRates;
+const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean => rate === undefined || (s.starts?.length ?? 0) < rate.max;
 
 /** A run starts: out to dispatch (once durable), into `runs` until done, into the rate's history. */
 function begin(s: PaceState, start: Start, c: Ctx): PaceState {
@@ -117,11 +116,8 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
   return {
     initial: () => ({}),
     retired: (s) => s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && remembersNothing(s),
-    // A snapshot carries the open window, the waiting starts, the runs not done, the rate's history and the remembered IDs: all of the state.
-    rebase: (s) => {
-      if (sabotage.forgetIds) s = withoutIds(s);
-      return sabotage.forgetWaiting ? { ...s, q: undefined } : s;
-    },
+    // A snapshot carries the open window, the waiting starts, the runs not done, the rate's history and the
+    // remembered IDs: all of the state, so there is no `rebase`.
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
       const [subscriber, key] = splitKey(record.key);
       const pace = paces.get(subscriber) ?? ORPHAN;

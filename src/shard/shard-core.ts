@@ -1,4 +1,3 @@
-import { sabotage } from '../core/sabotage.js';
 import { TIMER, type Effects, type Rules, type ShardRecord } from './rules.js';
 import { ParkedStates } from './parked-states.js';
 import { TimerWheel } from './timer-wheel.js';
@@ -20,6 +19,8 @@ export interface ShardCoreOptions {
    * loaded again when a record for them is applied or their timer comes due. @default 10_000
    */
   maxLoadedKeys?: number;
+  /** The simulator's `loseTimers` fault: timers restored from a snapshot are dropped. */
+  loseTimers?: boolean;
 }
 
 /** A shard snapshot: every key's state and timer (null for none) as of `lsn`, and the time of the last record applied (`at`). */
@@ -84,6 +85,7 @@ export class ShardCore<S, O> {
   /** Idle keys: a key is loaded or parked, never both. */
   private readonly parked = new ParkedStates<S>();
   private readonly maxLoaded: number;
+  private readonly loseTimers: boolean;
   private readonly loadedTimer = (key: string): number | undefined => this.timers.get(key);
   private readonly tickMs: number;
   /** Loaded keys' timers beyond the wheel's horizon, by key. */
@@ -107,6 +109,7 @@ export class ShardCore<S, O> {
     this.tickMs = options.tickMs ?? 10;
     this.wheel = new TimerWheel(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
     this.maxLoaded = options.maxLoadedKeys ?? 10_000;
+    this.loseTimers = options.loseTimers === true;
     if (!(Number.isInteger(this.maxLoaded) && this.maxLoaded >= 1)) throw new RangeError(`ShardCore: maxLoadedKeys must be an integer from 1 up, got ${this.maxLoaded}`);
   }
 
@@ -212,7 +215,7 @@ export class ShardCore<S, O> {
     this.lastLsn = snapshot.lsn;
     this.lastAt = snapshot.at;
     for (const [key, state, saved] of snapshot.keys) {
-      const timer = sabotage.loseTimers ? null : saved;
+      const timer = this.loseTimers ? null : saved;
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);
         if (timer !== null) this.setTimer(key, timer, nowMs);

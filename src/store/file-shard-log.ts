@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
-import { sabotage } from '../core/sabotage.js';
-import type { ShardLog } from '../core/ports.js';
+import type { Faults, ShardLog } from '../core/ports.js';
 import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
 import type { FileSystem, StoreFile } from './fs.js';
 import { MANIFEST, emptyManifest, readManifest, storeDamaged, writeManifest } from './manifest.js';
@@ -41,6 +40,7 @@ export class FileShardLog implements ShardLog {
     private readonly segmentBytes: number,
     private readonly onFatal: (error: unknown) => void,
     private readonly fs: FileSystem,
+    private readonly faults: Faults = {},
   ) {}
 
   /** Makes the shard's directory and an empty manifest: done by a store's first open, before its SHARDS file. */
@@ -81,7 +81,7 @@ export class FileShardLog implements ShardLog {
       const before = snapshotLsn > 0 ? `the snapshot ends at LSN ${snapshotLsn}` : 'there is no snapshot';
       throw storeDamaged(this.dir, `records ${snapshotLsn + 1} to ${oldest.firstLsn - 1} are missing: ${before}, and the oldest segment, ${path.basename(oldest.file)}, starts at LSN ${oldest.firstLsn}`);
     }
-    const scan = await scanSegments(fs, this.dir, segments, { namedSegment: manifest.segment });
+    const scan = await scanSegments(fs, this.dir, segments, { namedSegment: manifest.segment }, !this.faults.skipCrc);
     const durable = Math.max(manifest.durable, snapshotLsn);
     if (scan.nextLsn - 1 < durable) {
       const newest = segments.at(-1);
@@ -140,7 +140,7 @@ export class FileShardLog implements ShardLog {
       const buf = await this.fs.readFile(segments[i]!.file);
       let expected = segments[i]!.firstLsn;
       for (let pos = SEGMENT_HEADER_BYTES; pos < buf.length && expected <= this.durable; expected++) {
-        const frame = readFrame(buf, pos, expected);
+        const frame = readFrame(buf, pos, expected, expected, !this.faults.skipCrc);
         if (!frame.ok) throw new SluiceError('STORE_CORRUPT', `store ${this.dir}: bad record at LSN ${expected} during replay`);
         if (frame.lsn >= fromLsn) visit(frame.lsn, frame.payload);
         pos = frame.next;
@@ -212,7 +212,7 @@ export class FileShardLog implements ShardLog {
       await writeAll(this.handle, segmentHeader(firstLsn));
       await this.handle.datasync();
       this.tailBytes = SEGMENT_HEADER_BYTES;
-      if (sabotage.skipDirSync) return; // (the manifest's write would sync the directory too)
+      if (this.faults.skipDirSync) return; // (the manifest's write would sync the directory too)
       await this.fs.syncDirectory(this.dir);
       this.newestSegment = firstLsn;
       await this.saveManifest();

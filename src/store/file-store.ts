@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { SluiceError, show } from '../core/errors.js';
-import type { ShardLog, Store } from '../core/ports.js';
+import { faultsOf, type ShardLog, type Store } from '../core/ports.js';
 import { FileShardLog } from './file-shard-log.js';
 import { nodeFileSystem, type FileSystem } from './fs.js';
 import { lockDirectory } from './lock.js';
@@ -57,7 +57,7 @@ class FileStore implements Store {
     this.snapshotEvery = every;
     this.fs = options.fs ?? nodeFileSystem;
     const onFatal = options.onFatal ?? ((error: unknown) => process.nextTick(() => { throw error; }));
-    this.logs = Array.from({ length: shards }, (_, i) => new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal, this.fs));
+    this.logs = Array.from({ length: shards }, (_, i) => new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal, this.fs, faultsOf(options)));
   }
 
   async open(): Promise<void> {

@@ -1,5 +1,4 @@
 import { crc32c } from '@node-rs/crc32';
-import { sabotage } from '../core/sabotage.js';
 
 /**
  * A record on disk: `[length u32][crc32c u32][lsn u64][payload]`, little-endian. The CRC covers the LSN and
@@ -22,15 +21,18 @@ export function encodeFrame(lsn: number, payload: Uint8Array): Buffer {
 /** What a scan found at one position: a good frame, or the reason there is none. */
 export type FrameRead = { ok: true; lsn: number; payload: Buffer; next: number } | { ok: false };
 
-/** Reads the frame at `pos` of `buf`, checking its length, its LSN (within `minLsn..maxLsn`) and its CRC. */
-export function readFrame(buf: Buffer, pos: number, minLsn: number, maxLsn = minLsn): FrameRead {
+/**
+ * Reads the frame at `pos` of `buf`, checking its length, its LSN (within `minLsn..maxLsn`) and its CRC
+ * (unless `checkCrc` is false: only the simulator's `skipCrc` fault sets it).
+ */
+export function readFrame(buf: Buffer, pos: number, minLsn: number, maxLsn = minLsn, checkCrc = true): FrameRead {
   if (pos + HEADER_BYTES > buf.length) return { ok: false };
   const length = buf.readUInt32LE(pos);
   if (length > MAX_RECORD_BYTES || pos + HEADER_BYTES + length > buf.length) return { ok: false };
   const lsn = buf.readUInt32LE(pos + 8) + buf.readUInt32LE(pos + 12) * 0x1_0000_0000;
   if (lsn < minLsn || lsn > maxLsn) return { ok: false };
   const end = pos + HEADER_BYTES + length;
-  if (crc32c(buf.subarray(pos + 8, end)) !== buf.readUInt32LE(pos + 4) && !sabotage.skipCrc) return { ok: false };
+  if (checkCrc && crc32c(buf.subarray(pos + 8, end)) !== buf.readUInt32LE(pos + 4)) return { ok: false };
   return { ok: true, lsn, payload: buf.subarray(pos + HEADER_BYTES, end), next: end };
 }
 

@@ -63,7 +63,7 @@ export interface ScanBounds {
  * after its LSN is corruption: `STORE_CORRUPT`. So is a segment that does not start where the one before
  * it ended.
  */
-export async function scanSegments(fs: FileSystem, dir: string, segments: readonly Segment[], bounds: ScanBounds): Promise<Scan> {
+export async function scanSegments(fs: FileSystem, dir: string, segments: readonly Segment[], bounds: ScanBounds, checkCrc = true): Promise<Scan> {
   let expected = segments[0]?.firstLsn ?? 1;
   let tailBytes = 0;
   for (let i = 0; i < segments.length; i++) {
@@ -80,7 +80,7 @@ export async function scanSegments(fs: FileSystem, dir: string, segments: readon
     }
     let pos = SEGMENT_HEADER_BYTES;
     while (pos < buf.length) {
-      const frame = readFrame(buf, pos, expected);
+      const frame = readFrame(buf, pos, expected, expected, checkCrc);
       if (!frame.ok) break;
       expected++;
       pos = frame.next;

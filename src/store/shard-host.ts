@@ -1,7 +1,6 @@
 import { SluiceError } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
-import { sabotage } from '../core/sabotage.js';
-import type { Clock, ShardLog, Timer } from '../core/ports.js';
+import type { Clock, Faults, ShardLog, Timer } from '../core/ports.js';
 import { MAX_RECORD_BYTES } from './frame.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
@@ -34,6 +33,8 @@ export interface ShardHostOptions<S, O> {
   readonly onSnapshotError?: (error: unknown) => void;
   /** Called after each append became durable (or failed), its outputs handed out. */
   readonly onSettled?: () => void;
+  /** The simulator's broken behaviours (`releaseEarly`, `applyTwice`, `loseTimers`): none by default. */
+  readonly faults?: Faults;
 }
 
 /** A host is made `new`, `recover()` replays its log, `serve()` starts it, `close()` ends it. */
@@ -74,7 +75,7 @@ export class ShardHost<S, O> {
   private burst = 0;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
-    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs, maxLoadedKeys: options.maxLoadedKeys });
+    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs, maxLoadedKeys: options.maxLoadedKeys, loseTimers: options.faults?.loseTimers });
   }
 
   /** Where the host is: records are taken only while it is `serving`. */
@@ -105,7 +106,7 @@ export class ShardHost<S, O> {
     }
     await this.options.log.replay(this.core.appliedLsn + 1, (lsn, bytes) => {
       this.core.apply(lsn, decode(bytes));
-      if (sabotage.applyTwice) this.core.apply(lsn + 0.5, decode(bytes));
+      if (this.options.faults?.applyTwice) this.core.apply(lsn + 0.5, decode(bytes));
     });
     this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
     if (this.stage === 'recovering') this.stage = 'recovered'; // not if closed meanwhile
@@ -171,7 +172,7 @@ export class ShardHost<S, O> {
     this.appendedBytes += bytes.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), stamped);
-    if (sabotage.releaseEarly) for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
+    if (this.options.faults?.releaseEarly) for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
     this.arm();
     try {
       const lsn = await durable;

@@ -4,12 +4,11 @@
  * `npm run sim -- --seed 42 [--steps N]` replays one seed and prints what happened.
  */
 import { parseArgs } from 'node:util';
-import { sabotage, type Sabotage } from '../../src/core/sabotage.js';
-import { DEFAULT_STEPS, seedArg, simulate, startSeed } from './simulate.js';
+import { DEFAULT_STEPS, SABOTAGES, seedArg, simulate, startSeed, type Sabotage } from './simulate.js';
 
 const { values } = parseArgs({ options: { seeds: { type: 'string' }, seed: { type: 'string' }, from: { type: 'string' }, steps: { type: 'string' }, sabotage: { type: 'string' } } });
 const bad = values.sabotage as Sabotage | undefined;
-if (bad !== undefined && !(bad in sabotage)) throw new RangeError(`sim: --sabotage must be one of ${Object.keys(sabotage).join(', ')}, got ${bad}`);
+if (bad !== undefined && !SABOTAGES.includes(bad)) throw new RangeError(`sim: --sabotage must be one of ${SABOTAGES.join(', ')}, got ${bad}`);
 const steps = values.steps === undefined ? DEFAULT_STEPS : Number(values.steps);
 if (!(Number.isInteger(steps) && steps >= 0)) throw new RangeError(`sim: --steps must be an integer from 0 up, got ${values.steps}`);
 const one = values.seed !== undefined;

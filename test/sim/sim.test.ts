@@ -6,8 +6,7 @@
  * command that replays it.
  */
 import { describe, expect, it } from 'vitest';
-import { sabotage, type Sabotage } from '../../src/core/sabotage.js';
-import { simulate, startSeed, type SimOptions } from './simulate.js';
+import { SABOTAGES, simulate, startSeed, type Sabotage, type SimOptions } from './simulate.js';
 
 const SEEDS = Number(process.env.SLUICE_SIM_SEEDS ?? 500);
 const FROM = startSeed(SEEDS, process.env.SLUICE_SIM_FROM, 'SLUICE_SIM_FROM');
@@ -75,8 +74,7 @@ describe('deterministic simulation', () => {
     expect((await simulate(...replayed(long.replay))).notes).toEqual(long.notes);
   });
 
-  const broken = Object.keys(sabotage) as Sabotage[];
-  it.each(broken)('catches the broken engine "%s" within 2,000 seeds', async (bad) => {
+  it.each(SABOTAGES)('catches the broken engine "%s" within 2,000 seeds', async (bad) => {
     let caught: number | undefined;
     for (let seed = 1; seed <= 2_000 && caught === undefined; seed++) {
       if ((await simulate(seed, { sabotage: bad })).violations.length > 0) caught = seed;

@@ -9,6 +9,7 @@
  * for the checkers (checkers.ts).
  */
 import { App, HandlerOutcome, type Clock, ManualClock, MemoryBroker, fileStore, silentLogger, subscriber, type Broker, type ConsumeRequest, type Consumer, type Context, type HandlerResult, type Receipt } from '../../src/index.js';
+import type { Faults } from '../../src/core/ports.js';
 import { everyWindowRan, RATES, type History, type Outcome } from './checkers.js';
 import { Random } from './random.js';
 import { SimDisk } from './sim-disk.js';
@@ -23,7 +24,12 @@ export interface WorldOptions {
   readonly seed: number;
   /** Scheduler steps with faults, before the quiet phase that checks liveness. @default 300 */
   readonly steps?: number;
+  /** A broken engine: the faults injected into the app and its store (none for the real engine). */
+  readonly faults?: Faults;
 }
+
+/** The options key under which the engine takes injected faults. */
+const FAULTS = Symbol.for('sluice.faults');
 
 interface Waiting {
   readonly life: number;
@@ -91,7 +97,11 @@ export class World {
   private flipped = false;
   private uuids = 0;
 
+  /** The injected faults, spread into the options of the app and of its store. */
+  private readonly injected: object;
+
   constructor(private readonly options: WorldOptions) {
+    this.injected = { [FAULTS]: options.faults ?? {} };
     this.random = new Random(options.seed);
     this.io = new Random((options.seed ^ 0x5bd1e995) >>> 0);
     this.shards = 1 + this.io.int(4);
@@ -185,7 +195,7 @@ export class World {
     const clock = new ManualClock(this.now - (this.random.chance(0.5) ? this.random.int(1000) : 0));
     const consumers: Consumer[] = [];
     let life: Life | undefined;
-    const store = fileStore({ dir: '/sim', shards: this.shards, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true) });
+    const store = fileStore({ dir: '/sim', shards: this.shards, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true), ...this.injected });
     const handler = (sub: string) => (payload: unknown, ctx: Context) => this.handle(n, sub, payload, ctx);
     // The app reads a clock that may tick between two reads, as a real one does: a read moves it on by a
     // millisecond now and then (never back), while timers fire on the manual clock underneath.
@@ -194,7 +204,7 @@ export class World {
       now: () => clock.now() + (this.random.chance(0.05) ? ++skew : skew),
       setTimer: (ms, fire) => clock.setTimer(ms, fire),
     };
-    const app = new App({ name: 'sim', clock: ticking, store, logger: silentLogger, shutdownTimeoutMs: 2_000, randomUUID: () => `u${++this.uuids}` }).withBroker(
+    const app = new App({ name: 'sim', clock: ticking, store, logger: silentLogger, shutdownTimeoutMs: 2_000, randomUUID: () => `u${++this.uuids}`, ...this.injected }).withBroker(
       lifeBroker(this.broker, () => life, consumers),
       (b) =>
         b.include(
