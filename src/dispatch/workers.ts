@@ -50,7 +50,7 @@ export class Workers<J extends Keyed> {
     private readonly onDone: () => void,
   ) {
     this.scheduler = strategy.scheduler<J>();
-    for (let w = 0; w < strategy.workers; w++) this.start(new Slot<J>(), undefined);
+    while (this.slots.length < strategy.workers) this.start(new Slot<J>(), undefined);
   }
 
   /**
@@ -159,6 +159,6 @@ export class Workers<J extends Keyed> {
     this.scheduler.done(job); // what it freed, this worker takes next
     this.inFlight--;
     this.onDone();
-    if (this.inFlight === 0 && this.drainWaiters.length > 0) for (const w of this.drainWaiters.splice(0)) w();
+    if (this.inFlight === 0) for (const w of this.drainWaiters.splice(0)) w();
   }
 }
