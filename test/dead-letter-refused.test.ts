@@ -3,12 +3,27 @@
  * partition never stops on them. The Kafka suite checks the same against a real broker's limits.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, ManualClock, MemoryBroker, STRIPPED_HEADER, memoryLogger, subscriber, type LogRecord, type PublishOptions } from '../src/index.js';
+import { App, HandlerOutcome, ManualClock, MemoryBroker, STRIPPED_HEADER, memoryLogger, settle, subscriber, type LogRecord, type PublishOptions } from '../src/index.js';
 import { Counter } from './helpers.js';
 
 describe('a dead letter the broker refuses', () => {
   const apps: App[] = [];
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
+
+  /** A broker whose dead-letter topic is unreachable for its first `failures` publishes. */
+  class Flaky extends MemoryBroker {
+    readonly tries = new Counter();
+    constructor(private failures: number) {
+      super();
+    }
+    override async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
+      if (topic.endsWith('.dlq')) {
+        this.tries.add();
+        if (this.failures-- > 0) throw new Error('broker unreachable');
+      }
+      return super.publish(topic, value, options);
+    }
+  }
 
   const start = async (broker: MemoryBroker, records: LogRecord[], clock = new ManualClock()) => {
     const handled: string[] = [];
@@ -83,20 +98,6 @@ describe('a dead letter the broker refuses', () => {
   });
 
   it('that may pass later (any other error) is retried with backoff, and committed only once published', async () => {
-    /** A broker whose dead-letter topic is unreachable for its first `failures` publishes. */
-    class Flaky extends MemoryBroker {
-      readonly tries = new Counter();
-      constructor(private failures: number) {
-        super();
-      }
-      override async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
-        if (topic.endsWith('.dlq')) {
-          this.tries.add();
-          if (this.failures-- > 0) throw new Error('broker unreachable');
-        }
-        return super.publish(topic, value, options);
-      }
-    }
     const broker = new Flaky(2);
     const clock = new ManualClock();
     const records: LogRecord[] = [];
@@ -116,6 +117,39 @@ describe('a dead letter the broker refuses', () => {
     expect(app.deadLetters()).toEqual({ orders: { published: 1, stripped: 0, lost: 0, dropped: 0 } });
     await app.stop();
     expect(broker.committed('refused', 'orders')).toEqual([2]);
+  });
+
+  it('that may pass later holds its key until published: the key\'s next message waits, another key\'s runs', async () => {
+    const broker = new Flaky(1);
+    const clock = new ManualClock();
+    const handled: string[] = [];
+    const app = new App({ name: 'lanes', clock, logger: memoryLogger(), shutdownTimeoutMs: 1_000 }).withBroker(broker, (b) =>
+      b.include(
+        subscriber('orders', (raw: Uint8Array) => {
+          const text = Buffer.from(raw).toString();
+          if (text.startsWith('bad')) return HandlerOutcome.reject('not ours');
+          handled.push(text);
+        })
+          .name('orders')
+          .decode((raw) => raw)
+          .workersByKey(2)
+          .build(),
+      ),
+    );
+    apps.push(app);
+    await app.start();
+    await broker.publish('orders', 'bad', { key: 'k1' });
+    await broker.publish('orders', 'k2', { key: 'k2' });
+    await broker.publish('orders', 'k1 next', { key: 'k1' });
+    await broker.tries.reach(1); // the dead letter's first publish failed; the next try is 100 ms on
+    await settle();
+    expect(handled).toEqual(['k2']);
+    expect(broker.readCount('lanes', 'orders')).toBe(3);
+    expect(broker.values('orders.dlq')).toEqual([]);
+    await clock.advance(100);
+    await app.idle();
+    expect(broker.values('orders.dlq')).toEqual(['bad']);
+    expect(handled).toEqual(['k2', 'k1 next']);
   });
 
   it('maxMessageBytes must be a positive integer', () => {

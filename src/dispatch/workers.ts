@@ -35,7 +35,7 @@ export class Workers<J extends Keyed> {
   inFlight = 0;
   /** Of those, jobs waiting for a retry's backoff: on no worker, their key still held. */
   away = 0;
-  readonly slots: Slot<J>[] = [];
+  readonly slots: Slot<J>[];
   private readonly scheduler: Scheduler<J>;
   /** Jobs back from a retry's backoff: they go before anything new (their key is still theirs). */
   private readonly again = new FifoScheduler<J>();
@@ -50,7 +50,8 @@ export class Workers<J extends Keyed> {
     private readonly onDone: () => void,
   ) {
     this.scheduler = strategy.scheduler<J>();
-    for (let w = 0; w < strategy.workers; w++) this.start(new Slot<J>(), undefined);
+    this.slots = Array.from({ length: strategy.workers }, () => new Slot<J>());
+    for (const slot of this.slots) void this.loop(slot, undefined);
   }
 
   /**
@@ -94,7 +95,7 @@ export class Workers<J extends Keyed> {
     const fresh = new Slot<J>();
     fresh.job = slot.job;
     this.slots[this.slots.indexOf(slot)] = fresh;
-    this.start(fresh, resume);
+    void this.loop(fresh, resume);
   }
 
   /** Resolves once nothing is in flight. */
@@ -107,11 +108,6 @@ export class Workers<J extends Keyed> {
   close(): void {
     this.closed = true;
     for (const wake of this.sleepers.splice(0)) wake();
-  }
-
-  private start(slot: Slot<J>, resume: ((slot: Slot<J>) => Promise<void> | void) | undefined): void {
-    if (!resume) this.slots.push(slot);
-    void this.loop(slot, resume);
   }
 
   private async loop(slot: Slot<J>, resume: ((slot: Slot<J>) => Promise<void> | void) | undefined): Promise<void> {
@@ -159,6 +155,6 @@ export class Workers<J extends Keyed> {
     this.scheduler.done(job); // what it freed, this worker takes next
     this.inFlight--;
     this.onDone();
-    if (this.inFlight === 0 && this.drainWaiters.length > 0) for (const w of this.drainWaiters.splice(0)) w();
+    if (this.inFlight === 0) for (const w of this.drainWaiters.splice(0)) w();
   }
 }
