@@ -9,10 +9,15 @@ export const MAX_NODE_TIMEOUT_MS = 2 ** 31 - 1;
  * running by itself.
  */
 export class SystemClock implements Clock {
+  /** `Date.now()`: milliseconds since the epoch. */
   now(): number {
     return Date.now();
   }
 
+  /**
+   * Calls `fire` once, `delayMs` milliseconds from now (never synchronously; a delay past Node's 2^31 − 1
+   * ms limit is chained in steps). It holds the process open only with `{ keepAlive: true }`.
+   */
   setTimer(delayMs: number, fire: () => void, options?: TimerOptions): Timer {
     let handle: NodeJS.Timeout;
     const due = Date.now() + Math.max(0, delayMs);

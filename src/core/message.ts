@@ -19,12 +19,16 @@ export interface RawMessage {
   readonly key: Uint8Array | null;
   /** The value's bytes; null for a tombstone (a Kafka message whose value is null). */
   readonly value: Uint8Array | null;
+  /** The headers as the broker holds them: bytes or text, every value of a repeated header. */
   readonly headers: RawHeaders;
 }
 
-/** The header the memory broker reads the partition key from (publish's `key` option sets it). */
+/** The header the memory broker keeps a message's key in, `partition-key` (publish's `key` option sets it). */
 export const PARTITION_KEY_HEADER = 'partition-key';
-/** The header a dead-lettered message carries its reason in. */
+/**
+ * The header a dead letter carries its reason in, `x-sluice-error`: the handler's `reject` reason,
+ * `exhausted <n> attempts: <last reason>`, or `DECODE_FAILED: <the decoder's message>`.
+ */
 export const ERROR_HEADER = 'x-sluice-error';
 
 /**
@@ -32,17 +36,23 @@ export const ERROR_HEADER = 'x-sluice-error';
  * (exact up to 2^53); adapters convert their own representation.
  */
 export interface InboundMessage {
+  /** The topic it was read from. */
   readonly topic: string;
+  /** Its partition, from 0. */
   readonly partition: number;
+  /** Its offset in the partition. */
   readonly offset: number;
+  /** The key as UTF-8 text; `undefined` when it has none. */
   readonly key: string | undefined;
+  /** The headers as text (see {@link Headers}). */
   readonly headers: Headers;
+  /** The value's bytes (empty for a tombstone: see `raw`). */
   readonly value: Uint8Array;
   /** Milliseconds since the epoch, as the broker recorded it. */
   readonly timestamp: number;
   /**
    * The message exactly as the broker holds it, where `key`, `headers` and `value` are not: a key or header
-   * that is not UTF-8 text, a repeated header, a tombstone. Absent when they are (see {@link rawOf}).
+   * that is not UTF-8 text, a repeated header, a tombstone. Absent when they are.
    */
   readonly raw?: RawMessage;
 }
@@ -54,13 +64,19 @@ export function rawOf(m: InboundMessage): RawMessage {
 
 /** What a handler sees of the message it handles: `ctx.message`. */
 export interface MessageInfo {
+  /** The topic it was read from (the full topic, router prefix included). */
   readonly topic: string;
+  /** The key as UTF-8 text; `undefined` when it has none. */
   readonly key: string | undefined;
+  /** The headers as text: UTF-8, a header sent several times with its last value (see {@link Headers}). */
   readonly headers: Headers;
+  /** Its partition, from 0. */
   readonly partition: number;
+  /** Its offset in the partition. */
   readonly offset: number;
   /** `topic/partition/offset`: the broker identity of the message. */
   readonly id: string;
+  /** Milliseconds since the epoch, as the broker recorded it. */
   readonly timestamp: number;
   /** 1 on the first delivery, 2 on the first retry, and so on. */
   readonly attempt: number;
@@ -68,7 +84,15 @@ export interface MessageInfo {
   readonly raw: RawMessage;
 }
 
-/** Options of a publish. */
+/**
+ * Options of a publish: {@link Context.publish}, {@link Broker.publish}.
+ *
+ * @example
+ * ```ts
+ * await ctx.publish('receipts', { orderId: 'o1' }, { key: 'cust-1', headers: { 'trace-id': traceId } });
+ * await broker.publish('customers', undefined, { key: 'cust-1', tombstone: true });
+ * ```
+ */
 export interface PublishOptions {
   /** Text (sent as UTF-8) or bytes (sent as they are). */
   readonly key?: string | Uint8Array;
