@@ -6,6 +6,8 @@ import type { SharedOptions } from '../spec/options.js';
 /**
  * Settings of an {@link App}. Checked by the constructor: an unknown key or a bad value throws
  * {@link SluiceError} `CONFIG_INVALID`.
+ *
+ * @category App
  */
 export interface AppOptions {
   /**

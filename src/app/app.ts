@@ -19,6 +19,8 @@ export type { AppOptions };
 /**
  * What {@link App.send} resolves with: the run a paced start joined (`{ runId, duplicate }`), or
  * `{ dropped: true }` when the subscriber's `pace.drop` dropped the start (no run is made for it).
+ *
+ * @category App
  */
 export type Receipt = PaceReceipt | {
   /** The start was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
@@ -58,6 +60,8 @@ class StartInterrupted extends Error {}
  * // ...
  * await app.stop();
  * ```
+ *
+ * @category App
  */
 export class App {
   /** The app's name (`options.name`): the default consumer group, in every log line, and the default store's folder. */

@@ -7,6 +7,8 @@ export const MAX_NODE_TIMEOUT_MS = 2 ** 31 - 1;
  * The system clock: `Date.now()` and Node timers. A timer holds the process open only when set with
  * `keepAlive` (something awaited waits for it); the others are unref'd, so an idle app never keeps Node
  * running by itself.
+ *
+ * @category Time and logs
  */
 export class SystemClock implements Clock {
   /** `Date.now()`: milliseconds since the epoch. */

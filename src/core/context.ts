@@ -1,7 +1,11 @@
 import type { MessageInfo, PublishOptions } from './message.js';
 import type { Logger } from './ports.js';
 
-/** A paced run, as a handler of a paced subscriber sees it: `ctx.run` (see {@link PaceOptions}). */
+/**
+ * A paced run, as a handler of a paced subscriber sees it: `ctx.run` (see {@link PaceOptions}).
+ *
+ * @category Pace
+ */
 export interface RunInfo {
   /** `<key>@<uuid>`, fixed when the window opened. */
   readonly id: string;
@@ -24,6 +28,8 @@ export interface RunInfo {
  *   await ctx.publish('receipts', { orderId: order.id }, { key: ctx.message.key });
  * });
  * ```
+ *
+ * @category Subscribers
  */
 export interface Context {
   /** The message being handled (for a batch handler: the first of the batch). */

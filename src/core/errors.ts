@@ -2,6 +2,8 @@
  * Every {@link ErrorCode}, in one array: the closed list of codes a {@link SluiceError} can carry. Every
  * error Sluice throws on purpose is a `SluiceError` whose `code` is one of these; a settings error's
  * message names the subscriber (or app, router, broker), the field and the value.
+ *
+ * @category Errors
  */
 export const ERROR_CODES = [
   'WORKERS_INVALID',
@@ -38,10 +40,16 @@ export const ERROR_CODES = [
  * - `PUBLISH_REFUSED`: a broker refused a message for good (too large, invalid), so publishing it again
  *   cannot succeed; any other publish error may pass.
  * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).
+ *
+ * @category Errors
  */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/** The error Sluice throws: a stable `code`, a precise message and, where there is one, the `cause`. */
+/**
+ * The error Sluice throws: a stable `code`, a precise message and, where there is one, the `cause`.
+ *
+ * @category Errors
+ */
 export class SluiceError extends Error {
   /** Always `'SluiceError'`. */
   override readonly name = 'SluiceError';

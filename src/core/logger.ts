@@ -22,6 +22,8 @@ export function parseLogLevel(text: string | undefined, fallback: LogLevel): Log
  * ```ts
  * const app = new App({ name: 'billing', logger: jsonLogger({ level: 'warn', fields: { region: 'eu' } }) });
  * ```
+ *
+ * @category Time and logs
  */
 export function jsonLogger(options: { level?: LogLevel; fields?: LogFields; write?: (line: string) => void } = {}): Logger {
   const level = options.level ?? parseLogLevel(process.env.SLUICE_LOG_LEVEL, 'info');

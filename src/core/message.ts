@@ -1,18 +1,30 @@
 /**
  * Headers as text: each header's value read as UTF-8 (bytes that are not UTF-8 become U+FFFD), and a header
  * sent more than once with its last value. `RawMessage.headers` has them exactly.
+ *
+ * @category Messages
  */
 export type Headers = Readonly<Record<string, string>>;
 
-/** One header value as a broker carries it: bytes, text (its UTF-8 bytes), or null (Kafka allows a null value). */
+/**
+ * One header value as a broker carries it: bytes, text (its UTF-8 bytes), or null (Kafka allows a null value).
+ *
+ * @category Messages
+ */
 export type HeaderValue = string | Uint8Array | null;
 
-/** Headers exactly as a broker carries them: a header sent more than once has every value, in order. */
+/**
+ * Headers exactly as a broker carries them: a header sent more than once has every value, in order.
+ *
+ * @category Messages
+ */
 export type RawHeaders = Readonly<Record<string, HeaderValue | readonly HeaderValue[]>>;
 
 /**
  * A message exactly as the broker holds it: the bytes of its key, value and headers, a header's repeated
  * values, a null value. What a dead letter forwards, so that it is the original message.
+ *
+ * @category Messages
  */
 export interface RawMessage {
   /** The key's bytes; null when there is none. */
@@ -23,17 +35,25 @@ export interface RawMessage {
   readonly headers: RawHeaders;
 }
 
-/** The header the memory broker keeps a message's key in, `partition-key` (publish's `key` option sets it). */
+/**
+ * The header the memory broker keeps a message's key in, `partition-key` (publish's `key` option sets it).
+ *
+ * @category Messages
+ */
 export const PARTITION_KEY_HEADER = 'partition-key';
 /**
  * The header a dead letter carries its reason in, `x-sluice-error`: the handler's `reject` reason,
  * `exhausted <n> attempts: <last reason>`, or `DECODE_FAILED: <the decoder's message>`.
+ *
+ * @category Messages
  */
 export const ERROR_HEADER = 'x-sluice-error';
 
 /**
  * A message as a broker hands it to Sluice: raw bytes plus where it came from. Offsets are numbers
  * (exact up to 2^53); adapters convert their own representation.
+ *
+ * @category Messages
  */
 export interface InboundMessage {
   /** The topic it was read from. */
@@ -62,7 +82,11 @@ export function rawOf(m: InboundMessage): RawMessage {
   return m.raw ?? { key: m.key === undefined ? null : Buffer.from(m.key, 'utf8'), value: m.value, headers: m.headers };
 }
 
-/** What a handler sees of the message it handles: `ctx.message`. */
+/**
+ * What a handler sees of the message it handles: `ctx.message`.
+ *
+ * @category Messages
+ */
 export interface MessageInfo {
   /** The topic it was read from (the full topic, router prefix included). */
   readonly topic: string;
@@ -92,6 +116,8 @@ export interface MessageInfo {
  * await ctx.publish('receipts', { orderId: 'o1' }, { key: 'cust-1', headers: { 'trace-id': traceId } });
  * await broker.publish('customers', undefined, { key: 'cust-1', tombstone: true });
  * ```
+ *
+ * @category Messages
  */
 export interface PublishOptions {
   /** Text (sent as UTF-8) or bytes (sent as they are). */

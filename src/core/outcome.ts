@@ -12,6 +12,8 @@
  *   return HandlerOutcome.ack();
  * });
  * ```
+ *
+ * @category Subscribers
  */
 export class HandlerOutcome {
   private static readonly ACK = Object.freeze(new HandlerOutcome('ack', undefined, undefined));

@@ -17,6 +17,8 @@ import type { Headers, InboundMessage, PublishOptions } from './message.js';
  *   rejection may pass on a later try. A message pinned to a partition is never dropped in silence.
  * - `consume` joins `group` for `topic`: within a group each partition has one owner at a time and
  *   members share the partitions; every group sees every message.
+ *
+ * @category Brokers
  */
 export interface Broker {
   /** A short name for logs: `memory`, `kafka`. */
@@ -37,7 +39,11 @@ export interface Broker {
   close(): Promise<void>;
 }
 
-/** What a consumer reports back to the subscription that owns it. */
+/**
+ * What a consumer reports back to the subscription that owns it.
+ *
+ * @category Brokers
+ */
 export interface ConsumeRequest {
   /** The topic to read. */
   readonly topic: string;
@@ -77,6 +83,8 @@ export interface ConsumeRequest {
  * - `commit(p, o)` records that everything below offset `o` of partition `p` is done. It is cheap; the
  *   adapter sends it on its own schedule, and always in `flush()` and before a revoke completes.
  *   Commits for partitions the member no longer owns are ignored.
+ *
+ * @category Brokers
  */
 export interface Consumer {
   /** Up to `max` messages ready now; an empty array when none are. */
@@ -121,6 +129,8 @@ export interface Consumer {
  *   as an unbroken prefix of what was appended;
  * - a failed fsync is fatal: the log refuses every later append (the host crashes and recovers), and
  *   an fsync is never retried.
+ *
+ * @category Store
  */
 export interface ShardLog {
   /** The shard's number, from 0 to the store's `shards` − 1. */
@@ -157,6 +167,8 @@ export interface ShardLog {
  * Durable storage for pace: a fixed number of shard logs. Open once, before use; close once, at the end.
  * Made by {@link fileStore} (the default) or {@link memoryStore} (tests), and given to an app as
  * `new App({ store })`.
+ *
+ * @category Store
  */
 export interface Store {
   /** How many shard logs it has; a key's shard is `shardOf(key, shards)`. */
@@ -182,13 +194,21 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** A cancellable timer handle. */
+/**
+ * A cancellable timer handle.
+ *
+ * @category Time and logs
+ */
 export interface Timer {
   /** The timer will not fire; cancelling a timer that fired or was cancelled does nothing. */
   cancel(): void;
 }
 
-/** How a timer is set. */
+/**
+ * How a timer is set.
+ *
+ * @category Time and logs
+ */
 export interface TimerOptions {
   /**
    * Something the user awaits (or work the app has taken on) waits for this timer: it keeps the process
@@ -200,6 +220,8 @@ export interface TimerOptions {
 /**
  * Time. The app reads time and sets timers only through this port, so tests drive time with
  * `ManualClock` and never sleep.
+ *
+ * @category Time and logs
  */
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -211,13 +233,25 @@ export interface Clock {
   setTimer(delayMs: number, fire: () => void, options?: TimerOptions): Timer;
 }
 
-/** Severity of a log line. `silent` logs nothing. */
+/**
+ * Severity of a log line. `silent` logs nothing.
+ *
+ * @category Time and logs
+ */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
-/** Structured fields of a log line. */
+/**
+ * Structured fields of a log line.
+ *
+ * @category Time and logs
+ */
 export type LogFields = Readonly<Record<string, unknown>>;
 
-/** A structured logger. `child` binds fields to every line it writes. */
+/**
+ * A structured logger. `child` binds fields to every line it writes.
+ *
+ * @category Time and logs
+ */
 export interface Logger {
   /** Logs a line at level `debug`, with `fields` (and the fields bound by `child`). */
   debug(message: string, fields?: LogFields): void;

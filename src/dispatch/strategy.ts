@@ -1,10 +1,18 @@
-/** What a {@link Scheduler} queues: anything that carries its partition key. */
+/**
+ * What a {@link Scheduler} queues: anything that carries its partition key.
+ *
+ * @category Dispatch
+ */
 export interface Keyed {
   /** The partition key; `undefined` for a keyless delivery, which any free worker may take. */
   readonly key: string | undefined;
 }
 
-/** The queue of one subscription's jobs: what may run next, and what a finished job frees. */
+/**
+ * The queue of one subscription's jobs: what may run next, and what a finished job frees.
+ *
+ * @category Dispatch
+ */
 export interface Scheduler<J extends Keyed> {
   /** Queues a job; true when it is runnable at once (not waiting behind its key). */
   push(job: J): boolean;
@@ -18,6 +26,8 @@ export interface Scheduler<J extends Keyed> {
  * How deliveries are spread over n workers: a strategy object (not a subclass) that makes the queue the
  * workers draw from. Made by {@link pool} and {@link lanes}; a subscriber gets a pool from `workers(n)`
  * and lanes from `workersByKey(n)`.
+ *
+ * @category Dispatch
  */
 export interface DispatchStrategy {
   /** `pool`: one queue, any order; `lanes`: one key's deliveries in order. */
@@ -37,6 +47,8 @@ export interface DispatchStrategy {
  * q.push({ key: 'a' }); q.push({ key: 'a' });
  * q.next(); q.next(); // both runnable at once: a pool ignores keys
  * ```
+ *
+ * @category Dispatch
  */
 export function pool(n: number): DispatchStrategy {
   return { name: 'pool', workers: n, scheduler: <J extends Keyed>() => new FifoScheduler<J>() };
@@ -58,6 +70,8 @@ export function pool(n: number): DispatchStrategy {
  * q.next(); // the first
  * q.done(first); // the second becomes runnable
  * ```
+ *
+ * @category Dispatch
  */
 export function lanes(n: number): DispatchStrategy {
   return { name: 'lanes', workers: n, scheduler: <J extends Keyed>() => new KeyedScheduler<J>() };

@@ -9,6 +9,8 @@ import type { PaceOptions } from '../spec/options.js';
 /**
  * The most events one batch run carries, 1,000: `pace.batch.max` may not exceed it (`CONFIG_INVALID`), and
  * is it by default.
+ *
+ * @category Pace
  */
 export const MAX_BATCH = 1_000;
 
@@ -16,6 +18,8 @@ export const MAX_BATCH = 1_000;
  * The longest key a paced subscriber takes, 65,535 bytes as UTF-8: `app.send` refuses a longer one with
  * `SEND_INVALID`; a broker delivery with one is dead-lettered (reason `DECODE_FAILED: the delivery cannot
  * be journaled for pace: …`) and its offset committed.
+ *
+ * @category Pace
  */
 export const MAX_KEY_BYTES = 65_535;
 

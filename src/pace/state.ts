@@ -78,7 +78,11 @@ export interface PaceState {
   readonly idsUntil?: number;
 }
 
-/** A run leaving a coordinator, for the subscriber's dispatch: what its handler's payload and `ctx.run` are made of. */
+/**
+ * A run leaving a coordinator, for the subscriber's dispatch: what its handler's payload and `ctx.run` are made of.
+ *
+ * @category Pace
+ */
 export interface PaceRun {
   /** The paced subscriber's name. */
   readonly subscriber: string;
@@ -108,7 +112,11 @@ export interface PaceDrop {
 /** What leaves a coordinator once its record is durable. */
 export type PaceOutput = PaceRun | PaceDrop;
 
-/** What `app.send` resolves with for a start that joined a run. */
+/**
+ * What `app.send` resolves with for a start that joined a run.
+ *
+ * @category Pace
+ */
 export interface PaceReceipt {
   /** The run the start joined, `<key>@<uuid>`: its handler sees it as `ctx.run.id`, on every attempt. */
   readonly runId: string;

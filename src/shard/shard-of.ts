@@ -5,6 +5,8 @@
  * @param key - a pace key (a coordinator's key, for the app's own routing).
  * @param shards - the store's shard count, a positive integer.
  * @returns a shard number from 0 to `shards` − 1.
+ *
+ * @category Store
  */
 export function shardOf(key: string, shards: number): number {
   let hash = 0x811c9dc5;

@@ -18,6 +18,8 @@ import { validateOptions } from './validate.js';
  *   .timeout(10_000)
  *   .build();
  * ```
+ *
+ * @category Subscribers
  */
 export class SubscriberBuilder<T = any> {
   /** @internal Made by {@link subscriber}. */

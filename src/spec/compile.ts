@@ -7,6 +7,8 @@ import { checkName, validateOptions } from './validate.js';
 /**
  * A subscriber with every setting resolved (its own over its routers' over the app's `defaults` over
  * {@link DEFAULTS}): what the app runs, and what {@link App.subscribers} lists. Frozen.
+ *
+ * @category Subscribers
  */
 export interface CompiledSubscriber {
   /** Its name, unique in the app. */
@@ -47,6 +49,8 @@ export interface CompiledSubscriber {
 /**
  * The built-in defaults of every subscriber, used where neither the subscriber, its routers nor the app's
  * `defaults` set a value. A missing `retry.backoff.maxMs` is `max(initialMs, DEFAULTS.maxMs)`.
+ *
+ * @category Subscribers
  */
 export const DEFAULTS = Object.freeze({
   /** Workers: one delivery at a time, in order. */

@@ -18,6 +18,8 @@ const declaredByFunction = new WeakMap<Function, Declared[]>();
 /**
  * What `@subscriber(topic, options)` returns: a method decorator usable both as a legacy
  * (`experimentalDecorators`) and a standard (TC39) one.
+ *
+ * @category Subscribers
  */
 export type SubscriberDecorator = {
   (target: object, propertyKey: string | symbol, descriptor?: PropertyDescriptor): void;
@@ -38,6 +40,8 @@ export type SubscriberDecorator = {
  * async function bill(order: Order, ctx: Context) { await charge(order, { signal: ctx.signal }); }
  * app.withBroker(broker, (b) => b.include(subscriber('orders', bill).workers(4).build()));
  * ```
+ *
+ * @category Subscribers
  */
 export function subscriber<T = any>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
 /**
@@ -61,6 +65,8 @@ export function subscriber<T = any>(topic: string, handler: Handler<T> | Handler
  * }
  * app.withBroker(broker, (b) => b.include(Billing));
  * ```
+ *
+ * @category Subscribers
  */
 export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
 export function subscriber(topic: string, second?: unknown): SubscriberBuilder | SubscriberDecorator {

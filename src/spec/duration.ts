@@ -12,6 +12,8 @@ const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$/i;
 /**
  * A duration: milliseconds, or a string such as `'500 ms'`, `'10s'`, `'30 seconds'`, `'2 minutes'`,
  * `'1 hour'`, `'1 day'` (read by {@link parseDuration}).
+ *
+ * @category Pace
  */
 export type Duration = number | string;
 
@@ -29,6 +31,8 @@ export type Duration = number | string;
  * parseDuration('2 minutes', 'pace.debounce'); // 120000
  * parseDuration(1.5, 'x'); // 2
  * ```
+ *
+ * @category Pace
  */
 export function parseDuration(value: unknown, where: string): number {
   if (typeof value === 'number') {

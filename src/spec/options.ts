@@ -3,17 +3,27 @@ import type { Headers } from '../core/message.js';
 import type { HandlerOutcome } from '../core/outcome.js';
 import type { Duration } from './duration.js';
 
-/** What a handler may return: a {@link HandlerOutcome}, or nothing (the same as `HandlerOutcome.ack()`). */
+/**
+ * What a handler may return: a {@link HandlerOutcome}, or nothing (the same as `HandlerOutcome.ack()`).
+ *
+ * @category Subscribers
+ */
 export type HandlerResult = HandlerOutcome | void | undefined;
 
 /**
  * A handler: gets the decoded payload (an array of them for batch subscribers; for a paced subscriber, the
  * run's payload) and the {@link Context}. Returning nothing acks; throwing (or rejecting) is a retry;
  * anything other than a {@link HandlerOutcome} counts as a failed attempt.
+ *
+ * @category Subscribers
  */
 export type Handler<T = any> = (payload: T, ctx: Context) => HandlerResult | Promise<HandlerResult>;
 
-/** An object whose `handle` is the handler: `subscriber('refunds', { handle: (r) => payBack(r) })`. */
+/**
+ * An object whose `handle` is the handler: `subscriber('refunds', { handle: (r) => payBack(r) })`.
+ *
+ * @category Subscribers
+ */
 export interface HandlerObject<T = any> {
   /** The handler, called bound to the object. */
   handle(payload: T, ctx: Context): HandlerResult | Promise<HandlerResult>;
@@ -31,6 +41,8 @@ export interface HandlerObject<T = any> {
  * const Order = z.object({ id: z.string(), cents: z.number().int() });
  * subscriber('orders', bill).decode(Order);
  * ```
+ *
+ * @category Subscribers
  */
 export type Decoder<T = unknown> =
   | ((raw: Uint8Array) => T)
@@ -39,7 +51,11 @@ export type Decoder<T = unknown> =
       parse(raw: unknown): T;
     };
 
-/** What a key function sees: the decoded value and the message's own key and headers. */
+/**
+ * What a key function sees: the decoded value and the message's own key and headers.
+ *
+ * @category Subscribers
+ */
 export interface KeySource<T = any> {
   /** The decoded value (one message's, also under a batch). */
   readonly value: T;
@@ -60,6 +76,8 @@ export interface KeySource<T = any> {
  * ```ts
  * subscriber('refunds', refund).workersByKey(8).key((m) => m.value.customerId);
  * ```
+ *
+ * @category Subscribers
  */
 export type KeyFn<T = any> = (message: KeySource<T>) => string | undefined;
 
@@ -72,6 +90,8 @@ export type KeyFn<T = any> = (message: KeySource<T>) => string | undefined;
  * ```ts
  * { attempts: 3, backoff: { initialMs: 200, maxMs: 5_000 } } // waits 200 ms, then 400 ms; then dead-letters
  * ```
+ *
+ * @category Subscribers
  */
 export interface RetryOptions {
   /** Attempts in all, the first included: a positive integer. @default 5 */
@@ -101,6 +121,8 @@ export interface RetryOptions {
  * // Per user, up to 100 clicks in one run, or what came within 10 s of the first; 6 runs a minute at most.
  * subscriber('clicks', storeClicks).pace({ batch: { max: 100, wait: '10 seconds' }, perMinute: 6 }).build();
  * ```
+ *
+ * @category Pace
  */
 export interface PaceOptions {
   /**
@@ -161,6 +183,8 @@ export interface PaceOptions {
  * @subscriber('orders', { workers: 4, retry: { attempts: 3 }, deadLetter: 'orders.failed', timeoutMs: 10_000 })
  * async bill(order: Order, ctx: Context) { await charge(order, { signal: ctx.signal }); }
  * ```
+ *
+ * @category Subscribers
  */
 export interface SubscriberOptions<T = any> {
   /**
@@ -204,6 +228,8 @@ export interface SubscriberOptions<T = any> {
  * The subset of settings a router (or the app's `defaults`) may give to what it includes. For each, the
  * nearest layer that sets it wins: the subscriber's own, then the innermost router outwards, then the
  * app's `defaults`, then {@link DEFAULTS}. `retry` merges field by field.
+ *
+ * @category Subscribers
  */
 export type SharedOptions = Pick<SubscriberOptions, 'workers' | 'byKey' | 'group' | 'retry' | 'deadLetter' | 'timeoutMs' | 'decode'>;
 

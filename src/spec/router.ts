@@ -8,13 +8,19 @@ import { validateOptions } from './validate.js';
 /**
  * Settings of a {@link Router}: a topic prefix and defaults for what it includes. Any other option
  * (`name`, `key`, `batch`, `pace`) throws {@link SluiceError} `CONFIG_INVALID`.
+ *
+ * @category Subscribers
  */
 export interface RouterOptions extends SharedOptions {
   /** Prepended to every topic included (nested routers' prefixes concatenate). @default '' */
   prefix?: string;
 }
 
-/** What `include` takes: a spec, a builder's product, a router, a decorated class or an instance of one. */
+/**
+ * What `include` takes: a spec, a builder's product, a router, a decorated class or an instance of one.
+ *
+ * @category Subscribers
+ */
 export type Includable = SubscriberSpec | SubscriberBuilder | Router | (abstract new (...args: never[]) => object) | object;
 
 /** A subscriber with the router layers it was included through, outermost last. */
@@ -41,6 +47,8 @@ export interface Mounted {
  * billing.include(eu.include(subscriber('invoices', invoice).build())); // topic: billing.eu.invoices
  * app.withBroker(broker, (b) => b.include(billing));
  * ```
+ *
+ * @category Subscribers
  */
 export class Router {
   private readonly items: (SubscriberSpec | Router)[] = [];

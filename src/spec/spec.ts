@@ -3,6 +3,8 @@ import type { Handler, SubscriberOptions } from './options.js';
 /**
  * One subscriber, as declared: topic, handler and the settings given explicitly (router and app
  * defaults fill the rest at mount). Immutable; made by `subscriber(...).build()` or by the decorator.
+ *
+ * @category Subscribers
  */
 export class SubscriberSpec<T = any> {
   /** @internal Made by {@link SubscriberBuilder.build} and by the decorator. */

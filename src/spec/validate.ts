@@ -5,6 +5,8 @@ import { OPTION_NAMES, SHARED_OPTION_NAMES, type PaceOptions, type SharedOptions
 /**
  * The most workers (or lanes) a subscriber may have, 10,000: each is a long-lived slot, made at start. More
  * throws {@link SluiceError} `WORKERS_INVALID`.
+ *
+ * @category Subscribers
  */
 export const MAX_WORKERS = 10_000;
 

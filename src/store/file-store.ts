@@ -8,7 +8,11 @@ import { writeFileAtomic } from './sync-file.js';
 
 const SHARDS = 'SHARDS';
 
-/** Settings of {@link fileStore}. */
+/**
+ * Settings of {@link fileStore}.
+ *
+ * @category Store
+ */
 export interface FileStoreOptions {
   /** The directory, created if missing; the app's default is `.sluice/<app name>` under the working directory. */
   dir: string;
@@ -47,6 +51,8 @@ export interface FileStoreOptions {
  * ```ts
  * const app = new App({ name: 'shop', store: fileStore({ dir: '/var/lib/shop/pace', shards: 8 }) });
  * ```
+ *
+ * @category Store
  */
 export function fileStore(options: FileStoreOptions): Store {
   return new FileStore(options);

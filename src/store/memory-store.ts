@@ -6,6 +6,8 @@ import type { ShardLog, Store } from '../core/ports.js';
  * group commit); `crash()` returns a new store holding only what was durable, as a process restarted
  * after a crash would find it. Reads take turns of the event loop, as a file's do: opening, reading a
  * snapshot, and replay (a turn per 1,000 records), so that what runs beside a restart runs in a test too.
+ *
+ * @category Store
  */
 export interface MemoryStore extends Store {
   /**
@@ -26,7 +28,11 @@ export interface MemoryStore extends Store {
   crash(): MemoryStore;
 }
 
-/** Settings of {@link memoryStore}. */
+/**
+ * Settings of {@link memoryStore}.
+ *
+ * @category Store
+ */
 export interface MemoryStoreOptions {
   /** Shard logs. @default 4 */
   shards?: number;
@@ -43,6 +49,8 @@ export interface MemoryStoreOptions {
  *
  * @throws {@link SluiceError} `CONFIG_INVALID` when `shards` is not a positive integer or `ioSeed` not an
  *   integer.
+ *
+ * @category Store
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const shards = options.shards ?? 4;

@@ -10,6 +10,8 @@ interface Pending {
 /**
  * Lets every promise chain that is ready run: microtasks, then a macrotask turn, `turns` times (default
  * 3). For tests that hold a handler on a promise and need what it started to settle.
+ *
+ * @category Testing
  */
 export async function settle(turns = 3): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -18,6 +20,8 @@ export async function settle(turns = 3): Promise<void> {
 /**
  * A clock that moves only when told: `await clock.advance(ms)` fires every timer due by then, in due
  * order, letting the work each timer starts run before the next fires. Tests use it instead of sleeping.
+ *
+ * @category Testing
  */
 export class ManualClock implements Clock {
   private current: number;

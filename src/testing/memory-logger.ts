@@ -1,6 +1,10 @@
 import type { LogFields, Logger, LogLevel } from '../core/ports.js';
 
-/** A logged line, as {@link memoryLogger} keeps it. */
+/**
+ * A logged line, as {@link memoryLogger} keeps it.
+ *
+ * @category Testing
+ */
 export interface LogRecord {
   /** `debug`, `info`, `warn` or `error`. */
   readonly level: Exclude<LogLevel, 'silent'>;
@@ -24,6 +28,8 @@ export interface LogRecord {
  * // ...
  * expect(logger.records.some((r) => r.level === 'warn' && r.message === 'handler failed')).toBe(true);
  * ```
+ *
+ * @category Testing
  */
 export function memoryLogger(
   records: LogRecord[] = [],
@@ -44,7 +50,11 @@ export function memoryLogger(
   };
 }
 
-/** A logger that drops everything. */
+/**
+ * A logger that drops everything.
+ *
+ * @category Testing
+ */
 export const silentLogger: Logger = {
   debug() {},
   info() {},

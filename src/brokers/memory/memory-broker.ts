@@ -5,7 +5,11 @@ import { GroupTopic } from './group.js';
 import { MemoryConsumer } from './memory-consumer.js';
 import { TopicLog } from './topic-log.js';
 
-/** Settings of a {@link MemoryBroker}. */
+/**
+ * Settings of a {@link MemoryBroker}.
+ *
+ * @category Brokers
+ */
 export interface MemoryBrokerOptions {
   /**
    * Partitions of a topic created on first use.
@@ -42,6 +46,8 @@ export interface MemoryBrokerOptions {
  * broker.values('orders.dlq'); // what was dead-lettered
  * broker.committed('billing', 'orders'); // the group's next offset, per partition
  * ```
+ *
+ * @category Brokers
  */
 export class MemoryBroker implements Broker {
   /** `'memory'`. */
