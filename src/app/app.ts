@@ -113,8 +113,8 @@ export class App {
 
   /**
    * Mounts subscribers on a broker: `configure` gets a router (no prefix) to `include` into. Every setting
-   * is checked here; a bad one throws `SluiceError` naming the subscriber, the field and the value. May be
-   * called once per broker, or several times, before {@link App.start}.
+   * is checked here; a bad one throws `SluiceError` naming the subscriber, the field and the value. Call it
+   * once per broker (or again for the same one), before {@link App.start}.
    *
    * @param broker - where the subscribers read and their dead letters go: a {@link MemoryBroker}, a
    *   `KafkaBroker` (from `sluice/kafka`), or any {@link Broker}.

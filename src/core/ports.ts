@@ -40,7 +40,8 @@ export interface Broker {
 }
 
 /**
- * What a consumer reports back to the subscription that owns it.
+ * What a subscription asks of {@link Broker.consume}: the topic and group to read, and the callbacks
+ * through which the consumer reports back to it.
  *
  * @category Brokers
  */

@@ -94,7 +94,7 @@ export interface PaceRun {
   readonly events: readonly unknown[];
   /** How many starts it carries (for `debounce`, how many it collapsed). */
   readonly size: number;
-  /** When it left its coordinator: its window closed and its rate let it start. */
+  /** When it left its coordinator, in milliseconds since the epoch: its window closed and its rate let it start. */
   readonly startedAt: number;
   /** Its order among waiting runs (`pace.order`), 0 without one. */
   readonly order: number;

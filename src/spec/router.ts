@@ -17,7 +17,7 @@ export interface RouterOptions extends SharedOptions {
 }
 
 /**
- * What `include` takes: a spec, a builder's product, a router, a decorated class or an instance of one.
+ * What `include` takes: a spec, a builder (built at `include`), a router, a decorated class or an instance of one.
  *
  * @category Subscribers
  */
@@ -57,6 +57,8 @@ export class Router {
   private mountedBy: string | undefined;
 
   /**
+   * A router with nothing included yet.
+   *
    * @param options - the prefix and the defaults, checked as a subscriber's settings are.
    * @throws {@link SluiceError} `CONFIG_INVALID` (or `WORKERS_INVALID`) for a bad or unknown setting.
    */

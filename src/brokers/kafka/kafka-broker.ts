@@ -87,7 +87,7 @@ export class KafkaBroker implements Broker {
    * Makes the kafkajs client; connects nothing (the app calls `connect` at `start()`).
    *
    * @throws TypeError when `brokers` lists no server.
-   * @throws {@link sluice!SluiceError} `CONFIG_INVALID` when `metadataMaxAgeMs` is not a positive integer.
+   * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when `metadataMaxAgeMs` is not a positive integer.
    */
   constructor(private readonly options: KafkaBrokerOptions) {
     if (!Array.isArray(options?.brokers) || options.brokers.length === 0) throw new TypeError('KafkaBroker: brokers must list at least one host:port');
@@ -145,7 +145,7 @@ export class KafkaBroker implements Broker {
    * strings or bytes; a header given an array of values is sent once per value. Resolves once the
    * in-sync replicas have it.
    *
-   * @throws {@link sluice!SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the message
+   * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the message
    *   itself (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`, `INVALID_RECORD`, `INVALID_TIMESTAMP`) or the
    *   topic name (`INVALID_TOPIC_EXCEPTION`); `CONFIG_INVALID` for a pinned `partition` the topic does not
    *   have. A partition just added that the producer does not know yet rejects with a plain, retriable
@@ -191,7 +191,7 @@ export class KafkaBroker implements Broker {
    * Starts a kafkajs consumer (a client of its own) in `request.group` for `request.topic`, with Sluice's
    * round-robin assigner; resolves once it has its first assignment. The app calls it.
    *
-   * @throws {@link sluice!SluiceError} (as a rejection) `TOPIC_MISSING` when the topic does not exist and
+   * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `TOPIC_MISSING` when the topic does not exist and
    *   `createTopics` is off.
    */
   async consume(request: ConsumeRequest): Promise<Consumer> {

@@ -61,6 +61,8 @@ export class MemoryBroker implements Broker {
   private readonly maxMessageBytes: number | undefined;
 
   /**
+   * A broker with no topics yet; each is created on first use (or by {@link MemoryBroker.createTopic}).
+   *
    * @param options - partition counts, the clock of message timestamps, a size limit.
    * @throws {@link SluiceError} `CONFIG_INVALID` when `partitions`, a count in `topics` or `maxMessageBytes`
    *   is not a positive integer, or `now` is not a function.
