@@ -9,7 +9,10 @@ import type { Logger } from './ports.js';
 export interface RunInfo {
   /** `<key>@<uuid>`, fixed when the window opened. */
   readonly id: string;
-  /** The key whose coordinator made the run: the subscriber's `key` function's, or the message key (`''` for keyless deliveries). */
+  /**
+   * The key whose coordinator made the run: the one `app.send` was given, or a delivery's (the
+   * subscriber's `key` function's, else the message key; `''` for keyless deliveries).
+   */
   readonly key: string;
   /** How many events the run carries (for `debounce`, how many starts it collapsed). */
   readonly size: number;
