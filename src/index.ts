@@ -1,6 +1,29 @@
 /**
- * Sluice: subscribers, worker pools, by-key lanes, the memory broker and the testing helpers.
- * The Kafka broker is in `sluice/kafka`.
+ * Sluice: subscribers, worker pools, by-key lanes, durable pace, the memory broker and the testing
+ * helpers. The Kafka broker is in `sluice/kafka`.
+ *
+ * Start with {@link App}, {@link subscriber} and {@link MemoryBroker}; the guides in the repository's
+ * `docs/` folder (subscribers, workers, routers, pace, store, testing, kafka) tell the same story at
+ * length.
+ *
+ * @example
+ * ```ts
+ * import 'reflect-metadata';
+ * import { App, HandlerOutcome, MemoryBroker, subscriber, type Context } from 'sluice';
+ *
+ * class Billing {
+ *   @subscriber('orders', { workers: 4, retry: { attempts: 3 } })
+ *   async bill(order: { id: string; cents: number }, ctx: Context) {
+ *     await charge(order, { signal: ctx.signal });
+ *     return HandlerOutcome.ack();
+ *   }
+ * }
+ *
+ * const app = new App({ name: 'billing' }).withBroker(new MemoryBroker(), (b) => b.include(Billing));
+ * await app.run(); // serves until SIGINT/SIGTERM, then stops gracefully
+ * ```
+ *
+ * @module sluice
  */
 export { App, type AppOptions, type Receipt } from './app/app.js';
 export { STRIPPED_HEADER, type DeadLetterCounts } from './app/executor.js';
@@ -21,7 +44,7 @@ export {
 } from './core/message.js';
 export { HandlerOutcome } from './core/outcome.js';
 export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, ShardLog, Store, Timer, TimerOptions } from './core/ports.js';
-export { lanes, pool, type DispatchStrategy } from './dispatch/strategy.js';
+export { lanes, pool, type DispatchStrategy, type Keyed, type Scheduler } from './dispatch/strategy.js';
 export { MAX_BATCH, MAX_KEY_BYTES } from './pace/config.js';
 export { MAX_WORKERS } from './spec/validate.js';
 export type { PaceReceipt, PaceRun } from './pace/rules.js';

@@ -3,14 +3,25 @@ import { SluiceError, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
 import type { SharedOptions } from '../spec/options.js';
 
-/** Settings of an {@link App}. */
+/**
+ * Settings of an {@link App}. Checked by the constructor: an unknown key or a bad value throws
+ * {@link SluiceError} `CONFIG_INVALID`.
+ *
+ * @category App
+ */
 export interface AppOptions {
-  /** The app's name: the default consumer group, and the folder of its file store. */
+  /**
+   * The app's name: the default consumer group, bound to every log line, and the folder of its default
+   * store (`.sluice/<name>`). A non-empty string without NUL; with a paced subscriber and no `store`, a
+   * plain folder name (no `/`, `\`, `.` or `..`).
+   */
   name: string;
+  /** The app's version, written in the `started` log line. @default '0.0.0' */
   version?: string;
   /**
-   * The bound of a whole `stop()`, in ms: in-flight deliveries finish within it (then `ctx.signal` is
-   * aborted), and the final commit and closing the brokers get what is left of it. @default 30_000
+   * The bound of a whole `stop()`, in milliseconds: in-flight deliveries finish within it (then their
+   * `ctx.signal` is aborted), and the final commit and closing the brokers get what is left of it. Also
+   * how long a rebalance's revoke lets in-flight deliveries finish. A finite number >= 0. @default 30_000
    */
   shutdownTimeoutMs?: number;
   /**
@@ -18,18 +29,19 @@ export interface AppOptions {
    * the working directory, opened only when the app has a paced subscriber
    */
   store?: Store;
-  /** @default the system clock */
+  /** The clock every timer of the app runs on; tests pass a {@link ManualClock}. @default `new SystemClock()` */
   clock?: Clock;
-  /** @default JSON lines on stderr at `SLUICE_LOG_LEVEL` (default `info`) */
+  /** Where the app logs. @default {@link jsonLogger}: JSON lines on stderr at `SLUICE_LOG_LEVEL` (default `info`) */
   logger?: Logger;
   /** Defaults for every subscriber of the app (a router's and the subscriber's own settings win). */
   defaults?: SharedOptions;
   /**
    * The most finished-but-uncommittable deliveries per partition (behind one that is still running)
-   * before that partition is paused. @default 10_000
+   * before that partition is paused; it resumes when the partition's watermark moves. A positive integer.
+   * @default 10_000
    */
   maxUncommitted?: number;
-  /** Makes the UUID of each new run ID. @default crypto.randomUUID; tests and the simulator pass a seeded one */
+  /** Makes the UUID of each new run ID (`<key>@<uuid>`); tests and the simulator pass a seeded one. @default `crypto.randomUUID` */
   randomUUID?: () => string;
 }
 

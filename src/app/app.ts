@@ -16,8 +16,16 @@ import { Subscription } from './subscription.js';
 
 export type { AppOptions };
 
-/** The result of `app.send`: the run a paced start joined, or a dropped start. */
-export type Receipt = PaceReceipt | { readonly dropped: true };
+/**
+ * What {@link App.send} resolves with: the run a paced start joined (`{ runId, duplicate }`), or
+ * `{ dropped: true }` when the subscriber's `pace.drop` dropped the start (no run is made for it).
+ *
+ * @category App
+ */
+export type Receipt = PaceReceipt | {
+  /** The start was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
+  readonly dropped: true;
+};
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -43,11 +51,26 @@ class StartInterrupted extends Error {}
  * start() may be called again. A part that fails to close is logged, the rest are closed, the app ends
  * stopped and stop() rejects with the failure. While `start`, `stop`, `run` or `idle` is awaited, the
  * process stays alive.
+ *
+ * @example
+ * ```ts
+ * const app = new App({ name: 'billing', shutdownTimeoutMs: 10_000 })
+ *   .withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', bill).workers(4).build()));
+ * await app.start();
+ * // ...
+ * await app.stop();
+ * ```
+ *
+ * @category App
  */
 export class App {
+  /** The app's name (`options.name`): the default consumer group, in every log line, and the default store's folder. */
   readonly name: string;
+  /** `options.version`, written in the `started` log line. @defaultValue `'0.0.0'` */
   readonly version: string;
+  /** The clock every timer of the app runs on: retry backoff, handler timeouts, the shutdown deadline, pace windows. */
   readonly clock: Clock;
+  /** The app's logger, with `app: <name>` bound; it never throws into the app, whatever the logger given does. */
   readonly log: Logger;
   private readonly shutdownTimeoutMs: number;
   /** `options.defaults`, checked and frozen at construction. */
@@ -68,6 +91,13 @@ export class App {
   private readonly stopCalled: Promise<'stop'>;
   private onStopCalled: () => void = () => {};
 
+  /**
+   * Checks the settings; nothing is connected or opened before {@link App.start}.
+   *
+   * @param options - the app's name and settings; see {@link AppOptions}.
+   * @throws {@link SluiceError} `CONFIG_INVALID` for an unknown setting or a bad value (a `clock`, `store`
+   *   or `logger` that is not one), `WORKERS_INVALID` (or `CONFIG_INVALID`) for bad `defaults`.
+   */
   constructor(private readonly options: AppOptions) {
     checkAppOptions(options);
     this.stopCalled = new Promise((resolve) => (this.onStopCalled = () => resolve('stop')));
@@ -83,7 +113,18 @@ export class App {
 
   /**
    * Mounts subscribers on a broker: `configure` gets a router (no prefix) to `include` into. Every setting
-   * is checked here; a bad one throws `SluiceError` naming the subscriber, the field and the value.
+   * is checked here; a bad one throws `SluiceError` naming the subscriber, the field and the value. Call it
+   * once per broker (or again for the same one), before {@link App.start}.
+   *
+   * @param broker - where the subscribers read and their dead letters go: a {@link MemoryBroker}, a
+   *   `KafkaBroker` (from `sluice/kafka`), or any {@link Broker}.
+   * @param configure - called at once with a router to `include` specs, builders, decorated classes or
+   *   instances, and routers into.
+   * @returns the app, to chain.
+   * @throws {@link SluiceError} `APP_STATE` after `start()`; `CONFIG_INVALID` for two subscribers with one
+   *   name, two subscribers of one topic in one group, bad merged settings or pace, or (for an app with a
+   *   paced subscriber and no `store`) a name that is not a plain folder name; `WORKERS_INVALID`,
+   *   `PACE_UNKNOWN_PART` and `PACE_BAD_DURATION` as their settings say.
    */
   withBroker(broker: Broker, configure: (b: Router) => void): this {
     if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
@@ -106,7 +147,11 @@ export class App {
     return this;
   }
 
-  /** The compiled settings of every subscriber, by name. */
+  /**
+   * Every mounted subscriber with every setting resolved (its own over its routers' over the app's
+   * `defaults` over {@link DEFAULTS}), in the order they were mounted. For checking what a configuration
+   * came to.
+   */
   subscribers(): readonly CompiledSubscriber[] {
     return this.mounts.flatMap((m) => m.subscribers);
   }
@@ -114,14 +159,20 @@ export class App {
   /**
    * What became of each running subscriber's dead letters since `start()`, by name: published whole,
    * published stripped (the broker refused the whole one), lost (refused even stripped), dropped.
+   * Empty before `start()` and after `stop()`.
    */
   deadLetters(): Readonly<Record<string, Readonly<DeadLetterCounts>>> {
     return Object.fromEntries(this.subscriptions.map((s) => [s.sub.name, { ...s.deadLetters }]));
   }
 
   /**
-   * Connects the brokers and starts every subscription; resolves once the app is running. A start that
-   * fails (or that `stop()` interrupts) closes what it had opened; see the lifecycle table above.
+   * Connects the brokers, opens the store (for paced subscribers) and starts every subscription;
+   * resolves once the app is running. A start that fails (or that `stop()` interrupts) closes what it had
+   * opened; see the lifecycle table above.
+   *
+   * @throws {@link SluiceError} `APP_STATE` (as a rejection) unless the app is new, or when `stop()`
+   *   interrupted the start; `STORE_CORRUPT` when a shard of the store cannot be recovered;
+   *   `TOPIC_MISSING` from `KafkaBroker` for a missing topic; whatever a broker's `connect` rejects with.
    */
   start(): Promise<void> {
     if (this.state !== 'new') return Promise.reject(new SluiceError('APP_STATE', `App "${this.name}": start() needs a new app, it is ${this.state}${STATE_HINT[this.state]}`));
@@ -287,7 +338,10 @@ export class App {
 
   /**
    * Resolves once every delivery published so far is settled: nothing in flight (retries waiting on the
-   * clock included) and nothing left to read. For tests.
+   * clock included) and nothing left to read. For tests. Messages that handlers publish onward count too
+   * when a subscriber of this app reads them. For paced subscribers it waits for the records under way and
+   * the runs in flight, not for windows still open nor starts waiting for their rate: with a
+   * {@link ManualClock}, advance it past them first (and past a retry's backoff), or `idle()` waits for ever.
    */
   idle(): Promise<void> {
     return held(() => this.waitIdle());
@@ -319,6 +373,22 @@ export class App {
    * A start of a paced subscriber, for callers without a broker: resolves once the event is durable, with
    * the run it joined (from then on it is part of exactly one run, across any crash). An `eventId` the key
    * has seen within `dedup` gets the first receipt again, with `duplicate: true`, and adds nothing.
+   *
+   * @param name - the paced subscriber's name.
+   * @param start - `key`: the key whose coordinator takes the start; `event`: the payload, a JSON value;
+   *   `eventId`: optional, a non-empty string that makes a retried send join once.
+   * @returns the {@link Receipt}: the run ID (`<key>@<uuid>`) the start joined, or `{ dropped: true }`.
+   * @throws {@link SluiceError} (as a rejection) `UNKNOWN_SUBSCRIBER` for an unknown name;
+   *   `CONFIG_INVALID` for a subscriber without pace; `APP_STATE` when the app is not running;
+   *   `SEND_INVALID` for a key that is not a string or is over {@link MAX_KEY_BYTES}, an empty `eventId`,
+   *   an event that is not JSON or whose record is over 64 MiB, or an `order` that throws or is not a
+   *   finite number.
+   *
+   * @example
+   * ```ts
+   * const receipt = await app.send('reindex', { key: 'row-7', event: { rowId: 'row-7' }, eventId: 'chg-91' });
+   * // { runId: 'row-7@6f1c…', duplicate: false }: durable once this resolves
+   * ```
    */
   send(name: string, start: { key: string; event: unknown; eventId?: string }): Promise<Receipt> {
     // Not async: the hot path hands back the pacer's own promise, one fewer to resolve per send.

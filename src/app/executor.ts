@@ -13,10 +13,21 @@ const ABANDONED = Symbol('abandoned');
 const UNDECODABLE = Symbol('undecodable');
 const ACK = HandlerOutcome.ack();
 const NO_BYTES = new Uint8Array(0);
-/** The header of a dead letter sent stripped: why the broker refused it whole. */
+/**
+ * The header of a dead letter sent stripped, `x-sluice-stripped`: why the broker refused the whole one
+ * (`PUBLISH_REFUSED`: too large, invalid). A stripped dead letter keeps the original key, has an empty
+ * value and only Sluice's headers, plus this one and `x-sluice-original-value-bytes`; the original
+ * topic, partition and offset headers tell where to find the message.
+ *
+ * @category Messages
+ */
 export const STRIPPED_HEADER = 'x-sluice-stripped';
 
-/** What became of a subscriber's dead letters (since its app started). */
+/**
+ * What became of a subscriber's dead letters (since its app started).
+ *
+ * @category App
+ */
 export interface DeadLetterCounts {
   /** Published whole: the original message with Sluice's headers. */
   published: number;

@@ -7,12 +7,19 @@ export const MAX_NODE_TIMEOUT_MS = 2 ** 31 - 1;
  * The system clock: `Date.now()` and Node timers. A timer holds the process open only when set with
  * `keepAlive` (something awaited waits for it); the others are unref'd, so an idle app never keeps Node
  * running by itself.
+ *
+ * @category Time and logs
  */
 export class SystemClock implements Clock {
+  /** `Date.now()`: milliseconds since the epoch. */
   now(): number {
     return Date.now();
   }
 
+  /**
+   * Calls `fire` once, `delayMs` milliseconds from now (never synchronously; a delay past Node's 2^31 − 1
+   * ms limit is chained in steps). It holds the process open only with `{ keepAlive: true }`.
+   */
   setTimer(delayMs: number, fire: () => void, options?: TimerOptions): Timer {
     let handle: NodeJS.Timeout;
     const due = Date.now() + Math.max(0, delayMs);

@@ -1,6 +1,9 @@
 /**
- * Errors as a closed union of codes. Every error Sluice throws on purpose is a {@link SluiceError}
- * whose `code` is one of {@link ERROR_CODES}; the message names the subscriber, the field and the value.
+ * Every {@link ErrorCode}, in one array: the closed list of codes a {@link SluiceError} can carry. Every
+ * error Sluice throws on purpose is a `SluiceError` whose `code` is one of these; a settings error's
+ * message names the subscriber (or app, router, broker), the field and the value.
+ *
+ * @category Errors
  */
 export const ERROR_CODES = [
   'WORKERS_INVALID',
@@ -18,16 +21,48 @@ export const ERROR_CODES = [
 ] as const;
 
 /**
- * One of {@link ERROR_CODES}. `PUBLISH_REFUSED`: a broker refused a message for good (too large, invalid), so
- * publishing it again cannot succeed; any other publish error may pass.
+ * One of {@link ERROR_CODES}: what went wrong, stable across versions (the message is for people).
+ *
+ * - `WORKERS_INVALID`: `workers` is not a positive integer, or is over {@link MAX_WORKERS}.
+ * - `CONFIG_INVALID`: any other bad setting (an unknown option, a value of the wrong kind, settings that
+ *   cannot be combined, two subscribers with one name), a bad `MemoryBroker` publish or setting, and
+ *   `app.send` to a subscriber without pace.
+ * - `PACE_UNKNOWN_PART`: a `pace` part that does not exist.
+ * - `PACE_BAD_DURATION`: a {@link Duration} that does not read.
+ * - `UNKNOWN_SUBSCRIBER`: `app.send` with a name no subscriber has.
+ * - `DECODE_FAILED`: never thrown to your code; a message that does not decode is dead-lettered with a
+ *   reason that starts with it.
+ * - `STORE_CORRUPT`: a store's files are damaged in a way recovery must not repair (`start()` rejects).
+ * - `HANDLER_TIMEOUT`: never thrown to your code; a timed-out attempt counts as failed.
+ * - `APP_STATE`: a call the app's lifecycle does not allow now (`start()` twice, `withBroker` after
+ *   `start()`, `app.send` while not running, changing a router after it was mounted).
+ * - `SEND_INVALID`: `app.send` with a bad key, event ID or event (see {@link App.send}).
+ * - `PUBLISH_REFUSED`: a broker refused a message for good (too large, invalid), so publishing it again
+ *   cannot succeed; any other publish error may pass.
+ * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).
+ *
+ * @category Errors
  */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
-/** The error Sluice throws: a stable `code`, a precise message and, where there is one, the `cause`. */
+/**
+ * The error Sluice throws: a stable `code`, a precise message and, where there is one, the `cause`.
+ *
+ * @category Errors
+ */
 export class SluiceError extends Error {
+  /** Always `'SluiceError'`. */
   override readonly name = 'SluiceError';
+  /** What went wrong: one of {@link ERROR_CODES}. Test it rather than the message. */
   readonly code: ErrorCode;
 
+  /**
+   * Makes an error with a code; Sluice throws these, and a custom {@link Broker} may too (`PUBLISH_REFUSED`).
+   *
+   * @param code - what went wrong.
+   * @param message - who (a subscriber, the app, a broker), which field, and the value that was refused.
+   * @param options - `cause`: the error underneath, where there is one (a broker client's error).
+   */
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;

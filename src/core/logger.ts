@@ -8,11 +8,22 @@ export function parseLogLevel(text: string | undefined, fallback: LogLevel): Log
 }
 
 /**
- * The default logger: one JSON object per line on stderr, at `level` and above. The level comes from
- * `SLUICE_LOG_LEVEL` when not given (default `info`); the test setup sets it to `silent`.
+ * The default logger: one JSON object per line on stderr (`time`, `level`, `msg`, then the fields), at
+ * `level` and above. The level comes from `SLUICE_LOG_LEVEL` when not given (`debug`, `info`, `warn`,
+ * `error` or `silent`; default `info`).
  *
- * It never throws: any field value is written (a BigInt as its digits, a cycle as `"[Circular]"`, an error
+ * It never throws: any field value is written (a BigInt as its digits and `n`, a cycle as `"[Circular]"`, an error
  * as its name, message, stack and cause), and a `write` that throws loses the line, not the caller.
+ *
+ * @param options - `level`: the lowest level written; `fields`: bound to every line; `write`: where each
+ *   line goes (default: stderr).
+ *
+ * @example
+ * ```ts
+ * const app = new App({ name: 'billing', logger: jsonLogger({ level: 'warn', fields: { region: 'eu' } }) });
+ * ```
+ *
+ * @category Time and logs
  */
 export function jsonLogger(options: { level?: LogLevel; fields?: LogFields; write?: (line: string) => void } = {}): Logger {
   const level = options.level ?? parseLogLevel(process.env.SLUICE_LOG_LEVEL, 'info');

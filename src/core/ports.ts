@@ -17,19 +17,38 @@ import type { Headers, InboundMessage, PublishOptions } from './message.js';
  *   rejection may pass on a later try. A message pinned to a partition is never dropped in silence.
  * - `consume` joins `group` for `topic`: within a group each partition has one owner at a time and
  *   members share the partitions; every group sees every message.
+ *
+ * @category Brokers
  */
 export interface Broker {
   /** A short name for logs: `memory`, `kafka`. */
   readonly kind: string;
+  /** Connects (the app calls it in `start()`, once per broker); a rejection fails the start. */
   connect(): Promise<void>;
+  /**
+   * Publishes one message: a `Uint8Array` as it is, a string as UTF-8 text, anything else as JSON
+   * (`options.tombstone` sends no value). Resolves once the broker has it.
+   *
+   * @throws {@link SluiceError} `PUBLISH_REFUSED` (as a rejection) when the broker refuses the message for
+   *   good; any other rejection may pass on a later try.
+   */
   publish(topic: string, value: unknown, options?: PublishOptions): Promise<void>;
+  /** Joins `request.group` as a member reading `request.topic`; resolves with the member once it has joined. */
   consume(request: ConsumeRequest): Promise<Consumer>;
+  /** Releases what `connect` opened (the app calls it last in `stop()`, after its consumers closed). */
   close(): Promise<void>;
 }
 
-/** What a consumer reports back to the subscription that owns it. */
+/**
+ * What a subscription asks of {@link Broker.consume}: the topic and group to read, and the callbacks
+ * through which the consumer reports back to it.
+ *
+ * @category Brokers
+ */
 export interface ConsumeRequest {
+  /** The topic to read. */
   readonly topic: string;
+  /** The consumer group to join. */
   readonly group: string;
   /** Called whenever `take()` may return more than it did: new messages, new partitions, resumed. */
   onReadable(): void;
@@ -65,6 +84,8 @@ export interface ConsumeRequest {
  * - `commit(p, o)` records that everything below offset `o` of partition `p` is done. It is cheap; the
  *   adapter sends it on its own schedule, and always in `flush()` and before a revoke completes.
  *   Commits for partitions the member no longer owns are ignored.
+ *
+ * @category Brokers
  */
 export interface Consumer {
   /** Up to `max` messages ready now; an empty array when none are. */
@@ -78,8 +99,11 @@ export interface Consumer {
   lag(): Promise<number>;
   /** The partitions this member owns now. */
   assigned(): readonly number[];
+  /** Stops handing out messages of `partition` (the app's `maxUncommitted` cap was reached) until `resume`. */
   pause(partition: number): void;
+  /** Hands out messages of `partition` again after `pause`. */
   resume(partition: number): void;
+  /** Records that everything below `offset` of `partition` is done: the next offset the group will read. */
   commit(partition: number, offset: number): void;
   /**
    * Nothing of `partition` is running or waiting for a worker any more (what is left, if anything, waits
@@ -108,8 +132,11 @@ export interface Consumer {
  *   as an unbroken prefix of what was appended;
  * - a failed fsync is fatal: the log refuses every later append (the host crashes and recovers), and
  *   an fsync is never retried.
+ *
+ * @category Store
  */
 export interface ShardLog {
+  /** The shard's number, from 0 to the store's `shards` − 1. */
   readonly shard: number;
   /**
    * Appends a record. Its LSN is fixed by the call (LSNs are given in call order: `assignedLsn()` right
@@ -128,25 +155,63 @@ export interface ShardLog {
    */
   writeSnapshot(lsn: number, state: Uint8Array): Promise<void>;
   /** The latest snapshot, or undefined. Replay continues from its `lsn + 1`. */
-  readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined>;
+  readSnapshot(): Promise<
+    | {
+        /** The LSN of the last record the snapshot covers. */
+        lsn: number;
+        /** The snapshot's bytes, as `writeSnapshot` was given them. */
+        state: Uint8Array;
+      }
+    | undefined
+  >;
 }
 
-/** Durable storage: a fixed number of shard logs. Open once, before use; close once, at the end. */
+/**
+ * Durable storage for pace: a fixed number of shard logs. Open once, before use; close once, at the end.
+ * Made by {@link fileStore} (the default) or {@link memoryStore} (tests), and given to an app as
+ * `new App({ store })`.
+ *
+ * @category Store
+ */
 export interface Store {
+  /** How many shard logs it has; a key's shard is `shardOf(key, shards)`. */
   readonly shards: number;
   /** How many records between a shard's snapshots, if the store says (its hosts' default otherwise). */
   readonly snapshotEvery?: number;
+  /**
+   * Opens the store (the app calls it in `start()`): for a file store, takes the directory's lock and
+   * recovers every shard.
+   *
+   * @throws {@link SluiceError} (as a rejection) `STORE_CORRUPT` when a shard cannot be recovered;
+   *   `CONFIG_INVALID` when the directory was made with another shard count, or another process (or this
+   *   one) has it open.
+   */
   open(): Promise<void>;
+  /**
+   * The log of shard `shard`.
+   *
+   * @throws RangeError when there is no such shard.
+   */
   log(shard: number): ShardLog;
+  /** Closes the store (a file store first finishes a snapshot being written) and lets its lock go. */
   close(): Promise<void>;
 }
 
-/** A cancellable timer handle. */
+/**
+ * A cancellable timer handle.
+ *
+ * @category Time and logs
+ */
 export interface Timer {
+  /** The timer will not fire; cancelling a timer that fired or was cancelled does nothing. */
   cancel(): void;
 }
 
-/** How a timer is set. */
+/**
+ * How a timer is set.
+ *
+ * @category Time and logs
+ */
 export interface TimerOptions {
   /**
    * Something the user awaits (or work the app has taken on) waits for this timer: it keeps the process
@@ -158,6 +223,8 @@ export interface TimerOptions {
 /**
  * Time. The app reads time and sets timers only through this port, so tests drive time with
  * `ManualClock` and never sleep.
+ *
+ * @category Time and logs
  */
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -205,18 +272,35 @@ export interface Faults {
 /** The faults injected into options (see {@link Faults}); none when the key is not set. */
 export const faultsOf = (options: object): Faults => (options as { [key: symbol]: Faults | undefined })[Symbol.for('sluice.faults')] ?? {};
 
-/** Severity of a log line. `silent` logs nothing. */
+/**
+ * Severity of a log line. `silent` logs nothing.
+ *
+ * @category Time and logs
+ */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
-/** Structured fields of a log line. */
+/**
+ * Structured fields of a log line.
+ *
+ * @category Time and logs
+ */
 export type LogFields = Readonly<Record<string, unknown>>;
 
-/** A structured logger. `child` binds fields to every line it writes. */
+/**
+ * A structured logger. `child` binds fields to every line it writes.
+ *
+ * @category Time and logs
+ */
 export interface Logger {
+  /** Logs a line at level `debug`, with `fields` (and the fields bound by `child`). */
   debug(message: string, fields?: LogFields): void;
+  /** Logs a line at level `info`. */
   info(message: string, fields?: LogFields): void;
+  /** Logs a line at level `warn`. */
   warn(message: string, fields?: LogFields): void;
+  /** Logs a line at level `error`. */
   error(message: string, fields?: LogFields): void;
+  /** A logger that writes to the same place with `fields` bound to every line (over this one's). */
   child(fields: LogFields): Logger;
 }
 

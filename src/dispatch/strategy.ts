@@ -1,12 +1,18 @@
 /**
- * How deliveries are spread over n workers: a strategy object (not a subclass) that makes the queue the
- * workers draw from. Jobs carry their partition key.
+ * What a {@link Scheduler} queues: anything that carries its partition key.
+ *
+ * @category Dispatch
  */
 export interface Keyed {
+  /** The partition key; `undefined` for a keyless delivery, which any free worker may take. */
   readonly key: string | undefined;
 }
 
-/** The queue of one subscription's jobs: what may run next, and what a finished job frees. */
+/**
+ * The queue of one subscription's jobs: what may run next, and what a finished job frees.
+ *
+ * @category Dispatch
+ */
 export interface Scheduler<J extends Keyed> {
   /** Queues a job; true when it is runnable at once (not waiting behind its key). */
   push(job: J): boolean;
@@ -16,14 +22,34 @@ export interface Scheduler<J extends Keyed> {
   done(job: J): void;
 }
 
+/**
+ * How deliveries are spread over n workers: a strategy object (not a subclass) that makes the queue the
+ * workers draw from. Made by {@link pool} and {@link lanes}; a subscriber gets a pool from `workers(n)`
+ * and lanes from `workersByKey(n)`.
+ *
+ * @category Dispatch
+ */
 export interface DispatchStrategy {
+  /** `pool`: one queue, any order; `lanes`: one key's deliveries in order. */
   readonly name: 'pool' | 'lanes';
   /** Workers in all: the most deliveries in flight. */
   readonly workers: number;
+  /** Makes an empty queue of this strategy, for one subscription. */
   scheduler<J extends Keyed>(): Scheduler<J>;
 }
 
-/** n long-lived workers over one FIFO queue: completion in any order. */
+/**
+ * n long-lived workers over one FIFO queue: deliveries start in the order read and complete in any order.
+ *
+ * @example
+ * ```ts
+ * const q = pool(4).scheduler<{ key: string | undefined }>();
+ * q.push({ key: 'a' }); q.push({ key: 'a' });
+ * q.next(); q.next(); // both runnable at once: a pool ignores keys
+ * ```
+ *
+ * @category Dispatch
+ */
 export function pool(n: number): DispatchStrategy {
   return { name: 'pool', workers: n, scheduler: <J extends Keyed>() => new FifoScheduler<J>() };
 }
@@ -34,6 +60,18 @@ export function pool(n: number): DispatchStrategy {
  * that key has work in flight: a free worker takes the oldest delivery whose key is not running, so no
  * worker idles behind another key's backlog (a fixed hash(key) mod n lane would: with 100 lanes, 100
  * distinct keys land in only ~63 of them).
+ *
+ * @example
+ * ```ts
+ * const q = lanes(4).scheduler<{ key: string | undefined }>();
+ * const first = { key: 'a' };
+ * q.push(first); // true: runnable
+ * q.push({ key: 'a' }); // false: waits behind the first
+ * q.next(); // the first
+ * q.done(first); // the second becomes runnable
+ * ```
+ *
+ * @category Dispatch
  */
 export function lanes(n: number): DispatchStrategy {
   return { name: 'lanes', workers: n, scheduler: <J extends Keyed>() => new KeyedScheduler<J>() };

@@ -6,16 +6,24 @@ import { SluiceError, show } from '../core/errors.js';
 import { parseDuration } from '../spec/duration.js';
 import type { PaceOptions } from '../spec/options.js';
 
-/** The most events one batch run carries: `pace.batch.max` may not exceed it, and is it by default. */
+/**
+ * The most events one batch run carries, 1,000: `pace.batch.max` may not exceed it (`CONFIG_INVALID`), and
+ * is it by default.
+ *
+ * @category Pace
+ */
 export const MAX_BATCH = 1_000;
 
 /**
- * The longest key a paced subscriber takes, in UTF-8 bytes: a longer one is refused (`app.send`) or
- * dead-lettered (a broker delivery) with `SEND_INVALID`.
+ * The longest key a paced subscriber takes, 65,535 bytes as UTF-8: `app.send` refuses a longer one with
+ * `SEND_INVALID`; a broker delivery with one is dead-lettered (reason `DECODE_FAILED: the delivery cannot
+ * be journaled for pace: …`) and its offset committed.
+ *
+ * @category Pace
  */
 export const MAX_KEY_BYTES = 65_535;
 
-/** How long event IDs are remembered after a key's last event with an ID, unless `pace.dedup` says. */
+/** How long an event ID is remembered after it arrived, unless `pace.dedup` says. */
 export const DEFAULT_DEDUP_MS = 10 * 60_000;
 /** How long a batch waits after its first event, unless `pace.batch.wait` says. */
 export const DEFAULT_BATCH_WAIT_MS = 10_000;

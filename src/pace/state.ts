@@ -78,14 +78,23 @@ export interface PaceState {
   readonly idsUntil?: number;
 }
 
-/** A run leaving a coordinator, for the subscriber's dispatch. */
+/**
+ * A run leaving a coordinator, for the subscriber's dispatch: what its handler's payload and `ctx.run` are made of.
+ *
+ * @category Pace
+ */
 export interface PaceRun {
+  /** The paced subscriber's name. */
   readonly subscriber: string;
+  /** The key whose coordinator made the run. */
   readonly key: string;
+  /** The run ID, `<key>@<uuid>`: fixed when its window's first start arrived, and in every receipt of it. */
   readonly id: string;
+  /** The events it carries, as JSON gives them back: the latest start's (debounce), every one in arrival order (batch), or the start's own. */
   readonly events: readonly unknown[];
+  /** How many starts it carries (for `debounce`, how many it collapsed). */
   readonly size: number;
-  /** When it left its coordinator: its window closed and its rate let it start. */
+  /** When it left its coordinator, in milliseconds since the epoch: its window closed and its rate let it start. */
   readonly startedAt: number;
   /** Its order among waiting runs (`pace.order`), 0 without one. */
   readonly order: number;
@@ -103,9 +112,15 @@ export interface PaceDrop {
 /** What leaves a coordinator once its record is durable. */
 export type PaceOutput = PaceRun | PaceDrop;
 
-/** What `app.send` resolves with for a start that joined a run. */
+/**
+ * What `app.send` resolves with for a start that joined a run.
+ *
+ * @category Pace
+ */
 export interface PaceReceipt {
+  /** The run the start joined, `<key>@<uuid>`: its handler sees it as `ctx.run.id`, on every attempt. */
   readonly runId: string;
+  /** True when the key had seen this `eventId` within `dedup`: the first receipt again, and nothing added. */
   readonly duplicate: boolean;
 }
 

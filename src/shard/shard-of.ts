@@ -1,6 +1,12 @@
 /**
  * The shard a key belongs to: FNV-1a (32 bits, over UTF-16 code units) mod `shards`. Stable across
  * processes, versions and machines, since the shard's log on disk depends on it.
+ *
+ * @param key - the key to place: any string.
+ * @param shards - the store's shard count, a positive integer.
+ * @returns a shard number from 0 to `shards` − 1.
+ *
+ * @category Store
  */
 export function shardOf(key: string, shards: number): number {
   let hash = 0x811c9dc5;

@@ -4,30 +4,64 @@ import type { Handler, KeyFn, PaceOptions, SharedOptions, SubscriberOptions } fr
 import type { Mounted } from './router.js';
 import { checkName, validateOptions } from './validate.js';
 
-/** A subscriber with every setting resolved: what the app runs. Frozen. */
+/**
+ * A subscriber with every setting resolved (its own over its routers' over the app's `defaults` over
+ * {@link DEFAULTS}): what the app runs, and what {@link App.subscribers} lists. Frozen.
+ *
+ * @category Subscribers
+ */
 export interface CompiledSubscriber {
+  /** Its name, unique in the app. */
   readonly name: string;
+  /** The full topic, router prefixes included. */
   readonly topic: string;
+  /** The consumer group: its own, a router's, the app's `defaults`', or the app's name. */
   readonly group: string;
+  /** Workers (or lanes): the most deliveries in flight. */
   readonly workers: number;
+  /** True for lanes by key, false for a pool. */
   readonly byKey: boolean;
+  /** The `key` function; `undefined` for the broker's key. */
   readonly key: KeyFn | undefined;
+  /** The decoder as a function of the raw bytes (a `parse` object is wrapped: JSON first, then `parse`). */
   readonly decode: (raw: Uint8Array) => unknown;
   /** Messages per batch for batch handlers; undefined for one-at-a-time handlers. */
   readonly batchMax: number | undefined;
-  readonly retry: { readonly attempts: number; readonly initialMs: number; readonly maxMs: number };
+  /** The retry policy. */
+  readonly retry: {
+    /** Attempts in all, the first included. */
+    readonly attempts: number;
+    /** The delay before the second attempt, in milliseconds; it doubles for each attempt after. */
+    readonly initialMs: number;
+    /** The longest delay between attempts, in milliseconds. */
+    readonly maxMs: number;
+  };
+  /** The dead-letter topic (by default `<topic>.dlq`), or `false`: rejected and exhausted deliveries are dropped. */
   readonly deadLetter: string | false;
+  /** How long one attempt may take, in milliseconds. */
   readonly timeoutMs: number;
+  /** The pace settings as given (checked), or `undefined` for an unpaced subscriber. */
   readonly pace: PaceOptions | undefined;
+  /** The handler (a decorated method bound to its instance, a handler object's `handle` bound to it). */
   readonly handler: Handler;
 }
 
-/** Defaults of every subscriber. */
+/**
+ * The built-in defaults of every subscriber, used where neither the subscriber, its routers nor the app's
+ * `defaults` set a value. A missing `retry.backoff.maxMs` is `max(initialMs, DEFAULTS.maxMs)`.
+ *
+ * @category Subscribers
+ */
 export const DEFAULTS = Object.freeze({
+  /** Workers: one delivery at a time, in order. */
   workers: 1,
+  /** Attempts in all, the first included. */
   attempts: 5,
+  /** The first retry's backoff, in milliseconds. */
   initialMs: 100,
+  /** The longest backoff, in milliseconds. */
   maxMs: 30_000,
+  /** How long one attempt may take, in milliseconds. */
   timeoutMs: 60_000,
 });
 

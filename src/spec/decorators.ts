@@ -15,17 +15,59 @@ const METADATA_KEY = 'sluice:subscribers';
 /** Standard (TC39) decorators see the method function, not the prototype: they are kept by function. */
 const declaredByFunction = new WeakMap<Function, Declared[]>();
 
-/** A decorator usable both as a legacy (`experimentalDecorators`) and a standard method decorator. */
+/**
+ * What `@subscriber(topic, options)` returns: a method decorator usable both as a legacy
+ * (`experimentalDecorators`) and a standard (TC39) one.
+ *
+ * @category Subscribers
+ */
 export type SubscriberDecorator = {
   (target: object, propertyKey: string | symbol, descriptor?: PropertyDescriptor): void;
   (value: Function, context: { kind: 'method'; name: string | symbol }): void;
 };
 
 /**
- * `@subscriber(topic, options?)` on a handler method, or `subscriber(topic, handler)` to start a builder.
- * Both produce the same {@link SubscriberSpec}.
+ * Starts a builder chain for `handler` on `topic`: `subscriber('orders', bill).workers(4).build()`. It
+ * produces the same {@link SubscriberSpec} as the decorator.
+ *
+ * @param topic - the topic, a non-empty string (a router's prefix is prepended at mount).
+ * @param handler - a function `(payload, ctx)`, or an object with `handle(payload, ctx)` (called bound
+ *   to it).
+ * @throws {@link SluiceError} `CONFIG_INVALID` for an empty topic.
+ *
+ * @example
+ * ```ts
+ * async function bill(order: Order, ctx: Context) { await charge(order, { signal: ctx.signal }); }
+ * app.withBroker(broker, (b) => b.include(subscriber('orders', bill).workers(4).build()));
+ * ```
+ *
+ * @category Subscribers
  */
 export function subscriber<T = any>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
+/**
+ * `@subscriber(topic, options?)` on a handler method: the method becomes a subscriber of `topic`, bound
+ * to the instance that `include` gets (or makes with `new`, no arguments, when given the class). A
+ * method can carry several. Import `reflect-metadata` once at the top of your entry file.
+ *
+ * @param topic - the topic, a non-empty string (a router's prefix is prepended at mount).
+ * @param options - the subscriber's settings; checked when the class is defined.
+ * @throws {@link SluiceError} `CONFIG_INVALID` for an empty topic, options that are not an object, or (when
+ *   the decorator is applied) a bad setting; `WORKERS_INVALID`, `PACE_UNKNOWN_PART` and
+ *   `PACE_BAD_DURATION` as their settings say.
+ *
+ * @example
+ * ```ts
+ * import 'reflect-metadata';
+ *
+ * class Billing {
+ *   @subscriber('orders', { workers: 4 })
+ *   async bill(order: Order, ctx: Context) { await charge(order, { signal: ctx.signal }); }
+ * }
+ * app.withBroker(broker, (b) => b.include(Billing));
+ * ```
+ *
+ * @category Subscribers
+ */
 export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
 export function subscriber(topic: string, second?: unknown): SubscriberBuilder | SubscriberDecorator {
   if (typeof second === 'function' || (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')) {

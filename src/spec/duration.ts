@@ -9,12 +9,30 @@ const UNIT_MS: Record<string, number> = {
 };
 const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$/i;
 
-/** A duration: milliseconds, or a string such as `'500 ms'`, `'10s'`, `'30 seconds'`, `'2 minutes'`, `'1 hour'`, `'1 day'`. */
+/**
+ * A duration: milliseconds, or a string such as `'500 ms'`, `'10s'`, `'30 seconds'`, `'2 minutes'`,
+ * `'1 hour'`, `'1 day'` (read by {@link parseDuration}).
+ *
+ * @category Pace
+ */
 export type Duration = number | string;
 
 /**
- * Reads a {@link Duration} into whole milliseconds. Anything else throws `PACE_BAD_DURATION`
- * quoting the text, with `where` naming the setting.
+ * Reads a {@link Duration} into whole milliseconds (rounded). A number must be >= 0; text is a number
+ * (decimals allowed) and a unit, in any case: `ms`, `msec(s)`, `millisecond(s)`, `s`, `sec(s)`,
+ * `second(s)`, `m`, `min(s)`, `minute(s)`, `h`, `hr(s)`, `hour(s)`, `d`, `day(s)`.
+ *
+ * @param value - the duration.
+ * @param where - names the setting in the error message.
+ * @throws {@link SluiceError} `PACE_BAD_DURATION` for anything else, quoting the value.
+ *
+ * @example
+ * ```ts
+ * parseDuration('2 minutes', 'pace.debounce'); // 120000
+ * parseDuration(1.5, 'x'); // 2
+ * ```
+ *
+ * @category Pace
  */
 export function parseDuration(value: unknown, where: string): number {
   if (typeof value === 'number') {

@@ -3,82 +3,238 @@ import type { Headers } from '../core/message.js';
 import type { HandlerOutcome } from '../core/outcome.js';
 import type { Duration } from './duration.js';
 
-/** What a handler may return. */
+/**
+ * What a handler may return: a {@link HandlerOutcome}, or nothing (the same as `HandlerOutcome.ack()`).
+ *
+ * @category Subscribers
+ */
 export type HandlerResult = HandlerOutcome | void | undefined;
 
-/** A handler: the decoded payload (an array of them for batch subscribers) and the context. */
+/**
+ * A handler: gets the decoded payload (an array of them for batch subscribers; for a paced subscriber, the
+ * run's payload) and the {@link Context}. Returning nothing acks; throwing (or rejecting) is a retry;
+ * anything other than a {@link HandlerOutcome} counts as a failed attempt.
+ *
+ * @category Subscribers
+ */
 export type Handler<T = any> = (payload: T, ctx: Context) => HandlerResult | Promise<HandlerResult>;
 
-/** An object whose `handle` is the handler. */
+/**
+ * An object whose `handle` is the handler: `subscriber('refunds', { handle: (r) => payBack(r) })`.
+ *
+ * @category Subscribers
+ */
 export interface HandlerObject<T = any> {
+  /** The handler, called bound to the object. */
   handle(payload: T, ctx: Context): HandlerResult | Promise<HandlerResult>;
 }
 
-/** Turns the raw message value (bytes) into the payload: a function, or an object with `parse` (a zod schema fits). */
-export type Decoder<T = unknown> = ((raw: Uint8Array) => T) | { parse(raw: unknown): T };
+/**
+ * Turns the message value into the payload: a function of the raw bytes (from the memory broker, a
+ * `Buffer`), or an object whose `parse` gets the JSON-decoded value (a zod schema fits). The default reads
+ * the bytes as UTF-8 JSON. A message that does not decode (bad JSON, or `parse` throws) is dead-lettered
+ * at once with `DECODE_FAILED: <message>`; the handler is not called and there are no retries.
+ *
+ * @example
+ * ```ts
+ * subscriber('lines', (line: string) => store(line)).decode((raw) => Buffer.from(raw).toString('utf8'));
+ * const Order = z.object({ id: z.string(), cents: z.number().int() });
+ * subscriber('orders', bill).decode(Order);
+ * ```
+ *
+ * @category Subscribers
+ */
+export type Decoder<T = unknown> =
+  | ((raw: Uint8Array) => T)
+  | {
+      /** Checks and converts the JSON-decoded value; throws to refuse it. */
+      parse(raw: unknown): T;
+    };
 
-/** What a key function sees: the decoded value and the message's own key and headers. */
+/**
+ * What a key function sees: the decoded value and the message's own key and headers.
+ *
+ * @category Subscribers
+ */
 export interface KeySource<T = any> {
+  /** The decoded value (one message's, also under a batch). */
   readonly value: T;
+  /** The message's own key, as text; `undefined` when it has none. */
   readonly key: string | undefined;
+  /** The message's headers, as text. */
   readonly headers: Headers;
+  /** The topic it was read from. */
   readonly topic: string;
 }
 
-/** Picks the partition key of a delivery, for lanes and pace. */
+/**
+ * Picks the partition key of a delivery, for lanes and pace: a string, or `undefined` for "no key". A
+ * number (or boolean) counts as its text; a function that throws or returns anything else is logged (a
+ * warning), and the message's own key is used.
+ *
+ * @example
+ * ```ts
+ * subscriber('refunds', refund).workersByKey(8).key((m) => m.value.customerId);
+ * ```
+ *
+ * @category Subscribers
+ */
 export type KeyFn<T = any> = (message: KeySource<T>) => string | undefined;
 
-/** Retry policy. */
+/**
+ * Retry policy: how often a failed delivery is tried and how long it waits in between. The delay before
+ * attempt k+1 is `min(maxMs, initialMs * 2^(k-1))`. A retry waiting for its backoff gives its worker back
+ * and holds its partition's watermark (and, with lanes, its key).
+ *
+ * @example
+ * ```ts
+ * { attempts: 3, backoff: { initialMs: 200, maxMs: 5_000 } } // waits 200 ms, then 400 ms; then dead-letters
+ * ```
+ *
+ * @category Subscribers
+ */
 export interface RetryOptions {
-  /** Attempts in all, the first included. @default 5 */
+  /** Attempts in all, the first included: a positive integer. @default 5 */
   attempts?: number;
-  /** Exponential backoff between attempts: initialMs, doubling, capped at maxMs. @default { initialMs: 100, maxMs: 30_000 } */
-  backoff?: { initialMs?: number; maxMs?: number };
+  /** Exponential backoff between attempts: `initialMs`, doubling, capped at `maxMs`. */
+  backoff?: {
+    /** The delay before the second attempt, in milliseconds (>= 0). @default 100 */
+    initialMs?: number;
+    /** The longest delay, in milliseconds; at least `initialMs`. @default max(initialMs, 30_000) */
+    maxMs?: number;
+  };
 }
 
-/** Pace: durable flow control per key (see docs/pace.md). */
+/**
+ * Pace: durable flow control per key. Each message (or `app.send`) is a start for a key; the key's
+ * coordinator gathers starts into a window (`debounce`, `batch`), holds them to a rate (`perMinute`,
+ * `drop`) and orders what waits (`order`, `turns`); each window makes one run of the handler. Coordinators
+ * are journaled in the app's store, so a crash loses nothing that was acknowledged. `debounce` excludes
+ * `batch`, and `perMinute` excludes `drop`; pace excludes a handler `batch` (all `CONFIG_INVALID`). The
+ * repository's `docs/pace.md` tells the guarantees.
+ *
+ * @example
+ * ```ts
+ * // One reindex per row, 30 s after its latest change, at most 2 minutes after its first.
+ * subscriber('row-changes', reindex).key((m) => m.value.rowId)
+ *   .pace({ debounce: { window: '30 seconds', maxWait: '2 minutes' } }).build();
+ * // Per user, up to 100 clicks in one run, or what came within 10 s of the first; 6 runs a minute at most.
+ * subscriber('clicks', storeClicks).pace({ batch: { max: 100, wait: '10 seconds' }, perMinute: 6 }).build();
+ * ```
+ *
+ * @category Pace
+ */
 export interface PaceOptions {
-  debounce?: Duration | { window: Duration; maxWait?: Duration };
-  batch?: { max?: number; wait?: Duration };
+  /**
+   * Starts of a key collapse into one run, `window` after the latest start or `maxWait` after the first,
+   * whichever is earlier; the run gets the latest start's event, and `ctx.run.size` counts the starts. A
+   * bare duration is the `window`. Without `maxWait` a key that never goes quiet never runs.
+   */
+  debounce?:
+    | Duration
+    | {
+        /** How long after a key's latest start its run starts. */
+        window: Duration;
+        /** The longest a window stays open after its first start; at least `window`. */
+        maxWait?: Duration;
+      };
+  /** Events of a key gather until `max` have arrived (the run starts at once) or `wait` has passed since the first; the run gets every event, in arrival order. */
+  batch?: {
+    /** The most events a run carries: a positive integer up to {@link MAX_BATCH}. @default `1_000`, {@link MAX_BATCH} */
+    max?: number;
+    /** How long a batch gathers after its first event. @default '10 seconds' */
+    wait?: Duration;
+  };
+  /**
+   * At most this many runs of a key start in any minute (sliding); the others wait in the coordinator's
+   * journaled state, in their order, and start the moment the minute allows. A positive integer.
+   */
   perMinute?: number;
-  drop?: { max: number; per: Duration };
+  /**
+   * At most `max` runs of a key start in any `per`; every other start is dropped: answered
+   * `{ dropped: true }`, logged, no run made (a dropped broker delivery is acked).
+   */
+  drop?: {
+    /** Runs a key may start in any `per`: a positive integer. */
+    max: number;
+    /** The span the runs are counted over: a duration above 0. */
+    per: Duration;
+  };
+  /**
+   * Among starts that wait (for a rate, a debounce or a free worker), the higher number goes first. Asked
+   * once per start and journaled with it; a start whose order throws or is not a finite number is refused
+   * with `SEND_INVALID` (a broker delivery is dead-lettered).
+   */
   order?: (start: { event: unknown; key: string }) => number;
+  /** `'key'`: among waiting runs of equal order, keys take turns at the workers (round-robin) instead of oldest first. */
   turns?: 'key';
+  /** How long an event ID (and, for broker deliveries, an offset) is remembered to join a duplicate once. @default '10 minutes' */
   dedup?: Duration;
 }
 
-/** The settings of a subscriber (decorator options; each has a builder method of the same name). */
+/**
+ * The settings of a subscriber: the decorator's options, and the builder's methods (`workers` and `byKey`
+ * are `.workers(n)` and `.workersByKey(n)`, `timeoutMs` is `.timeout(ms)`, the others have the field's
+ * name). An unknown option, or an unknown field of a nested one, throws {@link SluiceError}
+ * `CONFIG_INVALID`; settings are copied and frozen when checked.
+ *
+ * @example
+ * ```ts
+ * @subscriber('orders', { workers: 4, retry: { attempts: 3 }, deadLetter: 'orders.failed', timeoutMs: 10_000 })
+ * async bill(order: Order, ctx: Context) { await charge(order, { signal: ctx.signal }); }
+ * ```
+ *
+ * @category Subscribers
+ */
 export interface SubscriberOptions<T = any> {
-  /** Unique name in the app. @default `Class.method` or the function's name */
+  /**
+   * Unique name in the app: in logs, and for `app.send`. Non-empty, without NUL.
+   * @default decorator: `Class.method` (`Class.method@topic` when one method carries several unnamed
+   *   `@subscriber`s); builder: the function's name, `Class.handle` for an object of a class, else the topic
+   */
   name?: string;
-  /** Long-lived workers; at most this many deliveries in flight. @default 1 */
+  /**
+   * Long-lived workers; at most this many deliveries in flight. A positive integer up to
+   * {@link MAX_WORKERS}; anything else throws `WORKERS_INVALID`. @default 1
+   */
   workers?: number;
-  /** Make the workers sequential lanes by partition key. @default false */
+  /** Make the workers sequential lanes by partition key: one key's deliveries in order, different keys at once. @default false */
   byKey?: boolean;
-  /** The partition key. @default the broker's key */
+  /** The partition key, for lanes and pace. @default the broker's key (memory broker: header `partition-key`) */
   key?: KeyFn<T>;
-  /** Consumer group. @default the app's name */
+  /** Consumer group. Non-empty, without NUL. @default the app's `name` */
   group?: string;
-  /** @default JSON */
+  /** How the message value becomes the payload. @default `JSON.parse` of the value as UTF-8 text */
   decode?: Decoder<T>;
-  /** Hand the handler arrays of up to `max` messages. */
-  batch?: { max: number };
+  /** Hand the handler arrays of up to `max` payloads: what the broker has ready when a worker is free. Not with `byKey` or `pace`. */
+  batch?: {
+    /** The most messages a batch holds: a positive integer. */
+    max: number;
+  };
+  /** How often a failed delivery is tried, and the backoff in between. @default `{ attempts: 5, backoff: { initialMs: 100, maxMs: 30_000 } }` */
   retry?: RetryOptions;
-  /** Dead-letter topic, or `false` to drop. @default `<topic>.dlq` */
+  /** Dead-letter topic (non-empty), or `false` to drop rejected and exhausted deliveries, with a warning. @default `<topic>.dlq`, router prefix included */
   deadLetter?: string | false;
+  /** Durable flow control per key. @default `undefined`: no pace */
   pace?: PaceOptions;
   /**
-   * How long one attempt may take: then `ctx.signal` aborts and the attempt counts as failed.
-   * @default 60_000
+   * How long one attempt may take, in milliseconds (above 0): then `ctx.signal` aborts and the attempt
+   * counts as failed. @default 60_000
    */
   timeoutMs?: number;
 }
 
-/** The settings a router (or the app) may give as defaults to what it includes. */
-export const SHARED_OPTION_NAMES = ['workers', 'byKey', 'group', 'retry', 'deadLetter', 'timeoutMs', 'decode'] as const;
+/**
+ * The subset of settings a router (or the app's `defaults`) may give to what it includes. For each, the
+ * nearest layer that sets it wins: the subscriber's own, then the innermost router outwards, then the
+ * app's `defaults`, then {@link DEFAULTS}. `retry` merges field by field.
+ *
+ * @category Subscribers
+ */
+export type SharedOptions = Pick<SubscriberOptions, 'workers' | 'byKey' | 'group' | 'retry' | 'deadLetter' | 'timeoutMs' | 'decode'>;
 
-/** The subset of settings a router (or the app) may give as defaults to what it includes. */
-export type SharedOptions = Pick<SubscriberOptions, (typeof SHARED_OPTION_NAMES)[number]>;
+/** The settings a router (or the app) may give as defaults to what it includes: the keys of {@link SharedOptions}. */
+export const SHARED_OPTION_NAMES = ['workers', 'byKey', 'group', 'retry', 'deadLetter', 'timeoutMs', 'decode'] as const satisfies readonly (keyof SharedOptions)[];
 
 /** Every option name, for rejecting misspelled ones. */
 export const OPTION_NAMES: ReadonlySet<string> = new Set([

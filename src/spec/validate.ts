@@ -2,7 +2,12 @@ import { SluiceError, show, type ErrorCode } from '../core/errors.js';
 import { parseDuration } from './duration.js';
 import { OPTION_NAMES, SHARED_OPTION_NAMES, type PaceOptions, type SharedOptions, type SubscriberOptions } from './options.js';
 
-/** The most workers (or lanes) a subscriber may have: each is a long-lived slot, made at start. */
+/**
+ * The most workers (or lanes) a subscriber may have, 10,000: each is a long-lived slot, made at start. More
+ * throws {@link SluiceError} `WORKERS_INVALID`.
+ *
+ * @category Subscribers
+ */
 export const MAX_WORKERS = 10_000;
 
 const PACE_PARTS = new Set(['debounce', 'batch', 'perMinute', 'drop', 'order', 'turns', 'dedup']);

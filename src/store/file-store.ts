@@ -8,17 +8,24 @@ import { writeFileAtomic } from './sync-file.js';
 
 const SHARDS = 'SHARDS';
 
-/** Settings of {@link fileStore}. */
+/**
+ * Settings of {@link fileStore}.
+ *
+ * @category Store
+ */
 export interface FileStoreOptions {
-  /** The directory; the app's default is `.sluice/<app name>` under the working directory. */
+  /** The directory, created if missing; the app's default is `.sluice/<app name>` under the working directory. */
   dir: string;
-  /** Shard logs; a key's shard is `shardOf(key, shards)`. Fixed for the life of the directory. @default 4 */
+  /**
+   * Shard logs; a key's shard is `shardOf(key, shards)`. Fixed for the life of the directory: opening it
+   * with another count throws `CONFIG_INVALID`. @default 4
+   */
   shards?: number;
-  /** A segment file is rolled past this size. @default 64 MiB */
+  /** A segment file is rolled past this size, in bytes: an integer >= 1024. @default `67_108_864` (64 MiB) */
   segmentBytes?: number;
   /**
    * Called when a write or fsync fails. The log refuses every later append; the only way on is to crash
-   * and recover from what is durable. @default throws the error on the next tick, ending the process
+   * and recover from what is durable. @default a function that throws `error` on the next tick, ending the process
    */
   onFatal?: (error: unknown) => void;
   /**
@@ -26,14 +33,26 @@ export interface FileStoreOptions {
    * and the segments the snapshot covers are deleted. @default 10_000
    */
   snapshotEvery?: number;
-  /** The disk. @default the real one; the deterministic simulator (test/sim) passes a simulated one */
+  /** @internal The disk. @default the real one; the deterministic simulator (test/sim) passes a simulated one */
   fs?: FileSystem;
 }
 
 /**
  * The embedded default store: per shard, segment files of length-prefixed, CRC32C-checked records with
  * group commit, torn-tail recovery, a manifest against damage at rest (a file deleted, emptied or cut is
- * refused with `STORE_CORRUPT`, never read as a shorter log) and a lock against a second process.
+ * refused with `STORE_CORRUPT`, never read as a shorter log) and a lock against a second process. Nothing
+ * touches the disk before the app opens it, at `start()`. The repository's `docs/store.md` tells the file
+ * format and what recovery detects.
+ *
+ * @throws {@link SluiceError} `CONFIG_INVALID` when `shards` or `snapshotEvery` is not a positive
+ *   integer, or `segmentBytes` is not an integer >= 1024.
+ *
+ * @example
+ * ```ts
+ * const app = new App({ name: 'shop', store: fileStore({ dir: '/var/lib/shop/pace', shards: 8 }) });
+ * ```
+ *
+ * @category Store
  */
 export function fileStore(options: FileStoreOptions): Store {
   return new FileStore(options);

@@ -6,22 +6,52 @@ import type { ShardLog, Store } from '../core/ports.js';
  * group commit); `crash()` returns a new store holding only what was durable, as a process restarted
  * after a crash would find it. Reads take turns of the event loop, as a file's do: opening, reading a
  * snapshot, and replay (a turn per 1,000 records), so that what runs beside a restart runs in a test too.
+ *
+ * @category Store
  */
 export interface MemoryStore extends Store {
+  /**
+   * A new store holding only what was durable, as a process restarted after a crash would find it; this
+   * one loses its appends not yet durable. Give it to a fresh app to test what survives a crash.
+   *
+   * @example
+   * ```ts
+   * const store = memoryStore();
+   * const first = new App({ name: 't', clock, store }).withBroker(new MemoryBroker(), (b) => b.include(reindex));
+   * await first.start();
+   * await first.send('reindex', { key: 'row-7', event: { rowId: 'row-7' } });
+   * // The process "dies": the first app is abandoned, never stopped.
+   * const second = new App({ name: 't', clock, store: store.crash() }).withBroker(new MemoryBroker(), (b) => b.include(reindex));
+   * await second.start(); // the acknowledged start is there: its window runs when the clock reaches it
+   * ```
+   */
   crash(): MemoryStore;
 }
 
-/** Settings of {@link memoryStore}. */
+/**
+ * Settings of {@link memoryStore}.
+ *
+ * @category Store
+ */
 export interface MemoryStoreOptions {
   /** Shard logs. @default 4 */
   shards?: number;
   /**
    * Seeds how many turns of the event loop each read takes (1 to 4; the same seed, the same turns): a
-   * test can try a restart under several interleavings. @default every read takes one turn
+   * test can try a restart under several interleavings. @default `undefined`: every read takes one turn
    */
   ioSeed?: number;
 }
 
+/**
+ * A store in memory, for tests: deterministic with a {@link ManualClock}, and {@link MemoryStore.crash}
+ * gives the store a restarted process would find.
+ *
+ * @throws {@link SluiceError} `CONFIG_INVALID` when `shards` is not a positive integer or `ioSeed` not an
+ *   integer.
+ *
+ * @category Store
+ */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const shards = options.shards ?? 4;
   if (!Number.isInteger(shards) || shards < 1) throw new SluiceError('CONFIG_INVALID', `memoryStore: shards must be a positive integer, got ${show(shards)}`);

@@ -7,7 +7,12 @@ interface Pending {
   cancelled: boolean;
 }
 
-/** Lets every promise chain that is ready run: microtasks, then one macrotask turn. */
+/**
+ * Lets every promise chain that is ready run: microtasks, then a macrotask turn, `turns` times (default
+ * 3). For tests that hold a handler on a promise and need what it started to settle.
+ *
+ * @category Testing
+ */
 export async function settle(turns = 3): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
@@ -15,20 +20,29 @@ export async function settle(turns = 3): Promise<void> {
 /**
  * A clock that moves only when told: `await clock.advance(ms)` fires every timer due by then, in due
  * order, letting the work each timer starts run before the next fires. Tests use it instead of sleeping.
+ *
+ * @category Testing
  */
 export class ManualClock implements Clock {
   private current: number;
   private seq = 0;
   private timers: Pending[] = [];
 
+  /**
+   * A clock standing at `startMs`, with no timers.
+   *
+   * @param startMs - the time it starts at, in milliseconds since the epoch.
+   */
   constructor(startMs = 0) {
     this.current = startMs;
   }
 
+  /** The clock's time, in milliseconds since the epoch: moved only by `advance` and `advanceTo`. */
   now(): number {
     return this.current;
   }
 
+  /** Calls `fire` once when `advance` passes `delayMs` from now; sets no Node timer, so it never holds the process. */
   setTimer(delayMs: number, fire: () => void): Timer {
     const timer: Pending = { dueMs: this.current + Math.max(0, delayMs), seq: this.seq++, fire, cancelled: false };
     this.timers.push(timer);
@@ -49,6 +63,17 @@ export class ManualClock implements Clock {
   /**
    * Moves time forward by `ms`, firing due timers oldest first. Work already in flight settles before the
    * first timer is looked at, and after each one fires, so a timer set by that work is seen too.
+   *
+   * @throws RangeError when `ms` is negative (or not a number).
+   *
+   * @example
+   * ```ts
+   * const clock = new ManualClock();
+   * const app = new App({ name: 'billing', clock });
+   * // ... a handler fails; its retry waits 100 ms
+   * await clock.advance(100); // the retry runs
+   * await app.idle();
+   * ```
    */
   async advance(ms: number): Promise<void> {
     if (!(ms >= 0)) throw new RangeError(`ManualClock.advance: ms must be >= 0, got ${ms}`);

@@ -1,14 +1,43 @@
 import type { LogFields, Logger, LogLevel } from '../core/ports.js';
 
-/** A logged line, as {@link memoryLogger} keeps it. */
+/**
+ * A logged line, as {@link memoryLogger} keeps it.
+ *
+ * @category Testing
+ */
 export interface LogRecord {
+  /** `debug`, `info`, `warn` or `error`. */
   readonly level: Exclude<LogLevel, 'silent'>;
+  /** The line's message: `handler failed`, `delivery dead-lettered`, and so on. */
   readonly message: string;
+  /** The fields bound by `child` (`app`, `subscriber`, `topic`) and the line's own. */
   readonly fields: LogFields;
 }
 
-/** A logger that keeps every line in `records`, for tests that assert what was logged. */
-export function memoryLogger(records: LogRecord[] = [], bound: LogFields = {}): Logger & { readonly records: LogRecord[] } {
+/**
+ * A logger that keeps every line in `records`, for tests that assert what was logged. Its children share
+ * the same array.
+ *
+ * @param records - where lines are kept (default: a new array).
+ * @param bound - fields bound to every line (default: none).
+ *
+ * @example
+ * ```ts
+ * const logger = memoryLogger();
+ * const app = new App({ name: 'billing', logger });
+ * // ...
+ * expect(logger.records.some((r) => r.level === 'warn' && r.message === 'handler failed')).toBe(true);
+ * ```
+ *
+ * @category Testing
+ */
+export function memoryLogger(
+  records: LogRecord[] = [],
+  bound: LogFields = {},
+): Logger & {
+  /** Every line logged through this logger and its children, oldest first. */
+  readonly records: LogRecord[];
+} {
   const log = (level: LogRecord['level']) => (message: string, fields?: LogFields) =>
     void records.push({ level, message, fields: { ...bound, ...fields } });
   return {
@@ -21,7 +50,11 @@ export function memoryLogger(records: LogRecord[] = [], bound: LogFields = {}): 
   };
 }
 
-/** A logger that drops everything. */
+/**
+ * A logger that drops everything.
+ *
+ * @category Testing
+ */
 export const silentLogger: Logger = {
   debug() {},
   info() {},

@@ -8,21 +8,23 @@ import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
 
 /** Settings of a {@link KafkaBroker}. */
 export interface KafkaBrokerOptions {
-  /** Bootstrap servers, `host:port`. */
+  /** Bootstrap servers, `host:port`: at least one. */
   brokers: string[];
-  /** @default 'sluice' */
+  /** The kafkajs client id. @default 'sluice' */
   clientId?: string;
+  /** TLS settings, passed to kafkajs as they are. */
   ssl?: KafkaConfig['ssl'];
+  /** SASL settings, passed to kafkajs as they are. */
   sasl?: KafkaConfig['sasl'];
   /** Anything else for the kafkajs client; merged over Sluice's settings. */
   kafkajs?: Partial<KafkaConfig>;
-  /** Consumer settings; each has a default (see {@link KafkaConsumerSettings}). */
+  /** Consumer settings, in milliseconds where they are times; each has a default (see {@link KafkaConsumerSettings}). */
   consumer?: Partial<Omit<KafkaConsumerSettings, 'metadataMaxAgeMs'>>;
   /**
    * How old the cluster metadata (topics, partitions, leaders) may grow before the producer and the
    * consumers read it again. Partitions added to a topic are read, and published to, only once it is:
    * a consumer that sees new partitions makes its group rebalance so that someone owns them. kafkajs's own
-   * default is 5 minutes. @default 30_000
+   * default is 5 minutes. A positive integer, in milliseconds. @default 30_000
    */
   metadataMaxAgeMs?: number;
   /**
@@ -32,8 +34,15 @@ export interface KafkaBrokerOptions {
    * a publish to a missing topic fails (and a dead letter is retried until the topic exists).
    * @default false
    */
-  createTopics?: false | { partitions: number; replicationFactor?: number };
-  /** Where kafkajs's own log goes (warnings and errors). @default JSON lines at SLUICE_LOG_LEVEL */
+  createTopics?:
+    | false
+    | {
+        /** Partitions of a topic created. */
+        partitions: number;
+        /** Replicas of each partition. @default 1 */
+        replicationFactor?: number;
+      };
+  /** Where kafkajs's own log goes (warnings and errors). @default `jsonLogger()`: JSON lines on stderr at `SLUICE_LOG_LEVEL` */
   logger?: Logger;
 }
 
@@ -48,11 +57,23 @@ const DEFAULT_CONSUMER: KafkaConsumerSettings = {
 };
 
 /**
- * Apache Kafka through kafkajs: one kafkajs consumer per subscriber group, eachBatch with manual offsets,
- * commits of finished work only (per-partition watermarks), back-pressure by holding batches.
+ * Apache Kafka through kafkajs: one kafkajs consumer per subscriber (each made by a kafkajs client of
+ * its own, in the subscriber's group), eachBatch with manual offsets, commits of finished work only
+ * (per-partition watermarks), back-pressure by holding batches. Publishing uses one producer (acks from
+ * all in-sync replicas) with the Java-compatible murmur2 partitioner, so a key lands where Java clients
+ * put it. The repository's `docs/kafka.md` tells how it reads, commits, rebalances and recovers.
+ *
+ * @example
+ * ```ts
+ * const kafka = new KafkaBroker({ brokers: ['127.0.0.1:9092'], createTopics: { partitions: 6 } });
+ * const app = new App({ name: 'billing' }).withBroker(kafka, (b) => b.include(Billing));
+ * await app.run();
+ * ```
  */
 export class KafkaBroker implements Broker {
+  /** `'kafka'`. */
   readonly kind = 'kafka';
+  /** The kafkajs client the producer and the admin client share, made with this broker's settings. */
   readonly kafka: Kafka;
   private producer: Producer | undefined;
   private admin: Admin | undefined;
@@ -62,6 +83,12 @@ export class KafkaBroker implements Broker {
   private readonly log: Logger;
   private readonly consumerSettings: KafkaConsumerSettings;
 
+  /**
+   * Makes the kafkajs client; connects nothing (the app calls `connect` at `start()`).
+   *
+   * @throws TypeError when `brokers` lists no server.
+   * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when `metadataMaxAgeMs` is not a positive integer.
+   */
   constructor(private readonly options: KafkaBrokerOptions) {
     if (!Array.isArray(options?.brokers) || options.brokers.length === 0) throw new TypeError('KafkaBroker: brokers must list at least one host:port');
     this.log = (options.logger ?? jsonLogger()).child({ broker: 'kafka' });
@@ -112,6 +139,18 @@ export class KafkaBroker implements Broker {
     return this.connecting;
   }
 
+  /**
+   * Publishes one message (connecting first if need be): a `Uint8Array` as it is, a string as UTF-8
+   * text, anything else as JSON; `{ tombstone: true }` sends a null value. Keys and header values may be
+   * strings or bytes; a header given an array of values is sent once per value. Resolves once the
+   * in-sync replicas have it.
+   *
+   * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the message
+   *   itself (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`, `INVALID_RECORD`, `INVALID_TIMESTAMP`) or the
+   *   topic name (`INVALID_TOPIC_EXCEPTION`); `CONFIG_INVALID` for a pinned `partition` the topic does not
+   *   have. A partition just added that the producer does not know yet rejects with a plain, retriable
+   *   error; other errors are kafkajs's own.
+   */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     await this.connect();
     await this.ensureTopic(topic);
@@ -148,6 +187,13 @@ export class KafkaBroker implements Broker {
     throw new Error(`kafka: publish to "${topic}": partition ${partition} is new and the producer does not know it yet (it reads metadata again within metadataMaxAgeMs); nothing was sent`);
   }
 
+  /**
+   * Starts a kafkajs consumer (a client of its own) in `request.group` for `request.topic`, with Sluice's
+   * round-robin assigner; resolves once it has its first assignment. The app calls it.
+   *
+   * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `TOPIC_MISSING` when the topic does not exist and
+   *   `createTopics` is off.
+   */
   async consume(request: ConsumeRequest): Promise<Consumer> {
     await this.connect();
     await this.ensureTopic(request.topic);
@@ -163,13 +209,14 @@ export class KafkaBroker implements Broker {
     return consumer;
   }
 
-  /** Creates a topic with `partitions` partitions; an existing topic is left as it is. */
+  /** Creates a topic with `partitions` partitions and `replicationFactor` replicas (connecting first if need be); an existing topic is left as it is. */
   async createTopic(name: string, partitions: number, replicationFactor = 1): Promise<void> {
     await this.connect();
     await this.admin!.createTopics({ waitForLeaders: true, topics: [{ topic: name, numPartitions: partitions, replicationFactor }] });
     this.known.add(name);
   }
 
+  /** Closes every consumer it started (each commits and leaves its group), then disconnects the producer and the admin client. */
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.close()));
     this.consumers.clear();

@@ -9,23 +9,23 @@ import { PartitionFeed } from './partition-feed.js';
 
 /** Consumer settings of a {@link KafkaBroker}; every field has a default. */
 export interface KafkaConsumerSettings {
-  /** @default 30_000 */
+  /** The group session timeout, in milliseconds: a member not heard from for this long is out of the group. @default 30_000 */
   sessionTimeoutMs: number;
   /**
-   * How long a rebalance waits for members. A member that sees a rebalance waits for its revoked partitions'
-   * in-flight work (heartbeating) for at most this less one heartbeat interval, and less than the app's
-   * `shutdownTimeoutMs` when that is shorter. @default 60_000
+   * How long a rebalance waits for members, in milliseconds. A member that sees a rebalance waits for its
+   * revoked partitions' in-flight work (heartbeating) for at most this less one heartbeat interval, and at
+   * most the app's `shutdownTimeoutMs` when that is shorter. @default 60_000
    */
   rebalanceTimeoutMs: number;
-  /** @default 3_000 */
+  /** How often the consumer heartbeats, in milliseconds, also while handlers run long. @default 3_000 */
   heartbeatIntervalMs: number;
-  /** How long a fetch waits for data. @default 1_000 */
+  /** How long a fetch waits for data, in milliseconds. @default 1_000 */
   maxWaitTimeMs: number;
-  /** How often finished offsets are committed while batches run. @default 1_000 */
+  /** How often finished offsets are committed while batches run, in milliseconds. @default 1_000 */
   commitIntervalMs: number;
-  /** Where a group without committed offsets starts. @default true (the earliest offset) */
+  /** Where a group without committed offsets starts. @default `true` (the earliest offset) */
   fromBeginning: boolean;
-  /** How old metadata may grow before it is read again: see `KafkaBrokerOptions.metadataMaxAgeMs`. @default 30_000 */
+  /** How old metadata may grow before it is read again, in milliseconds: see `KafkaBrokerOptions.metadataMaxAgeMs`. @default 30_000 */
   metadataMaxAgeMs: number;
 }
 

@@ -5,20 +5,24 @@ import { GroupTopic } from './group.js';
 import { MemoryConsumer } from './memory-consumer.js';
 import { TopicLog } from './topic-log.js';
 
-/** Settings of a {@link MemoryBroker}. */
+/**
+ * Settings of a {@link MemoryBroker}.
+ *
+ * @category Brokers
+ */
 export interface MemoryBrokerOptions {
   /**
    * Partitions of a topic created on first use.
    * @default 1
    */
   partitions?: number;
-  /** Partitions per topic, overriding `partitions` for the topics named. */
+  /** Partitions per topic, overriding `partitions` for the topics named: `{ orders: 4 }`. */
   topics?: Readonly<Record<string, number>>;
-  /** Time stamped on messages. @default Date.now */
+  /** The time stamped on messages, in milliseconds since the epoch; tests pass `() => clock.now()`. @default Date.now */
   now?: () => number;
   /**
    * The largest message a topic takes: its value, key and headers (names and values), in bytes. A larger one
-   * is refused with `PUBLISH_REFUSED`, as Kafka refuses one over `max.message.bytes`. @default no limit
+   * is refused with `PUBLISH_REFUSED`, as Kafka refuses one over `max.message.bytes`. @default `undefined`: no limit
    */
   maxMessageBytes?: number;
 }
@@ -31,8 +35,22 @@ export interface MemoryBrokerOptions {
  * It is a product feature, not a mock: the app drives it through the same dispatch, watermark and
  * back-pressure code as Kafka. The inspection methods (`messages`, `values`, `committed`, `readCount`)
  * are for tests.
+ *
+ * @example
+ * ```ts
+ * const broker = new MemoryBroker({ partitions: 2 });
+ * const app = new App({ name: 'billing' }).withBroker(broker, (b) => b.include(Billing));
+ * await app.start();
+ * await broker.publish('orders', { id: 'o1' }, { key: 'cust-1' });
+ * await app.idle();
+ * broker.values('orders.dlq'); // what was dead-lettered
+ * broker.committed('billing', 'orders'); // the group's next offset, per partition
+ * ```
+ *
+ * @category Brokers
  */
 export class MemoryBroker implements Broker {
+  /** `'memory'`. */
   readonly kind = 'memory';
   private readonly topicLogs = new Map<string, TopicLog>();
   private readonly groups = new Map<string, GroupTopic>();
@@ -42,6 +60,13 @@ export class MemoryBroker implements Broker {
   private readonly now: () => number;
   private readonly maxMessageBytes: number | undefined;
 
+  /**
+   * A broker with no topics yet; each is created on first use (or by {@link MemoryBroker.createTopic}).
+   *
+   * @param options - partition counts, the clock of message timestamps, a size limit.
+   * @throws {@link SluiceError} `CONFIG_INVALID` when `partitions`, a count in `topics` or `maxMessageBytes`
+   *   is not a positive integer, or `now` is not a function.
+   */
   constructor(options: MemoryBrokerOptions = {}) {
     if (options === null || typeof options !== 'object') throw new SluiceError('CONFIG_INVALID', `MemoryBroker: options must be an object, got ${show(options)}`);
     this.defaultPartitions = checkCount('MemoryBroker: partitions', options.partitions ?? 1);
@@ -57,6 +82,7 @@ export class MemoryBroker implements Broker {
     if (options.maxMessageBytes !== undefined) this.maxMessageBytes = checkCount('MemoryBroker: maxMessageBytes', options.maxMessageBytes);
   }
 
+  /** Does nothing: there is nothing to connect to. */
   async connect(): Promise<void> {}
 
   /**
@@ -65,12 +91,23 @@ export class MemoryBroker implements Broker {
    */
   async close(): Promise<void> {}
 
-  /** Appends a message. The `key` option also lands in header `partition-key`. */
+  /**
+   * Appends a message: a `Uint8Array` as it is (copied), a string as UTF-8 text, anything else as JSON.
+   * A keyed message lands in the partition its key picks, and its key is also kept in header
+   * `partition-key`; a keyless one rotates over the partitions; `options.partition` pins one.
+   *
+   * @throws {@link SluiceError} (as a rejection) `CONFIG_INVALID` for an empty topic, a `partition` that is
+   *   not an integer partition of the topic, a `key` that is neither text nor bytes, or `headers` that are
+   *   not text, bytes or null (or arrays of them); `PUBLISH_REFUSED` for a message over `maxMessageBytes`.
+   */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     this.publishNow(topic, value, options);
   }
 
-  /** The synchronous form of {@link publish}: returns where the message landed. */
+  /**
+   * The synchronous form of {@link MemoryBroker.publish}: returns the stored message (its partition,
+   * offset and timestamp). Throws what `publish` rejects with.
+   */
   publishNow(topic: string, value: unknown, options?: PublishOptions): InboundMessage {
     checkPublish(topic, options, this.topicLogs.get(topic)?.partitions.length ?? this.topicPartitions.get(topic) ?? this.defaultPartitions);
     const message = this.topic(topic).append(value, options, this.now());
@@ -81,6 +118,11 @@ export class MemoryBroker implements Broker {
     return message;
   }
 
+  /**
+   * Joins `request.group` for `request.topic` (creating the topic on first use). The group rebalances
+   * eagerly: every member gives up its partitions, after its subscription settled and committed them, and
+   * they are dealt out again round robin. The app calls it; tests rarely need to.
+   */
   async consume(request: ConsumeRequest): Promise<Consumer> {
     const id = `${request.group}\u0000${request.topic}`;
     let group = this.groups.get(id);
@@ -90,7 +132,11 @@ export class MemoryBroker implements Broker {
     return consumer;
   }
 
-  /** Creates a topic with `partitions` partitions; an existing topic is left as it is. */
+  /**
+   * Creates a topic with `partitions` partitions; an existing topic is left as it is.
+   *
+   * @throws {@link SluiceError} (as a rejection) `CONFIG_INVALID` when `partitions` is not a positive integer.
+   */
   async createTopic(name: string, partitions: number): Promise<void> {
     checkCount(`MemoryBroker.createTopic(${show(name)}): partitions`, partitions);
     if (!this.topicLogs.has(name)) this.topicLogs.set(name, new TopicLog(name, partitions, this.maxMessageBytes));
@@ -101,7 +147,10 @@ export class MemoryBroker implements Broker {
     return this.topicLogs.get(topic)?.partitions.flat() ?? [];
   }
 
-  /** The values of a topic's messages, decoded as JSON (or as text where they are not JSON). */
+  /**
+   * The values of a topic's messages, in the order of {@link MemoryBroker.messages}, decoded as JSON (or
+   * as text where they are not JSON).
+   */
   values<T = unknown>(topic: string): T[] {
     return this.messages(topic).map((m) => decodeForInspection(m.value) as T);
   }
@@ -111,7 +160,10 @@ export class MemoryBroker implements Broker {
     return [...this.topicLogs.keys()];
   }
 
-  /** The group's committed offset per partition of a topic (the next offset it will read). */
+  /**
+   * The group's committed offset per partition of a topic (the next offset it will read), 0 where nothing
+   * was committed. Creates the topic if it does not exist.
+   */
   committed(group: string, topic: string): number[] {
     return [...(this.groups.get(`${group}\u0000${topic}`)?.committed ?? new Array<number>(this.topic(topic).partitions.length).fill(0))];
   }
@@ -121,7 +173,7 @@ export class MemoryBroker implements Broker {
     return this.groups.get(`${group}\u0000${topic}`)?.readCount ?? 0;
   }
 
-  /** The end offset of each partition of a topic. */
+  /** The end offset of each partition of a topic: how many messages each holds. Creates the topic if it does not exist. */
   endOffsets(topic: string): number[] {
     return this.topic(topic).partitions.map((p) => p.length);
   }
