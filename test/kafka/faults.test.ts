@@ -86,6 +86,17 @@ describe.skipIf(!kafkaBrokers)('kafka faults on the shared broker', () => {
     await expect(refused).rejects.toThrow(/createTopics/);
   });
 
+  it('a publish to a topic that does not exist is refused with TOPIC_MISSING, naming the topic and what to do', async () => {
+    const topic = uniqueTopic('missing-out');
+    const broker = testKafka();
+    const refused = broker.publish(topic, { n: 1 });
+    await expect(refused).rejects.toMatchObject({ code: 'TOPIC_MISSING', message: expect.stringContaining(`topic "${topic}"`) });
+    await expect(refused).rejects.toThrow(/createTopic/);
+    await broker.createTopic(topic, 1); // made meanwhile: the next publish goes through
+    await broker.publish(topic, { n: 2 });
+    expect((await withAdmin(kafkaBrokers!, (a) => a.fetchTopicOffsets(topic)))[0]!.high).toBe('1');
+  });
+
   it('a commit kafkajs returned from without sending counts as not made: it is sent again, and lands', async () => {
     const topic = uniqueTopic('unsent');
     await admin!.createTopic(topic, 1);

@@ -147,13 +147,16 @@ export class KafkaBroker implements Broker {
    *
    * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the message
    *   itself (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`, `INVALID_RECORD`, `INVALID_TIMESTAMP`) or the
-   *   topic name (`INVALID_TOPIC_EXCEPTION`); `CONFIG_INVALID` for a pinned `partition` the topic does not
+   *   topic name (`INVALID_TOPIC_EXCEPTION`); `TOPIC_MISSING` for a topic the broker does not have (asked
+   *   once per topic, naming it); `CONFIG_INVALID` for a pinned `partition` the topic does not
    *   have. A partition just added that the producer does not know yet rejects with a plain, retriable
    *   error; other errors are kafkajs's own.
    */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     await this.connect();
     await this.ensureTopic(topic);
+    // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
+    if (LEGAL_TOPIC.test(topic) && topic !== '.' && topic !== '..') await this.mustExist(topic, '(publishing)');
     const partition = options?.partition;
     let sent;
     try {
@@ -197,12 +200,7 @@ export class KafkaBroker implements Broker {
   async consume(request: ConsumeRequest): Promise<Consumer> {
     await this.connect();
     await this.ensureTopic(request.topic);
-    if (!this.known.has(request.topic)) {
-      // kafkajs would refuse a missing topic with "This server does not host this topic-partition", naming none.
-      if (!(await this.admin!.listTopics()).includes(request.topic))
-        throw new SluiceError('TOPIC_MISSING', `KafkaBroker: topic "${request.topic}" (group "${request.group}") does not exist; create it first (broker.createTopic(name, partitions), or KafkaBroker's createTopics option: { partitions: n })`);
-      this.known.add(request.topic);
-    }
+    await this.mustExist(request.topic, `(group "${request.group}")`);
     const consumer = new KafkaConsumer(this.createKafka(), this.admin!, request, this.consumerSettings, this.log.child({ group: request.group, topic: request.topic }));
     this.consumers.add(consumer);
     await consumer.start();
@@ -225,6 +223,17 @@ export class KafkaBroker implements Broker {
       await Promise.all([this.producer?.disconnect(), this.admin?.disconnect()]);
       this.connecting = undefined;
     }
+  }
+
+  /**
+   * Refuses a topic the broker does not have, naming it and what to do: kafkajs would retry for seconds and
+   * then refuse with "This server does not host this topic-partition", naming none. Asked once per topic.
+   */
+  private async mustExist(topic: string, what: string): Promise<void> {
+    if (this.known.has(topic)) return;
+    if (!(await this.admin!.listTopics()).includes(topic))
+      throw new SluiceError('TOPIC_MISSING', `KafkaBroker: topic "${topic}" ${what} does not exist; create it first (broker.createTopic(name, partitions), or KafkaBroker's createTopics option: { partitions: n })`);
+    this.known.add(topic);
   }
 
   private async ensureTopic(topic: string): Promise<void> {
@@ -260,6 +269,8 @@ function keyBytes(key: string | Uint8Array | undefined): Buffer | string | null 
  * retriable): sending it again cannot succeed. Other non-retriable answers (authorization) can pass once an
  * operator acts, and a missing topic once it is created.
  */
+/** What Kafka allows a topic's name to be (besides not `.` or `..`). */
+const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
 const REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'INVALID_TIMESTAMP', 'INVALID_TOPIC_EXCEPTION']);
 
 /** The refusal in a kafkajs error or its causes (kafkajs wraps the broker's answer), if there is one. */
