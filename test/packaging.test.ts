@@ -47,6 +47,18 @@ describe('kafkajs, an optional peer dependency of sluice/kafka', () => {
   });
 });
 
+describe("require('sluice') and require('sluice/kafka')", () => {
+  it.each([
+    ['index', 'App'],
+    ['kafka', 'KafkaBroker'],
+  ])('dist/require/%s.cjs loads the ES module, so no module it reaches uses top-level await (require() would throw ERR_REQUIRE_ASYNC_MODULE)', (stub, name) => {
+    // Node's own require(), not Vitest's module graph. That require() and import share one copy of each
+    // class is checked by the smoke test's CommonJS project (test/smoke.test.ts), in a plain Node process.
+    const required = createRequire(import.meta.url)(`../dist/require/${stub}.cjs`) as Record<string, unknown>;
+    expect(typeof required[name]).toBe('function');
+  });
+});
+
 describe("require('sluice') on a Node that cannot require an ES module", () => {
   it('fails naming the Node.js versions that can, and how to load it with import instead', () => {
     const refused = Object.assign(new Error('require() of ES Module not supported'), { code: 'ERR_REQUIRE_ESM' });
