@@ -55,9 +55,12 @@ export function workspace() {
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** `npm pack` of the repository (its dist/ must be built) into `dir`: the tarball's path and file list. */
+/**
+ * `npm pack` of the repository into `dir`: the tarball's path and file list. Its dist/ must be built:
+ * `--ignore-scripts` skips the `prepack` build, which `npm test` has just run.
+ */
 export async function pack(dir) {
-  const { stdout } = must(await run(npm, ['pack', '--json', '--pack-destination', dir], REPO));
+  const { stdout } = must(await run(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], REPO));
   const [{ filename, files }] = JSON.parse(stdout.slice(stdout.indexOf('[')));
   return { tarball: join(dir, filename), files: files.map((f) => f.path).sort() };
 }
