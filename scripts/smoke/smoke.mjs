@@ -109,14 +109,7 @@ export function testOnlyFiles(files) {
   return files.filter((f) => /sabotage|\.test\.|(^|\/)(test|tests|__tests__|fixtures)\//i.test(f));
 }
 
-/**
- * The test-only files that ship for now: the simulator's switches, src/core/sabotage.ts, which the engine
- * still imports. Once that file leaves src/core, none may ship, from anywhere.
- */
-export function testOnlyStillShipped() {
-  return existsSync(join(REPO, 'src', 'core', 'sabotage.ts')) ? ['dist/core/sabotage.d.ts', 'dist/core/sabotage.js'] : [];
-}
-
+/** The fixture projects' folder names. */
 export function fixtureNames() {
   return readdirSync(FIXTURES).sort();
 }
