@@ -1,6 +1,8 @@
 /**
  * The one-way direction of imports: core <- spec, shard <- dispatch, pace, store <- app.
- * Brokers and testing depend on core only; only spec/ uses reflect-metadata; only brokers/kafka/ uses kafkajs.
+ * Brokers and testing depend on core only; only spec/ uses reflect-metadata; only brokers/kafka/ uses kafkajs,
+ * and only brokers/kafka/kafkajs.ts loads it at run time (an optional peer dependency: nothing the main entry,
+ * src/index.ts, reaches may load it or the Kafka broker).
  * `npm test` fails on any cycle or any import against these arrows.
  */
 const layer = (name, mayImport) => ({
@@ -33,6 +35,18 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/brokers/kafka/' },
       to: { path: 'kafkajs' },
+    },
+    {
+      name: 'kafkajs-loaded-by-kafkajs-ts-only',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/brokers/kafka/kafkajs\\.ts$' },
+      to: { path: '(^|/)node_modules/kafkajs/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'main-entry-never-reaches-kafka',
+      severity: 'error',
+      from: { path: '^src/index\\.ts$' },
+      to: { path: ['^src/brokers/kafka/', '(^|/)node_modules/kafkajs/'], reachable: true },
     },
     { name: 'no-tests-from-src', severity: 'error', from: { path: '^src/' }, to: { path: '^(test|bench|examples)/' } },
   ],

@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'SEND_INVALID',
   'PUBLISH_REFUSED',
   'TOPIC_MISSING',
+  'DEPENDENCY_MISSING',
 ] as const;
 
 /**
@@ -40,6 +41,8 @@ export const ERROR_CODES = [
  * - `PUBLISH_REFUSED`: a broker refused a message for good (too large, invalid), so publishing it again
  *   cannot succeed; any other publish error may pass.
  * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).
+ * - `DEPENDENCY_MISSING`: `sluice/kafka` imported where kafkajs, its optional peer dependency, is not
+ *   installed; the message names the command that installs it.
  *
  * @category Errors
  */

@@ -1,4 +1,5 @@
-import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
+import type { PartitionAssigner } from 'kafkajs';
+import { AssignerProtocol } from './kafkajs.js';
 
 /**
  * A round-robin assigner that respects each member's own subscription. kafkajs's built-in round-robin

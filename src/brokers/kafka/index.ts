@@ -1,7 +1,8 @@
 /**
- * `sluice/kafka`: the Kafka broker, {@link KafkaBroker}. The only module of Sluice that loads kafkajs
- * (2.2.4); import it only where an app talks to Kafka. The repository's `docs/kafka.md` tells how it
- * reads, commits and rebalances.
+ * `sluice/kafka`: the Kafka broker, {@link KafkaBroker}. The only entry point of Sluice that loads kafkajs
+ * (2.2.4; ./kafkajs.ts loads it), an optional peer dependency: install it beside Sluice; without it, this
+ * import fails with `DEPENDENCY_MISSING`. Import it only where an app talks to Kafka. The repository's
+ * `docs/kafka.md` tells how it reads, commits and rebalances.
  *
  * @example
  * ```ts

@@ -1,4 +1,5 @@
-import { Kafka, Partitioners, logLevel as KafkaLogLevel, type Admin, type KafkaConfig, type LogEntry, type Producer } from 'kafkajs';
+import type { Admin, KafkaConfig, LogEntry, Producer } from 'kafkajs';
+import { Kafka, Partitioners, logLevel as KafkaLogLevel } from './kafkajs.js';
 import { SluiceError, reasonOf, show } from '../../core/errors.js';
 import { jsonLogger } from '../../core/logger.js';
 import { encodeValue, type PublishOptions } from '../../core/message.js';

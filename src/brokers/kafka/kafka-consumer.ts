@@ -1,4 +1,5 @@
-import { PartitionAssigners, type Admin, type Consumer as KafkajsConsumer, type EachBatchPayload, type Kafka } from 'kafkajs';
+import type { Admin, Consumer as KafkajsConsumer, EachBatchPayload } from 'kafkajs';
+import { PartitionAssigners, type Kafka } from './kafkajs.js';
 import { subscriptionAwareAssigner } from './assigner.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
