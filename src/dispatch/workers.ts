@@ -132,6 +132,7 @@ export class Workers<J extends Keyed> {
       let failed = false;
       try {
         result = this.runner.begin(job, slot);
+        // eslint-disable-next-line @typescript-eslint/await-thenable -- a thenable, as checked on this line (TypeScript does not narrow on it)
         if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') result = await result;
       } catch (error) {
         result = error;

@@ -330,10 +330,12 @@ export class ParkedTable {
     for (let i = 0; i < old.capacity; i++) {
       if (old.tags[i]! < 2) continue;
       const length = spanOf(old.arena, old.keyOffset[i]!, old.keyLength[i]!);
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- a `!` as on every index read here: the offset parameter is optional, and a missing slot must not pass as 0
       const hash = hashBytes(old.arena, length, old.keyOffset[i]!);
       let slot = hash & mask;
       while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
       const off = this.arenaUsed;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- a `!` as on every index read here: the offset parameter is optional, and a missing slot must not pass as 0
       old.arena.copy(this.arena, off, old.keyOffset[i]!, old.keyOffset[i]! + length);
       this.arenaUsed += length;
       this.tags[slot] = old.tags[i]!;
