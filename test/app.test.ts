@@ -313,7 +313,7 @@ describe('the default logger never throws', () => {
       broker,
       (b) =>
         b.include(
-          /* eslint-disable @typescript-eslint/only-throw-error -- handlers and a key function that throw what is not an Error, on purpose */
+          /* eslint-disable @typescript-eslint/only-throw-error -- what is not an Error, on purpose */
           subscriber('big', () => { throw 10n; }).retry({ attempts: 1 }).build(),
           subscriber('loop', () => { throw cyclic; }).key(() => { throw cyclic; }).workersByKey(2).retry({ attempts: 1 }).build(),
           subscriber('proxy', () => { throw revoked; }).retry({ attempts: 1 }).build(),

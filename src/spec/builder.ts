@@ -7,7 +7,7 @@ import { validateOptions } from './validate.js';
  * The builder chain: `subscriber('orders', bill).workers(4).build()`. Each method returns a new builder;
  * `build()` checks every setting and returns the frozen {@link SubscriberSpec}.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export class SubscriberBuilder<T = any> {
   constructor(
     private readonly topic: string,

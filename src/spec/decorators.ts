@@ -18,7 +18,7 @@ const declaredByFunction = new WeakMap<object, Declared[]>();
 /** A decorator usable both as a legacy (`experimentalDecorators`) and a standard method decorator. */
 export type SubscriberDecorator = {
   (target: object, propertyKey: string | symbol, descriptor?: PropertyDescriptor): void;
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- a standard method decorator is handed whatever method it decorates
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- handed whatever method it decorates
   (value: Function, context: { kind: 'method'; name: string | symbol }): void;
 };
 
@@ -26,9 +26,9 @@ export type SubscriberDecorator = {
  * `@subscriber(topic, options?)` on a handler method, or `subscriber(topic, handler)` to start a builder.
  * Both produce the same {@link SubscriberSpec}.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
 export function subscriber(topic: string, second?: unknown): SubscriberBuilder | SubscriberDecorator {
   if (typeof second === 'function' || (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')) {

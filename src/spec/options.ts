@@ -7,11 +7,11 @@ import type { Duration } from './duration.js';
 export type HandlerResult = HandlerOutcome | void | undefined;
 
 /** A handler: the decoded payload (an array of them for batch subscribers) and the context. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export type Handler<T = any> = (payload: T, ctx: Context) => HandlerResult | Promise<HandlerResult>;
 
 /** An object whose `handle` is the handler. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export interface HandlerObject<T = any> {
   handle(payload: T, ctx: Context): HandlerResult | Promise<HandlerResult>;
 }
@@ -20,7 +20,7 @@ export interface HandlerObject<T = any> {
 export type Decoder<T = unknown> = ((raw: Uint8Array) => T) | { parse(raw: unknown): T };
 
 /** What a key function sees: the decoded value and the message's own key and headers. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export interface KeySource<T = any> {
   readonly value: T;
   readonly key: string | undefined;
@@ -29,7 +29,7 @@ export interface KeySource<T = any> {
 }
 
 /** Picks the partition key of a delivery, for lanes and pace. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export type KeyFn<T = any> = (message: KeySource<T>) => string | undefined;
 
 /** Retry policy. */
@@ -52,7 +52,7 @@ export interface PaceOptions {
 }
 
 /** The settings of a subscriber (decorator options; each has a builder method of the same name). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export interface SubscriberOptions<T = any> {
   /** Unique name in the app. @default `Class.method` or the function's name */
   name?: string;

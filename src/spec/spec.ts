@@ -4,7 +4,7 @@ import type { Handler, SubscriberOptions } from './options.js';
  * One subscriber, as declared: topic, handler and the settings given explicitly (router and app
  * defaults fill the rest at mount). Immutable; made by `subscriber(...).build()` or by the decorator.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the payload type defaults to `any` so that a handler's own annotation of its payload is taken as written
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export class SubscriberSpec<T = any> {
   constructor(
     readonly topic: string,

@@ -286,7 +286,7 @@ export class KafkaConsumer implements Consumer {
     }
   }
 
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs types the payload's functions as methods; they are closures over the batch
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs's payload functions are closures
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const p = batch.partition;
     // A partition given back to this member while its revoke still runs: wait for the revoke, then read anew.
