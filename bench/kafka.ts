@@ -63,6 +63,7 @@ async function rawBatch(topic: string, n: number): Promise<number> {
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
     partitionsConsumedConcurrently: 3,
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- a closure, though typed as a method
     eachBatch: async ({ batch, resolveOffset }) => {
       // The hand-rolled loop a team would write: decode, await the handler, resolve.
       for (const message of batch.messages) {

@@ -94,7 +94,7 @@ class HeadFifo<J extends Keyed> implements Scheduler<J> {
   next(): J | undefined {
     if (this.head === this.items.length) return undefined;
     const job = this.items[this.head++];
-    if (this.head === this.items.length) (this.items = []), (this.head = 0);
+    if (this.head === this.items.length) { this.items = []; this.head = 0; }
     return job;
   }
   done(): void {}

@@ -73,7 +73,7 @@ async function wake(maxLoadedKeys: number | undefined) {
   for (let i = 0; i < N; i += 10_000) {
     await Promise.all(Array.from({ length: Math.min(10_000, N - i) }, (_, j) => loader.append({ key: `k${i + j}`, type: 'event', at: dueAt })));
   }
-  loader.close();
+  await loader.close();
   clock.offsetMs = 600_000;
   let fired = 0;
   let firstAt = 0;
@@ -90,7 +90,7 @@ async function wake(maxLoadedKeys: number | undefined) {
   await all;
   h.disable();
   const result = { firstMs: firstAt - wakeAt, stallMs: h.max / 1e6, totalMs: performance.now() - wakeAt, heapPerKey };
-  host.close();
+  await host.close();
   clearInterval(keepAlive);
   return result;
 }

@@ -66,5 +66,5 @@ for (const m of broker.messages('payments.dlq')) {
   console.log(`  offset ${m.headers['x-sluice-original-offset']}, ${m.headers['x-sluice-attempts']} attempt(s): ${text}`);
   console.log(`    ${ERROR_HEADER}: ${m.headers[ERROR_HEADER]}`);
 }
-console.log(`committed offset of group "payments" on payments: ${broker.committed('payments', 'payments')} (of ${broker.endOffsets('payments')})`);
+console.log(`committed offset of group "payments" on payments: ${broker.committed('payments', 'payments').join(',')} (of ${broker.endOffsets('payments').join(',')})`);
 await app.stop();

@@ -47,7 +47,7 @@ const retried = await app.send('reindex', { key: 'row-7', event: { rowId: 'row-7
 console.log(`${t()}  send change-2 again -> ${JSON.stringify(retried)}`);
 
 // Clicks from the broker: ann's third click fills her batch at once; bob's waits 10 s.
-for (const [user, button] of [['ann', 'buy'], ['bob', 'help'], ['ann', 'back'], ['ann', 'buy']]) {
+for (const [user, button] of [['ann', 'buy'], ['bob', 'help'], ['ann', 'back'], ['ann', 'buy']] as const) {
   await broker.publish('clicks', { user, button } satisfies Click);
 }
 await app.idle();

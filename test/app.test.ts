@@ -292,7 +292,7 @@ describe('the default logger never throws', () => {
     cyclic.self = cyclic;
     const unreadable = Object.defineProperty({}, 'boom', { enumerable: true, get: () => { throw new Error('getter'); } });
     log.error('odd fields', { big: 10n, cyclic, unreadable, error: new Error('outer', { cause: 7n }), fn: function named() {} });
-    const line = JSON.parse(lines[0]!);
+    const line = JSON.parse(lines[0]!) as { error: { stack: string }; unreadable: { boom: string } };
     expect(line).toMatchObject({ msg: 'odd fields', big: '10n', cyclic: { name: 'loop', self: '[Circular]' }, fn: '[function named]' });
     expect(line.error).toMatchObject({ name: 'Error', message: 'outer', cause: '7n' });
     expect(line.error.stack).toContain('outer');
@@ -313,9 +313,11 @@ describe('the default logger never throws', () => {
       broker,
       (b) =>
         b.include(
+          /* eslint-disable @typescript-eslint/only-throw-error -- what is not an Error, on purpose */
           subscriber('big', () => { throw 10n; }).retry({ attempts: 1 }).build(),
           subscriber('loop', () => { throw cyclic; }).key(() => { throw cyclic; }).workersByKey(2).retry({ attempts: 1 }).build(),
           subscriber('proxy', () => { throw revoked; }).retry({ attempts: 1 }).build(),
+          /* eslint-enable @typescript-eslint/only-throw-error */
         ),
       { logger },
     );
@@ -327,7 +329,7 @@ describe('the default logger never throws', () => {
     expect(broker.values('proxy.dlq')).toEqual([{ n: 3 }]);
     expect(broker.values('big.dlq')).toEqual([{ n: 1 }]);
     expect(broker.values('loop.dlq')).toEqual([{ n: 2 }]);
-    const logged = lines.map((l) => JSON.parse(l));
+    const logged = lines.map((l) => JSON.parse(l) as unknown);
     expect(logged).toContainEqual(expect.objectContaining({ msg: 'handler failed', error: '10n' }));
     expect(logged).toContainEqual(expect.objectContaining({ msg: 'key function threw (or gave no string); the message key is used instead', error: { self: '[Circular]' } }));
     await a.stop();

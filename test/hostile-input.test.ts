@@ -129,11 +129,10 @@ describe('bad input at run time', () => {
   it('a handler that awaits app.stop() (before its first await): the stop does not wait for itself, and the delivery is committed', async () => {
     const broker = new MemoryBroker();
     const steps: string[] = [];
-    let a: App | undefined;
-    a = new App({ name: 'a', clock: new ManualClock(), logger: silentLogger, shutdownTimeoutMs: 60_000 }).withBroker(broker, (b) =>
+    const a: App = new App({ name: 'a', clock: new ManualClock(), logger: silentLogger, shutdownTimeoutMs: 60_000 }).withBroker(broker, (b) =>
       b.include(
         subscriber('t', async () => {
-          await a!.stop(); // the ManualClock never moves: a stop that waited for this handler would hang until its deadline
+          await a.stop(); // the ManualClock never moves: a stop that waited for this handler would hang until its deadline
           steps.push('handler went on');
         }).build(),
       ),
@@ -147,12 +146,11 @@ describe('bad input at run time', () => {
 
   it('a handler that wants the app stopped calls void app.stop(): its delivery is committed, and the stop needs no deadline', async () => {
     const broker = new MemoryBroker();
-    let a: App | undefined;
     let stopped: Promise<void> | undefined;
-    a = new App({ name: 'a', clock: new ManualClock(), logger: silentLogger, shutdownTimeoutMs: 60_000 }).withBroker(broker, (b) =>
+    const a: App = new App({ name: 'a', clock: new ManualClock(), logger: silentLogger, shutdownTimeoutMs: 60_000 }).withBroker(broker, (b) =>
       b.include(
         subscriber('t', async (_v: unknown, _ctx: Context) => {
-          stopped = a!.stop();
+          stopped = a.stop();
         }).build(),
       ),
     );

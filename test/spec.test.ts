@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
-import { App, DEFAULTS, MAX_BATCH, MemoryBroker, Router, SluiceError, SubscriberBuilder, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
+import { App, DEFAULTS, MAX_BATCH, MemoryBroker, Router, SubscriberBuilder, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
 import { expectError } from './expect-error.js';
 
 const app = () => new App({ name: 'spec-app', logger: silentLogger });
@@ -36,10 +36,11 @@ describe('the @subscriber decorator', () => {
   });
 
   it('includes a class by instantiating it, and also works as a standard (TC39) decorator', () => {
-    const decorate = subscriber('std', { workers: 2 }) as unknown as (v: Function, c: { kind: 'method'; name: string }) => void;
+    const decorate = subscriber('std', { workers: 2 }) as unknown as (v: object, c: { kind: 'method'; name: string }) => void;
     class Std {
       handle() {}
     }
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- a standard decorator is handed the method itself
     decorate(Std.prototype.handle, { kind: 'method', name: 'handle' });
     const a = app().withBroker(new MemoryBroker(), (b) => b.include(Billing).include(Std));
     expect(compiled(a)['Std.handle']).toMatchObject({ topic: 'std', workers: 2 });
@@ -69,7 +70,7 @@ describe('the @subscriber decorator', () => {
       /subscriber "billing"/, /wrokers must be a known setting/, /got 2/,
     );
     // A standard (TC39) decorator sees the method only: the subscriber is named by it.
-    const std = subscriber('std', { retry: { attempts: 0 } }) as unknown as (v: Function, c: { kind: 'method'; name: string }) => void;
+    const std = subscriber('std', { retry: { attempts: 0 } }) as unknown as (v: object, c: { kind: 'method'; name: string }) => void;
     expectError(() => std(function handle() {}, { kind: 'method', name: 'handle' }), 'CONFIG_INVALID', /subscriber "handle"/, /std/, /retry\.attempts must be a positive integer, got 0/);
   });
 });

@@ -48,7 +48,7 @@ async function compiled(): Promise<{ code: string; serve: () => Promise<string[]
   });
   const file = join(mkdtempSync(join(tmpdir(), 'sluice-std-')), 'std.mjs');
   writeFileSync(file, outputText);
-  return { code: outputText, ...(await import(pathToFileURL(file).href)) };
+  return { code: outputText, ...((await import(pathToFileURL(file).href)) as { serve: () => Promise<string[]>; declareBad: () => unknown }) };
 }
 
 describe('@subscriber as a standard decorator', () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { App, MemoryBroker, Router, memoryStore, SluiceError, subscriber, silentLogger, type PaceOptions, type RetryOptions, type SubscriberOptions } from '../src/index.js';
+import { App, MemoryBroker, Router, memoryStore, subscriber, silentLogger, type PaceOptions, type RetryOptions, type SubscriberOptions } from '../src/index.js';
 import { expectError } from './expect-error.js';
 
 const bill = async function bill() {};
-const app = (defaults?: object) => new App({ name: 'shop', logger: silentLogger, ...(defaults !== undefined ? { defaults: defaults as never } : {}) });
+const app = (defaults?: object) => new App({ name: 'shop', logger: silentLogger, ...(defaults !== undefined ? { defaults } : {}) });
 const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
 
 describe("the app's defaults", () => {

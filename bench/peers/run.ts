@@ -229,14 +229,14 @@ function startDriver(system: System, spec: Spec): { ready: Promise<void>; backlo
       try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ }
       reject(new Error(`${system.id}: no result after ${TIMEOUT_MS / 1000} s (killed); stderr tail:\n${stderr.slice(-1500)}`));
     }, TIMEOUT_MS);
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       stdout += d.toString('utf8');
       if (stdout.length < 4_096) { // the markers come first; the result line may be megabytes of IDs
         if (stdout.includes('{"ready":true}')) onReady();
         if (stdout.includes('{"backlog":true}')) onBacklog();
       }
     });
-    child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString('utf8')).slice(-20_000); });
+    child.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString('utf8')).slice(-20_000); });
     child.on('error', (e) => { clearTimeout(timer); live.delete(child); reject(e); });
     child.on('close', (code) => {
       clearTimeout(timer);

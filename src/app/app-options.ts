@@ -92,6 +92,7 @@ function hasMethods(value: unknown, methods: readonly string[]): boolean {
 export function defaultStoreDir(name: string): string {
   const root = path.resolve('.sluice');
   const dir = path.resolve(root, name);
+  // eslint-disable-next-line no-control-regex -- NUL is one of the characters a folder name cannot hold
   if (name === '.' || name === '..' || /[/\\\u0000]/.test(name) || path.dirname(dir) !== root) {
     throw new SluiceError('CONFIG_INVALID', `App "${name}": name must be a plain folder name (no "/", "\\", "." or "..") for the default store at .sluice/<name>, got ${show(name)}; rename the app or give it a store`);
   }

@@ -22,7 +22,7 @@ export function own<V>(o: Readonly<Record<string, V>> | undefined, k: string): V
 
 /** `o` as a null-prototype object that may be changed: itself when it is one, else a copy (a state read back from JSON). */
 function owned<V>(o: Readonly<Record<string, V>> | undefined): Record<string, V> {
-  if (o !== undefined && Object.getPrototypeOf(o) === null) return o as Record<string, V>;
+  if (o !== undefined && Object.getPrototypeOf(o) === null) return o;
   const out = Object.create(null) as Record<string, V>;
   // An own `__proto__` of a parsed object is read as its value, and set on a null-prototype object as an own property.
   if (o !== undefined) for (const k of Object.keys(o)) out[k] = o[k]!;

@@ -330,11 +330,14 @@ export class ParkedTable {
     for (let i = 0; i < old.capacity; i++) {
       if (old.tags[i]! < 2) continue;
       const length = spanOf(old.arena, old.keyOffset[i]!, old.keyLength[i]!);
+      /* eslint-disable @typescript-eslint/no-unnecessary-type-assertion -- a '!' as on every index read: these
+         offsets are optional parameters, and a missing slot must not pass as 0 */
       const hash = hashBytes(old.arena, length, old.keyOffset[i]!);
       let slot = hash & mask;
       while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
       const off = this.arenaUsed;
       old.arena.copy(this.arena, off, old.keyOffset[i]!, old.keyOffset[i]! + length);
+      /* eslint-enable @typescript-eslint/no-unnecessary-type-assertion */
       this.arenaUsed += length;
       this.tags[slot] = old.tags[i]!;
       this.keyOffset[slot] = off;

@@ -30,7 +30,7 @@ export interface ShardSnapshot<S> {
   readonly keys: readonly (readonly [string, S, number | null])[];
 }
 
-interface SnapshotCapture<S> {
+interface SnapshotCapture {
   readonly lsn: number;
   readonly at: number | undefined;
   /** The keys held when the snapshot began: the loaded ones, then the parked ones (read a few at a time). */
@@ -100,7 +100,7 @@ export class ShardCore<S, O> {
   private lastAt: number | undefined = undefined;
   private readonly listeners: ((event: ShardEvent) => void)[] = [];
   /** A snapshot being written in chunks: the states it must see, as of its LSN, for keys changed since. */
-  private capture: SnapshotCapture<S> | undefined;
+  private capture: SnapshotCapture | undefined;
 
   constructor(
     private readonly rules: Rules<S, O>,
@@ -251,7 +251,7 @@ export class ShardCore<S, O> {
         }
       }
       if (got.length === 0) break;
-      for (const key of got) if (!named.has(key)) named.add(key), out.push(key);
+      for (const key of got) if (!named.has(key)) { named.add(key); out.push(key); }
     }
     return out;
   }

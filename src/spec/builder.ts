@@ -21,6 +21,7 @@ import { validateOptions } from './validate.js';
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export class SubscriberBuilder<T = any> {
   /** @internal Made by {@link subscriber}. */
   constructor(

@@ -129,7 +129,7 @@ export function decodeJson(raw: Uint8Array): unknown {
 function decoderOf(decode: SubscriberOptions['decode']): (raw: Uint8Array) => unknown {
   if (decode === undefined) return decodeJson;
   if (typeof decode === 'function') return decode as (raw: Uint8Array) => unknown;
-  const schema = decode;
+  const schema: { parse(raw: unknown): unknown } = decode;
   // A schema validates a JSON value: decode JSON first.
   return (raw) => schema.parse(decodeJson(raw));
 }

@@ -13,7 +13,7 @@ interface Declared {
 
 const METADATA_KEY = 'sluice:subscribers';
 /** Standard (TC39) decorators see the method function, not the prototype: they are kept by function. */
-const declaredByFunction = new WeakMap<Function, Declared[]>();
+const declaredByFunction = new WeakMap<object, Declared[]>();
 
 /**
  * What `@subscriber(topic, options)` returns: a method decorator usable both as a legacy
@@ -23,6 +23,7 @@ const declaredByFunction = new WeakMap<Function, Declared[]>();
  */
 export type SubscriberDecorator = {
   (target: object, propertyKey: string | symbol, descriptor?: PropertyDescriptor): void;
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- handed whatever method it decorates
   (value: Function, context: { kind: 'method'; name: string | symbol }): void;
 };
 
@@ -43,6 +44,7 @@ export type SubscriberDecorator = {
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
 /**
  * `@subscriber(topic, options?)` on a handler method: the method becomes a subscriber of `topic`, bound
@@ -68,10 +70,11 @@ export function subscriber<T = any>(topic: string, handler: Handler<T> | Handler
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
 export function subscriber(topic: string, second?: unknown): SubscriberBuilder | SubscriberDecorator {
   if (typeof second === 'function' || (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')) {
-    return startBuilder(topic, second as Handler);
+    return startBuilder(topic, second as Handler<unknown>);
   }
   checkTopic(topic);
   if (second !== undefined && (second === null || typeof second !== 'object' || Array.isArray(second))) {
@@ -91,7 +94,7 @@ export function subscriber(topic: string, second?: unknown): SubscriberBuilder |
     const method = String(context);
     const className = (target as { constructor?: { name?: string } }).constructor?.name;
     const declared: Declared = { topic, options: validateOptions(raw, whoIs(raw, className ? `${className}.${method}` : method, topic)) };
-    const list: Record<string, Declared[]> = Reflect.getOwnMetadata(METADATA_KEY, target as object) ?? {};
+    const list = (Reflect.getOwnMetadata(METADATA_KEY, target as object) as Record<string, Declared[]> | undefined) ?? {};
     Reflect.defineMetadata(METADATA_KEY, { ...list, [method]: [...(list[method] ?? []), declared] }, target as object);
   }) as SubscriberDecorator;
 }
@@ -104,7 +107,7 @@ function whoIs(raw: SubscriberOptions, defaultName: string, topic: string): stri
 
 /** True when the class (or the instance's class) has `@subscriber` methods. */
 export function hasSubscribers(target: object): boolean {
-  const proto = typeof target === 'function' ? (target as { prototype: object }).prototype : Object.getPrototypeOf(target);
+  const proto = typeof target === 'function' ? (target as { prototype: object }).prototype : (Object.getPrototypeOf(target) as object | null);
   return proto !== null && proto !== undefined && declaredOn(proto).length > 0;
 }
 
@@ -112,7 +115,7 @@ export function hasSubscribers(target: object): boolean {
 export function specsOf(target: object): SubscriberSpec[] {
   const instance = typeof target === 'function' ? new (target as new () => object)() : target;
   const className = instance.constructor?.name ?? 'Object';
-  const found = declaredOn(Object.getPrototypeOf(instance));
+  const found = declaredOn(Object.getPrototypeOf(instance) as object);
   // `Class.method`; where one method carries several unnamed @subscriber, `Class.method@topic` each.
   const unnamed = new Map<string, number>();
   for (const { method, declared } of found) if (!declared.options.name) unnamed.set(method, (unnamed.get(method) ?? 0) + 1);
@@ -126,11 +129,11 @@ export function specsOf(target: object): SubscriberSpec[] {
 function declaredOn(proto: object): { method: string; declared: Declared }[] {
   const found: { method: string; declared: Declared }[] = [];
   const seen = new Set<string>();
-  for (let p: object | null = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
-    const legacy: Record<string, Declared[]> = Reflect.getOwnMetadata(METADATA_KEY, p) ?? {};
+  for (let p: object | null = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
+    const legacy = (Reflect.getOwnMetadata(METADATA_KEY, p) as Record<string, Declared[]> | undefined) ?? {};
     for (const method of Object.getOwnPropertyNames(p)) {
       if (method === 'constructor' || seen.has(method)) continue;
-      const value = Object.getOwnPropertyDescriptor(p, method)?.value;
+      const value: unknown = Object.getOwnPropertyDescriptor(p, method)?.value;
       const list = [...(legacy[method] ?? []), ...(typeof value === 'function' ? declaredByFunction.get(value) ?? [] : [])];
       if (list.length > 0) seen.add(method);
       for (const declared of list) found.push({ method, declared });

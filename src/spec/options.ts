@@ -17,6 +17,7 @@ export type HandlerResult = HandlerOutcome | void | undefined;
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export type Handler<T = any> = (payload: T, ctx: Context) => HandlerResult | Promise<HandlerResult>;
 
 /**
@@ -24,6 +25,7 @@ export type Handler<T = any> = (payload: T, ctx: Context) => HandlerResult | Pro
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export interface HandlerObject<T = any> {
   /** The handler, called bound to the object. */
   handle(payload: T, ctx: Context): HandlerResult | Promise<HandlerResult>;
@@ -56,6 +58,7 @@ export type Decoder<T = unknown> =
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export interface KeySource<T = any> {
   /** The decoded value (one message's, also under a batch). */
   readonly value: T;
@@ -79,6 +82,7 @@ export interface KeySource<T = any> {
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export type KeyFn<T = any> = (message: KeySource<T>) => string | undefined;
 
 /**
@@ -186,6 +190,7 @@ export interface PaceOptions {
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export interface SubscriberOptions<T = any> {
   /**
    * Unique name in the app: in logs, and for `app.send`. Non-empty, without NUL.

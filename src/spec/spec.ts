@@ -6,6 +6,7 @@ import type { Handler, SubscriberOptions } from './options.js';
  *
  * @category Subscribers
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export class SubscriberSpec<T = any> {
   /** @internal Made by {@link SubscriberBuilder.build} and by the decorator. */
   constructor(

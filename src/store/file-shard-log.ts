@@ -27,7 +27,7 @@ export class FileShardLog implements ShardLog {
   private durable = 0;
   private pending: Pending[] = [];
   private flushing = false;
-  private failed: unknown;
+  private failed: SluiceError | undefined;
   private opened = false;
   private newestSegment = 0;
   private snapshotLsn = 0;

@@ -60,7 +60,7 @@ export class ShardHost<S, O> {
   /** Records are taken, outputs handed out and timers fired only while serving: after replay, until close. */
   private stage: ShardHostPhase = 'new';
   private armedAt = Number.POSITIVE_INFINITY;
-  private failed: unknown;
+  private failed: SluiceError | undefined;
   private firing = false;
   private snapshotLsn = 0;
   /** Bytes of records appended (since open), and as of the last snapshot; the last snapshot's size. */

@@ -92,7 +92,7 @@ describe('pace rules', () => {
         const seen = new Set<unknown>();
         for (const o of outputs) {
           expect(o.size).toBeGreaterThan(0);
-          if (o.subscriber === 'b') for (const e of o.events) expect(seen.has(e) ? e : undefined).toBeUndefined(), seen.add(e);
+          if (o.subscriber === 'b') for (const e of o.events) { expect(seen.has(e) ? e : undefined).toBeUndefined(); seen.add(e); }
         }
       }),
       { numRuns: 300 },

@@ -27,7 +27,7 @@ describe('ParkedTable', () => {
           const t = new ParkedTable(16);
           // 800 keys first: the table grows (1,024 slots hold 768), then random sets and deletes leave tombstones.
           const model = new Map<string, [number, number]>();
-          for (let k = 0; k < 800; k++) t.set(`key-${k * 3}`, k, k * 2), model.set(`key-${k * 3}`, [k, k * 2]);
+          for (let k = 0; k < 800; k++) { t.set(`key-${k * 3}`, k, k * 2); model.set(`key-${k * 3}`, [k, k * 2]); }
           for (const [op, k, v] of ops) {
             const key = `key-${k}`;
             if (op === 'set') {
@@ -75,7 +75,7 @@ describe('ParkedTable', () => {
     const t = new ParkedTable();
     keys.forEach((k, i) => t.set(k, i, i));
     for (let i = 0; i < 3_000; i++) t.set(`filler-${i}`, i, i); // grows the table: a rehash of every entry
-    for (let round = 0; round < 3; round++) for (const k of keys) t.delete(k), t.set(k, round, round); // garbage: compactions
+    for (let round = 0; round < 3; round++) for (const k of keys) { t.delete(k); t.set(k, round, round); } // garbage: compactions
     expect(t.size).toBe(keys.length + 3_000);
     keys.forEach((k) => expect(t.entry(k)).toEqual({ ref: 2, timer: 2 }));
     expect(t.snapshotLsn('k'.repeat(65_537))).toBeUndefined();

@@ -77,7 +77,7 @@ describe('ShardHost', () => {
     await first.h.append({ key: 'b', type: 'event' });
     void first.h.append({ key: 'b', type: 'event' }).catch(() => {}); // not durable when the crash comes
     const crashed = first.store.crash();
-    first.h.close();
+    void first.h.close(); // the crashed process: its timers stop now, and nothing waits for what it still wrote
     const second = host(crashed, first.clock);
     await second.h.open();
     expect(second.h.core.state('a')).toEqual({ count: 1 });
@@ -119,7 +119,7 @@ describe('ShardHost', () => {
     await first.h.open();
     await first.h.append({ key: 'a', type: 'event' });
     await first.h.append({ key: 'a', type: 'event' });
-    first.h.close();
+    await first.h.close();
     const second = host(first.store.crash(), first.clock);
     await expect(second.h.append({ key: 'a', type: 'event' })).rejects.toMatchObject({ code: 'APP_STATE' }); // not recovered
     await second.h.recover();
@@ -146,7 +146,7 @@ describe('ShardHost', () => {
     expect(snap?.lsn).toBe(6); // after snapshotEvery (5) records and twice as many as keys (3), all durable and handed out
     await first.append({ key: 'k0', type: 'event' });
     const live = [...first.core.keys()].sort().map((k) => [k, first.core.state(k), first.core.timerOf(k)]);
-    first.close();
+    await first.close();
     const second = new ShardHost({ log: store.crash().log(0), rules, clock, onOutput: () => {} });
     await second.open();
     expect([...second.core.keys()].sort().map((k) => [k, second.core.state(k), second.core.timerOf(k)])).toEqual(live);
@@ -178,7 +178,7 @@ describe('ShardHost', () => {
     await first.open();
     await first.append({ key: 'a', type: 'event' });
     await first.append({ key: 'a', type: 'event', at: 5_040 }); // a record stamped by a clock that read 40 ms on
-    first.close();
+    await first.close();
     // Restarted on a clock 100 ms behind the log: its records, and its reading of the time, stay at the log's time.
     for (const snapshot of [false, true]) {
       store = store.crash();
@@ -191,7 +191,7 @@ describe('ShardHost', () => {
       expect(seenAt.slice(-2)).toEqual([5_040, 5_040]);
       if (snapshot) continue;
       expect(await next.snapshot()).toBe(true); // the next restart finds only the snapshot: it keeps the time too
-      next.close();
+      await next.close();
     }
   });
 
@@ -222,7 +222,7 @@ describe('ShardHost', () => {
     await first.open();
     await Promise.all(Array.from({ length: 60 }, (_, i) => first.append({ key: `k${i}`, type: 'event' })));
     expect(first.core.parkedCount).toBeGreaterThan(50);
-    first.close();
+    await first.close();
     await clock.advance(3_600_000); // the process was down for an hour
     const outputs: Out[] = [];
     const second = new ShardHost({ log: store.crash().log(0), rules, clock, chunk: 7, maxLoadedKeys: 4, onOutput: (o) => outputs.push(o) });

@@ -55,7 +55,7 @@ function sameRunSameInput(h: History): string[] {
     const first = runs[0]!;
     for (const r of runs.slice(1)) {
       if (r.size !== first.size || r.events.join() !== first.events.join() || r.startedAt !== first.startedAt) {
-        out.push(`run ${id} ran with [${first.events}] (size ${first.size}) in life ${first.life} and with [${r.events}] (size ${r.size}) in life ${r.life}`);
+        out.push(`run ${id} ran with [${first.events.join(',')}] (size ${first.size}) in life ${first.life} and with [${r.events.join(',')}] (size ${r.size}) in life ${r.life}`);
         break;
       }
     }
@@ -101,7 +101,7 @@ function eventsInOneRun(h: History): string[] {
       if (other !== undefined && other !== id) out.push(`event ${n} of ${sub} ran in two runs: ${other} and ${id}`);
       runOf.set(`${sub}/${n}`, id);
     }
-    if (new Set(events).size !== events.length) out.push(`run ${id} carries an event twice: [${events}]`);
+    if (new Set(events).size !== events.length) out.push(`run ${id} carries an event twice: [${events.join(',')}]`);
   }
   for (const a of h.acks) {
     if (a.sub !== 'bat' && a.sub !== 'pm') continue;

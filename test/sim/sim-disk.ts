@@ -107,6 +107,7 @@ export class SimDisk {
   /** The disk as one process life sees it: after a crash, the old life's operations go nowhere. */
   mount(pid: number): FileSystem {
     const life = this.life;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- named for what it is, in the many closures below
     const disk = this;
     const later = <T = void>(run: () => T): Promise<T> =>
       new Promise<T>((resolve, reject) => {

@@ -148,7 +148,7 @@ export class World {
       case 3:
         await turn();
         break;
-      case 4:
+      case 4: {
         // Mostly on a grid of the windows' lengths, so that events land exactly at, or a millisecond
         // before, a window's end — where boundary bugs live.
         const due = this.life!.clock.nextDueMs();
@@ -156,6 +156,7 @@ export class World {
         else this.now += this.random.chance(0.5) ? this.random.pick([0, 1, 100, 250, 499, 500, 999, 1000]) : this.random.int(1200);
         await this.life!.clock.advanceTo(this.now);
         break;
+      }
       case 5:
         this.settleOne();
         await turn();

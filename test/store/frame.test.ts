@@ -50,7 +50,7 @@ describe('record frames', () => {
     const frame = encodeFrame(9, bytes('nine'));
     for (let bit = 0; bit < frame.length * 8; bit++) {
       const bad = Buffer.from(frame);
-      bad[bit >> 3] ^= 1 << (bit & 7);
+      bad[bit >> 3]! ^= 1 << (bit & 7);
       const read = readFrame(bad, 0, 9);
       // A flip in the length makes a frame that runs past the buffer; anywhere else the CRC or the LSN check fails.
       expect(read, `bit ${bit}`).toStrictEqual(NONE);

@@ -28,7 +28,7 @@ async function openState(dir: string): Promise<Map<string, string[]>> {
   const host = new ShardHost({ log: store.log(0), rules, clock: new ManualClock(), onOutput: () => {} });
   await host.open();
   const state = new Map([...host.core.keys()].map((k) => [k, host.core.state(k)!]));
-  host.close();
+  await host.close(); // the host first (it waits for a snapshot under way), then the store under it
   await store.close();
   return state;
 }

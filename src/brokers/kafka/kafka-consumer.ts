@@ -290,6 +290,7 @@ export class KafkaConsumer implements Consumer {
     }
   }
 
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs's payload functions are closures
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const p = batch.partition;
     // A partition given back to this member while its revoke still runs: wait for the revoke, then read anew.
@@ -322,7 +323,7 @@ export class KafkaConsumer implements Consumer {
     // (kafkajs fetches again from a broker only once all its batches returned; the ends are asked for every
     // POLL_MS): so that work in flight has an open eachBatch whose heartbeat sees a rebalance before kafkajs
     // rejoins, and yet newer messages are fetched at once.
-    const active = this.request.active;
+    const active = this.request.active?.bind(this.request);
     const taken = (): boolean => (feed.position ?? -1) >= end;
     const busy = (): boolean => !taken() || (active !== undefined && active(p) > 0 && !this.newer());
     while (!this.closing && !feed.revoked && isRunning() && !isStale() && busy()) {
