@@ -11,7 +11,7 @@ interface Step { command: string; code: number; stdout: string; stderr: string; 
 interface Project { name: string; install: Step; build?: Step; start?: Step; expected: string; emitted?: boolean }
 interface Smoke {
   PROJECTS: Record<string, unknown>;
-  workspace(): { dir: string; cleanup(): void };
+  workspace(): { dir: string; cleanup: () => void };
   pack(dir: string): Promise<{ tarball: string; files: string[] }>;
   project(name: string, tarball: string, dir: string): Promise<Project>;
   publint(tarball: string): Promise<Step>;
@@ -36,8 +36,8 @@ describe('the package, installed from its tarball', () => {
     files = packed.files;
     const names = Object.keys(smoke.PROJECTS);
     const [l, t, ...done] = await Promise.all([smoke.publint(packed.tarball), smoke.attw(packed.tarball), ...names.map((name) => smoke.project(name, packed.tarball, dir))]);
-    [lint, types] = [l!, t!];
-    for (const p of done as unknown as Project[]) projects.set(p.name, p);
+    [lint, types] = [l, t];
+    for (const p of done) projects.set(p.name, p);
   }, 600_000);
   afterAll(() => cleanup());
 

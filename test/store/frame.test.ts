@@ -59,7 +59,7 @@ describe('record frames', () => {
 
   it('reads a frame whose CRC is wrong only when told not to check it (the simulator\'s broken engine)', () => {
     const bad = encodeFrame(9, bytes('nine'));
-    bad[HEADER_BYTES] ^= 1; // a payload bit: the CRC no longer matches
+    bad[HEADER_BYTES]! ^= 1; // a payload bit: the CRC no longer matches
     expect(readFrame(bad, 0, 9)).toStrictEqual(NONE);
     expect(readFrame(bad, 0, 9, 9, true)).toStrictEqual(NONE);
     expect(readFrame(bad, 0, 9, 9, false)).toStrictEqual({ ok: true, lsn: 9, payload: Buffer.from('oine'), next: bad.length });
