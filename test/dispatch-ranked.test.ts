@@ -15,8 +15,11 @@ describe('RankedScheduler', () => {
       fc.record({ t: fc.constant('next' as const) }),
       fc.record({ t: fc.constant('done' as const), i: fc.nat() }),
     );
+    let longest = 0;
+    let deepest = 0;
     fc.assert(
       fc.property(fc.boolean(), fc.array(op, { maxLength: 300, size: 'max' }), (byKey, ops) => {
+        longest = Math.max(longest, ops.length);
         const s = new RankedScheduler<J>({ byKey, turns: false });
         const waiting: J[] = [];
         const running: J[] = [];
@@ -41,10 +44,16 @@ describe('RankedScheduler', () => {
             const [job] = running.splice(o.i % running.length, 1);
             s.done(job!);
           }
+          expect(s.waiting).toBe(waiting.length);
+          deepest = Math.max(deepest, waiting.length);
         }
       }),
       { numRuns: 300 },
     );
+    // The runs were as long as maxLength says (fast-check caps arrays at 10 without size: 'max'), and runs
+    // piled up behind each other.
+    expect(longest).toBeGreaterThan(250);
+    expect(deepest).toBeGreaterThan(20);
   });
 
   it('with turns, matches a model: highest order first, then keys in the order they joined the rotation (property)', () => {
@@ -56,8 +65,10 @@ describe('RankedScheduler', () => {
     // The model: per key (undefined for keyless runs) its waiting runs; the keys in the rotation with the turn
     // they took when they joined it; under byKey the keys with a run running.
     let longest = 0;
+    let longestRun = 0;
     fc.assert(
       fc.property(fc.boolean(), fc.array(op, { minLength: 1, maxLength: 400, size: 'max' }), (byKey, ops) => {
+        longestRun = Math.max(longestRun, ops.length);
         const s = new RankedScheduler<J>({ byKey, turns: true });
         const waiting = new Map<string | undefined, J[]>();
         const turnOf = new Map<string | undefined, number>();
@@ -112,6 +123,7 @@ describe('RankedScheduler', () => {
       }),
       { numRuns: 150 },
     );
+    expect(longestRun).toBeGreaterThan(300); // as long as maxLength says (fast-check caps arrays at 10 without size: 'max')
     expect(longest).toBeGreaterThan(30); // runs piled up behind each other: the rotation was in play
   });
 

@@ -101,8 +101,12 @@ describe('Watermark', () => {
   });
 
   it('matches the model when thousands of deliveries finish in a random order (property)', () => {
+    let fewest = Infinity;
+    let most = 0;
     fc.assert(
       fc.property(fc.integer({ min: 1_100, max: 4_000 }), fc.nat({ max: 2 ** 31 }), (n, seed) => {
+        fewest = Math.min(fewest, n);
+        most = Math.max(most, n);
         const w = new Watermark(0);
         const m = new Model(0);
         for (let o = 0; o < 2 * n; o += 2) {
@@ -129,6 +133,9 @@ describe('Watermark', () => {
       }),
       { numRuns: 15 },
     );
+    // Every run delivered over 1,024 offsets (enough for the finished ones to be dropped on the way), and some thousands.
+    expect(fewest).toBeGreaterThan(1_024);
+    expect(most).toBeGreaterThan(2_000);
   });
 
   it('ignores the completion of an offset it never delivered, and counts abandoned deliveries out', () => {
