@@ -41,7 +41,7 @@ export class Watermark {
     let i = this.head;
     if (offsets[i] !== offset) {
       // Not the lowest in flight: the watermark stays. Mark it, if it is in flight at all.
-      this.mark(offset, i, offsets.length - 1);
+      this.mark(offset, i, offsets.length);
       return false;
     }
     done[i] = true;
@@ -67,16 +67,16 @@ export class Watermark {
   }
 
   /**
-   * Marks `offset` finished if it is among offsets[lo..hi] (which ascend): a binary search. Recursive, at
-   * most about log2(window) deep, so that a search that stopped narrowing would fail at once with a
-   * RangeError instead of spinning.
+   * Marks `offset` finished if it is among offsets[lo], …, offsets[hi - 1] (which ascend): a binary search.
+   * Recursive, at most about log2(window) deep, so that a search that stopped narrowing would fail at once
+   * with a RangeError instead of spinning.
    */
   private mark(offset: number, lo: number, hi: number): void {
-    if (lo > hi) return; // not in flight (never delivered, or finished already): nothing to mark
+    if (lo >= hi) return; // not among them (never delivered, or below the watermark already): nothing to mark
     const mid = (lo + hi) >>> 1;
     const v = this.offsets[mid]!;
     if (v < offset) this.mark(offset, mid + 1, hi);
-    else if (v > offset) this.mark(offset, lo, mid - 1);
+    else if (v > offset) this.mark(offset, lo, mid);
     else this.done[mid] = true;
   }
 
