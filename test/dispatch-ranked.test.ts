@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RankedScheduler } from '../src/dispatch/ranked.js';
+import { RankedScheduler, ranked } from '../src/dispatch/ranked.js';
 
 interface J {
   readonly key: string | undefined;
@@ -9,6 +9,12 @@ interface J {
 }
 
 describe('RankedScheduler', () => {
+  it('is the strategy of lanes under byKey and of a pool otherwise, with n workers', () => {
+    expect(ranked(3, { byKey: true, turns: false })).toMatchObject({ name: 'lanes', workers: 3 });
+    expect(ranked(5, { byKey: false, turns: true })).toMatchObject({ name: 'pool', workers: 5 });
+    expect(ranked(1, { byKey: true, turns: true }).scheduler()).toBeInstanceOf(RankedScheduler);
+  });
+
   it('without turns, matches a model: highest order first, then oldest; under byKey one run of a key at a time (property)', () => {
     const op = fc.oneof(
       fc.record({ t: fc.constant('push' as const), key: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: undefined }), order: fc.integer({ min: -1, max: 2 }) }),
