@@ -149,6 +149,7 @@ export class RankedScheduler<J extends Ranked> implements Scheduler<J> {
   next(): J | undefined {
     const g = this.ready.pop();
     if (g === undefined) return undefined;
+    // Stryker disable next-line UnaryOperator: pos is read only by push() of a key that is not busy, and before that a key taken from is busy (byKey) or settled at once, which puts it back in the heap (a new pos) or forgets it
     g.pos = -1;
     const job = g.jobs.pop()!.job;
     if (this.options.byKey && g.key !== undefined) g.busy = true;
