@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RankedScheduler } from '../src/dispatch/ranked.js';
+import { RankedScheduler, ranked } from '../src/dispatch/ranked.js';
 
 interface J {
   readonly key: string | undefined;
@@ -9,14 +9,23 @@ interface J {
 }
 
 describe('RankedScheduler', () => {
+  it('is the strategy of lanes under byKey and of a pool otherwise, with n workers', () => {
+    expect(ranked(3, { byKey: true, turns: false })).toMatchObject({ name: 'lanes', workers: 3 });
+    expect(ranked(5, { byKey: false, turns: true })).toMatchObject({ name: 'pool', workers: 5 });
+    expect(ranked(1, { byKey: true, turns: true }).scheduler()).toBeInstanceOf(RankedScheduler);
+  });
+
   it('without turns, matches a model: highest order first, then oldest; under byKey one run of a key at a time (property)', () => {
     const op = fc.oneof(
       fc.record({ t: fc.constant('push' as const), key: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: undefined }), order: fc.integer({ min: -1, max: 2 }) }),
       fc.record({ t: fc.constant('next' as const) }),
       fc.record({ t: fc.constant('done' as const), i: fc.nat() }),
     );
+    let longest = 0;
+    let deepest = 0;
     fc.assert(
       fc.property(fc.boolean(), fc.array(op, { maxLength: 300, size: 'max' }), (byKey, ops) => {
+        longest = Math.max(longest, ops.length);
         const s = new RankedScheduler<J>({ byKey, turns: false });
         const waiting: J[] = [];
         const running: J[] = [];
@@ -41,10 +50,16 @@ describe('RankedScheduler', () => {
             const [job] = running.splice(o.i % running.length, 1);
             s.done(job!);
           }
+          expect(s.waiting).toBe(waiting.length);
+          deepest = Math.max(deepest, waiting.length);
         }
       }),
       { numRuns: 300 },
     );
+    // The runs were as long as maxLength says (fast-check caps arrays at 10 without size: 'max'), and runs
+    // piled up behind each other.
+    expect(longest).toBeGreaterThan(250);
+    expect(deepest).toBeGreaterThan(20);
   });
 
   it('with turns, matches a model: highest order first, then keys in the order they joined the rotation (property)', () => {
@@ -56,8 +71,10 @@ describe('RankedScheduler', () => {
     // The model: per key (undefined for keyless runs) its waiting runs; the keys in the rotation with the turn
     // they took when they joined it; under byKey the keys with a run running.
     let longest = 0;
+    let longestRun = 0;
     fc.assert(
       fc.property(fc.boolean(), fc.array(op, { minLength: 1, maxLength: 400, size: 'max' }), (byKey, ops) => {
+        longestRun = Math.max(longestRun, ops.length);
         const s = new RankedScheduler<J>({ byKey, turns: true });
         const waiting = new Map<string | undefined, J[]>();
         const turnOf = new Map<string | undefined, number>();
@@ -112,6 +129,7 @@ describe('RankedScheduler', () => {
       }),
       { numRuns: 150 },
     );
+    expect(longestRun).toBeGreaterThan(300); // as long as maxLength says (fast-check caps arrays at 10 without size: 'max')
     expect(longest).toBeGreaterThan(30); // runs piled up behind each other: the rotation was in play
   });
 

@@ -51,48 +51,50 @@ class Heap<T> {
   }
 
   push(item: T): void {
-    this.items.push(item);
-    this.up(this.items.length - 1);
+    const pos = this.items.length;
+    this.place(item, pos);
+    this.up(pos);
   }
 
   pop(): T | undefined {
     const items = this.items;
     const top = items[0];
-    const last = items.pop();
-    if (items.length > 0 && last !== undefined) {
-      items[0] = last;
+    const last = items.pop()!;
+    if (items.length > 0) {
+      this.place(last, 0);
       this.down(0);
     }
     return top;
   }
 
-  /** The item at `pos` now ranks higher than it did. */
+  // Sifting up and down is recursive (at most log2(size) deep), so that a sift that stopped moving would
+  // fail at once with a RangeError instead of spinning.
+
+  /** The item at `pos` now ranks higher than it did: it changes places with its parent while it ranks before it. */
   up(pos: number): void {
-    const items = this.items;
-    const item = items[pos]!;
-    while (pos > 0) {
-      const parent = (pos - 1) >> 1;
-      if (!this.before(item, items[parent]!)) break;
-      this.place(items[parent]!, pos);
-      pos = parent;
+    const parent = (pos - 1) >> 1;
+    if (pos > 0 && this.before(this.items[pos]!, this.items[parent]!)) {
+      this.swap(pos, parent);
+      this.up(parent);
     }
-    this.place(item, pos);
   }
 
+  /** The item at `pos` changes places with its higher-ranked child while that ranks before it. */
   private down(pos: number): void {
     const items = this.items;
-    const n = items.length;
-    const item = items[pos]!;
-    for (;;) {
-      const l = 2 * pos + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const child = r < n && this.before(items[r]!, items[l]!) ? r : l;
-      if (!this.before(items[child]!, item)) break;
-      this.place(items[child]!, pos);
-      pos = child;
+    const l = 2 * pos + 1;
+    const r = l + 1;
+    const child = r < items.length && this.before(items[r]!, items[l]!) ? r : l;
+    if (child < items.length && this.before(items[child]!, items[pos]!)) {
+      this.swap(pos, child);
+      this.down(child);
     }
-    this.place(item, pos);
+  }
+
+  private swap(a: number, b: number): void {
+    const item = this.items[a]!;
+    this.place(this.items[b]!, a);
+    this.place(item, b);
   }
 
   private place(item: T, pos: number): void {
@@ -113,28 +115,24 @@ export interface RankedOptions {
 }
 
 export class RankedScheduler<J extends Ranked> implements Scheduler<J> {
-  private readonly groups = new Map<string, Group<J>>();
-  /** Jobs without a key: never held back by a key. */
-  private readonly loose: Group<J>;
+  /** The keys with runs waiting or (under byKey) one running; runs without a key under undefined, never held back. */
+  private readonly groups = new Map<string | undefined, Group<J>>();
   private readonly ready = new Heap<Group<J>>(groupBefore, (g, pos) => (g.pos = pos));
   private seq = 0;
   private turns = 0;
 
-  constructor(private readonly options: RankedOptions) {
-    this.loose = this.group(undefined);
-  }
+  constructor(private readonly options: RankedOptions) {}
 
   /** Runs waiting (not yet taken by a worker). */
   get waiting(): number {
-    let n = this.loose.jobs.size;
+    let n = 0;
     for (const g of this.groups.values()) n += g.jobs.size;
     return n;
   }
 
   push(job: J): boolean {
-    const key = job.key;
-    let g = key === undefined ? this.loose : this.groups.get(key);
-    if (g === undefined) this.groups.set(key!, (g = this.group(key)));
+    let g = this.groups.get(job.key);
+    if (g === undefined) this.groups.set(job.key, (g = this.group(job.key)));
     const entry: Entry<J> = { job, order: job.order ?? 0, seq: this.seq++ };
     g.jobs.push(entry);
     if (g.busy) return false;
@@ -151,17 +149,17 @@ export class RankedScheduler<J extends Ranked> implements Scheduler<J> {
   next(): J | undefined {
     const g = this.ready.pop();
     if (g === undefined) return undefined;
+    // Stryker disable next-line UnaryOperator: pos is read only by push() of a key that is not busy, and before that a key taken from is busy (byKey) or settled at once, which puts it back in the heap (a new pos) or forgets it
     g.pos = -1;
     const job = g.jobs.pop()!.job;
-    if (this.options.byKey && g !== this.loose) g.busy = true;
+    if (this.options.byKey && g.key !== undefined) g.busy = true;
     else this.settle(g);
     return job;
   }
 
   done(job: J): void {
-    if (!this.options.byKey || job.key === undefined) return;
     const g = this.groups.get(job.key);
-    if (g === undefined || !g.busy) return;
+    if (g === undefined || !g.busy) return; // nothing waits behind it (not byKey, keyless, or not taken)
     g.busy = false;
     this.settle(g);
   }
@@ -173,7 +171,7 @@ export class RankedScheduler<J extends Ranked> implements Scheduler<J> {
   /** A key that was taken from: back into the rotation (at the end of its turn) if it has runs, or forgotten. */
   private settle(g: Group<J>): void {
     if (g.jobs.size > 0) this.enter(g);
-    else if (g !== this.loose) this.groups.delete(g.key!);
+    else this.groups.delete(g.key);
   }
 
   private enter(g: Group<J>): void {

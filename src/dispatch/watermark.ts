@@ -37,42 +37,47 @@ export class Watermark {
   complete(offset: number): boolean {
     this.outstanding--;
     const offsets = this.offsets;
+    const done = this.done;
     let i = this.head;
     if (offsets[i] !== offset) {
-      // Stryker disable next-line ArithmeticOperator: a search one slot wider finds the same offset (offsets ascend, and the head is not it)
-      let lo = i + 1;
-      // Stryker disable next-line ArithmeticOperator: as above
-      let hi = offsets.length - 1;
-      i = -1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >>> 1;
-        const v = offsets[mid]!;
-        if (v === offset) { i = mid; break; }
-        // Stryker disable next-line EqualityOperator: v === offset broke out of the loop just above
-        if (v < offset) lo = mid + 1; else hi = mid - 1;
-      }
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: i is -1 or at least 1 here, and done[-1] is never read
-      if (i < 0) return false;
-      this.done[i] = true;
+      // Not the lowest in flight: the watermark stays. Mark it, if it is in flight at all.
+      this.mark(offset, i, offsets.length);
       return false;
     }
-    this.done[i] = true;
-    const done = this.done;
-    const length = offsets.length;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: done[length] is undefined, which ends the loop too
-    while (i < length && done[i]) i++;
+    done[i] = true;
+    while (done[i]) i++; // done[offsets.length] is undefined: the walk stops at the end
     this.next = offsets[i - 1]! + 1;
+    const length = offsets.length;
     if (i === length) {
       offsets.length = 0; // reuse the arrays: a partition that keeps up drains to empty on every delivery
       done.length = 0;
       this.head = 0;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator: compaction only saves memory; compacting more often, less often or never gives the same watermark
-    } else if (i > 1024 && i * 2 > length) {
-      this.offsets = offsets.slice(i);
-      this.done = done.slice(i);
-      this.head = 0;
-    } else this.head = i;
+    } else {
+      // Drop the finished entries below the watermark once there are over 1,024 and they are most of the arrays.
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator: when to drop finished entries only changes memory use: dropping them at every move of the watermark, or never, leaves the same watermark and window
+      const compact = i > 1024 && i * 2 > length;
+      // Stryker disable next-line ConditionalExpression: as above (compacting at every move, or never)
+      if (compact) {
+        this.offsets = offsets.slice(i);
+        this.done = done.slice(i);
+        this.head = 0;
+      } else this.head = i;
+    }
     return true;
+  }
+
+  /**
+   * Marks `offset` finished if it is among offsets[lo], …, offsets[hi - 1] (which ascend): a binary search.
+   * Recursive, at most about log2(window) deep, so that a search that stopped narrowing would fail at once
+   * with a RangeError instead of spinning.
+   */
+  private mark(offset: number, lo: number, hi: number): void {
+    if (lo >= hi) return; // not among them (never delivered, or below the watermark already): nothing to mark
+    const mid = (lo + hi) >>> 1;
+    const v = this.offsets[mid]!;
+    if (v < offset) this.mark(offset, mid + 1, hi);
+    else if (v > offset) this.mark(offset, lo, mid);
+    else this.done[mid] = true;
   }
 
   /** A delivery of this partition that will not finish here (revoked, or stopped): it stays uncommitted. */

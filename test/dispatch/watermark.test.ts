@@ -101,8 +101,12 @@ describe('Watermark', () => {
   });
 
   it('matches the model when thousands of deliveries finish in a random order (property)', () => {
+    let fewest = Infinity;
+    let most = 0;
     fc.assert(
       fc.property(fc.integer({ min: 1_100, max: 4_000 }), fc.nat({ max: 2 ** 31 }), (n, seed) => {
+        fewest = Math.min(fewest, n);
+        most = Math.max(most, n);
         const w = new Watermark(0);
         const m = new Model(0);
         for (let o = 0; o < 2 * n; o += 2) {
@@ -129,6 +133,9 @@ describe('Watermark', () => {
       }),
       { numRuns: 15 },
     );
+    // Every run delivered over 1,024 offsets (enough for the finished ones to be dropped on the way), and some thousands.
+    expect(fewest).toBeGreaterThan(1_024);
+    expect(most).toBeGreaterThan(2_000);
   });
 
   it('ignores the completion of an offset it never delivered, and counts abandoned deliveries out', () => {
@@ -145,5 +152,40 @@ describe('Watermark', () => {
     expect(w.window()).toBe(2);
     expect(w.complete(12)).toBe(false);
     expect(w.watermark()).toBe(9);
+  });
+
+  it('a completion of an offset not in flight (never delivered, past the last, or finished already) marks nothing, not even offsets delivered after it', () => {
+    const w = new Watermark(0, 5);
+    expect(w.complete(3)).toBe(false); // nothing delivered yet
+    expect(w.complete(5)).toBe(false);
+    expect(w.watermark()).toBe(5);
+    for (const o of [5, 9, 12]) w.delivered(o);
+    expect(w.complete(4)).toBe(false); // below every offset in flight
+    expect(w.complete(13)).toBe(false); // past the last
+    expect(w.complete(20)).toBe(false);
+    w.delivered(13); // delivered after its stray completion: still in flight
+    w.delivered(20);
+    w.delivered(21);
+    expect(w.complete(5)).toBe(true);
+    expect(w.complete(5)).toBe(false); // finished already
+    expect(w.complete(9)).toBe(true);
+    expect(w.complete(12)).toBe(true);
+    expect(w.watermark()).toBe(13);
+    expect(w.window()).toBe(3);
+    expect(w.complete(21)).toBe(false);
+    expect(w.complete(21)).toBe(false); // finished already, above the watermark
+    expect(w.complete(13)).toBe(true);
+    expect(w.watermark()).toBe(20);
+    expect(w.complete(20)).toBe(true);
+    expect(w.watermark()).toBe(22);
+    expect(w.window()).toBe(0);
+    expect(w.complete(20)).toBe(false); // drained: nothing in flight
+    expect(w.complete(22)).toBe(false); // not delivered yet
+    w.delivered(22);
+    w.delivered(23);
+    expect(w.watermark()).toBe(22);
+    expect(w.complete(23)).toBe(false);
+    expect(w.complete(22)).toBe(true);
+    expect(w.watermark()).toBe(24);
   });
 });
