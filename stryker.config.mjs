@@ -22,6 +22,8 @@ export default {
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   concurrency: 2,
   timeoutMS: 10_000,
+  // The first pass runs the whole mutation suite once; on a loaded machine it takes longer than the 5 min default.
+  dryRunTimeoutMinutes: 40,
   thresholds: { high: 90, low: 80, break: null },
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
