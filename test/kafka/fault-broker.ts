@@ -27,6 +27,18 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * The port of a suite's own broker: the environment variable `name` when set, else `fallback`. Two runs of
+ * the Kafka suites on one machine (another checkout, or a CI run beside a developer's) each set their own.
+ */
+export function ownBrokerPort(name: string, fallback: number): number {
+  const set = process.env[name];
+  if (set === undefined || set === '') return fallback;
+  const port = Number(set);
+  if (!Number.isInteger(port) || port < 1 || port > 65_534) throw new Error(`${name}=${set} is not a port (the controller takes port + 1)`);
+  return port;
+}
+
 export class FaultBroker {
   /** `127.0.0.1:<port>`, once started. */
   address = '';

@@ -9,7 +9,7 @@ import { App, ManualClock, silentLogger, subscriber, type Context, type Logger }
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, turns } from '../helpers.js';
-import { FaultBroker, canRunOwnBroker } from './fault-broker.js';
+import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
 import { closeAll, eachConsumer, kafkaBrokers, testKafka } from './fixture.js';
 
 const CI = process.env.CI === 'true';
@@ -153,7 +153,7 @@ describe.skipIf(!kafkaBrokers)('kafka faults on the shared broker', () => {
 });
 
 describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies', () => {
-  const fault = new FaultBroker(19194);
+  const fault = new FaultBroker(ownBrokerPort('KAFKA_FAULT_PORT', 19194));
   const made: KafkaBroker[] = [];
   afterAll(async () => {
     await Promise.all(made.map((b) => b.close()));

@@ -7,7 +7,7 @@ import { App, ManualClock, Router, memoryStore, silentLogger, subscriber, type C
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, seeded, turns } from '../helpers.js';
-import { FaultBroker, canRunOwnBroker } from './fault-broker.js';
+import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
 import { closeAll, eachConsumer, kafkaBrokers, testKafka } from './fixture.js';
 
 // The broker-restart test runs a broker of its own, so it needs Java even when KAFKA_BROKERS names one.
@@ -396,7 +396,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
 
   it.skipIf(!canRunOwnBroker)('loses nothing when the broker restarts mid-consumption; duplicates come only from the uncommitted window', async () => {
     // A broker of its own on other ports, so that restarting it disturbs no other test.
-    const own = new FaultBroker(19092);
+    const own = new FaultBroker(ownBrokerPort('KAFKA_RESTART_PORT', 19092));
     const address = await own.start(true); // fresh data when it starts here; the restart below keeps it
     let app: App | undefined;
     try {
