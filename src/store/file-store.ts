@@ -86,11 +86,11 @@ class FileStore implements Store {
       if (!(await this.checkShardCount())) {
         // The first open (or one that did not finish): shard directories first, SHARDS last, so that a
         // store with SHARDS has every shard's directory and manifest.
-        await Promise.all(this.logs.map((l) => l.create()));
+        await allOf(this.logs.map((l) => l.create()));
         await this.fs.syncDirectory(this.options.dir); // the shard directories' names are durable before SHARDS
         await writeFileAtomic(this.fs, this.options.dir, SHARDS, `${this.shards}\n`);
       }
-      await Promise.all(this.logs.map((l) => l.open()));
+      await allOf(this.logs.map((l) => l.open()));
     } catch (error) {
       await Promise.all(this.logs.map((l) => l.close()));
       await release(); // a store that did not open holds nothing
@@ -146,4 +146,13 @@ class FileStore implements Store {
     }
     return holding;
   }
+}
+
+/**
+ * Waits for every one of `work`, then throws the first failure: unlike `Promise.all`, no log is still
+ * opening (and about to take a file handle) when the caller closes them all after a failure.
+ */
+async function allOf(work: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
