@@ -192,8 +192,8 @@ function event(s: PaceState, data: EventData, c: Ctx): PaceState {
     const cap = pace.maxWaitMs === undefined ? Number.POSITIVE_INFINITY : first + pace.maxWaitMs;
     next = { id: w?.id ?? `${key}@${data.r}`, first, due: Math.min(at + pace.windowMs, cap), events: [data.e], size: (w?.size ?? 0) + 1, ...(o !== undefined ? { o } : {}) };
   } else {
-    // A batch goes as early as its most urgent start.
-    const top = w === undefined ? o : o === undefined ? w.o : Math.max(o, w.o ?? 0);
+    // A batch goes as early as its most urgent start (a start without an order counts as order 0).
+    const top = w === undefined ? o : Math.max(o ?? 0, w.o ?? 0);
     const base = w === undefined ? { id: `${key}@${data.r}`, first: at, due: at + pace.waitMs, events: [data.e], size: 1 } : { ...w, events: [...w.events, data.e], size: w.size + 1 };
     const { o: _old, ...rest } = base as Window;
     next = top !== undefined && top !== 0 ? { ...rest, o: top } : rest;

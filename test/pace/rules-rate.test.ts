@@ -59,6 +59,15 @@ describe('pace rules: rates', () => {
     expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 203, order: 7 }]);
   });
 
+  it('batch: a window takes the highest order of its starts, a start without an order counting as 0', () => {
+    const { apply, released } = core();
+    for (const [i, o] of [[1, -1], [2, 0], [3, -2]] as const) apply(ev('q', 'k', 0, i, `u${i}`, { o }));
+    expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 }]);
+    for (const [i, o] of [[4, -2], [5, -1], [6, -3]] as const) apply(ev('q', 'k', 1, i, `u${i}`, { o }));
+    apply(timer('q', 'k', 200));
+    expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 200, order: -1 }]);
+  });
+
   it('drop: a start over the rate is answered dropped, put out for the log, and a repeated ID stays dropped', () => {
     const { c, apply, released } = core();
     expect(apply(ev('e', 'k', 0, 1, 'u1'))).toEqual({ runId: 'k@u1', duplicate: false });
