@@ -67,6 +67,13 @@ export class PaceModel {
     return reply === undefined ? { out } : { reply, out };
   }
 
+  /** Applies a shard record of the pace rules' vocabulary (its key a coordinator key). */
+  applyRecord(r: { readonly key: string; readonly at: number; readonly type: string; readonly data?: unknown }): { reply?: PaceReply; out: PaceOutput[] } {
+    const [sub, key] = r.key.split('\u0000') as [string, string];
+    const record: ModelRecord = r.type === 'event' ? { type: 'event', data: r.data as ModelEventData } : r.type === 'done' ? { type: 'done', run: r.data as string } : { type: 'timer' };
+    return this.apply(sub, key, r.at, record);
+  }
+
   /** When the key's coordinator must wake (its state changes by time alone), as of the last record at `at`. */
   timer(sub: string, key: string, at: number): number | undefined {
     const k = this.keys.get(`${sub}/${key}`);

@@ -4,6 +4,7 @@ import type { CompiledPace } from '../../src/pace/config.js';
 import { coordinatorKey, DONE, EVENT, type PaceRun } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
 import { paceCore } from './core.js';
+import { PaceModel } from './model.js';
 
 const DEBOUNCE: CompiledPace = { kind: 'debounce', windowMs: 100, maxWaitMs: 300, dedupMs: 1000 };
 const BATCH: CompiledPace = { kind: 'batch', max: 3, waitMs: 100, dedupMs: 1000 };
@@ -53,7 +54,7 @@ describe('pace rules', () => {
     expect(c.state(key)!.runs).toBeUndefined();
   });
 
-  it('rebuilds by replay exactly the state and outputs that live application built (property)', () => {
+  it('rebuilds by replay exactly the state and outputs that live application built, which are the model\'s, over runs of up to 60 records (property)', () => {
     const record = fc.record({
       sub: fc.constantFrom('d', 'b'),
       key: fc.constantFrom('a', 'b', 'c'),
@@ -61,9 +62,13 @@ describe('pace rules', () => {
       kind: fc.constantFrom('event', 'event', 'event', 'timer', 'done'),
       id: fc.option(fc.constantFrom('x', 'y', 'z'), { nil: undefined }),
     });
+    let longest = 0;
+    let agedOut = 0;
     fc.assert(
-      fc.property(fc.array(record, { maxLength: 60 }), (steps) => {
+      fc.property(fc.array(record, { maxLength: 60, size: 'max' }), (steps) => {
+        longest = Math.max(longest, steps.length);
         const live = core();
+        const model = new PaceModel(paces);
         const records: ShardRecord[] = [];
         let at = 0;
         let n = 0;
@@ -76,9 +81,14 @@ describe('pace rules', () => {
           else if (s.kind === 'timer') r = { key, at, type: TIMER };
           else r = { key, at, type: DONE, data: live.c.state(key)?.runs?.[0]?.id ?? 'none' };
           records.push(r);
-          live.apply(r);
-          outputs.push(...live.released());
+          const reply = live.apply(r);
+          const expected = model.applyRecord(r);
+          expect(reply).toEqual(expected.reply);
+          const out = live.released();
+          expect(out).toEqual(expected.out);
+          outputs.push(...out);
         }
+        if (at > DEBOUNCE.dedupMs) agedOut++;
         const replayed = core();
         for (const r of records) replayed.apply(JSON.parse(JSON.stringify(r)) as ShardRecord);
         const keys = [...live.c.keys()].sort();
@@ -97,5 +107,8 @@ describe('pace rules', () => {
       }),
       { numRuns: 300 },
     );
+    // Runs reached the length the name claims, and some outlived the remembered IDs.
+    expect(longest).toBeGreaterThanOrEqual(55);
+    expect(agedOut).toBeGreaterThanOrEqual(10);
   });
 });
