@@ -21,7 +21,11 @@ import { DONE, EVENT, runOf, splitKey, type EventData, type PaceOutput, type Pac
 
 export { coordinatorKey, DONE, EVENT, type EventData, type PaceDrop, type PaceOutput, type PaceReceipt, type PaceReply, type PaceRun, type PaceState } from './state.js';
 
-/** For records of a subscriber no longer mounted: open windows close and waiting starts start at once, IDs are kept the default time. */
+/**
+ * For records of a subscriber no longer mounted: waiting starts start at once (no rate holds them), a window
+ * still open closes when it was due and a new one on its next record (it waits no time), new IDs are kept the
+ * default time.
+ */
 const ORPHAN: CompiledPace = { kind: 'batch', max: MAX_BATCH, waitMs: 0, dedupMs: DEFAULT_DEDUP_MS };
 
 /** What one transition works with besides the state. */
