@@ -78,6 +78,7 @@ describe('validateOptions', () => {
   });
 
   const fn = () => 'k';
+  const order = () => 1;
   it.each<[string, SubscriberOptions]>([
     ['nothing', {}],
     ['the edges of workers', { name: 'n', workers: 1 }],
@@ -98,7 +99,7 @@ describe('validateOptions', () => {
     ['debounce in milliseconds', { pace: { debounce: 500 } }],
     ['debounce with a maxWait', { pace: { debounce: { window: '1s', maxWait: '2s' } } }],
     ['pace.batch empty', { pace: { batch: {} } }],
-    ['pace.batch with both fields, byKey', { byKey: true, pace: { batch: { max: 1, wait: '1s' }, perMinute: 1, order: fn, turns: 'key' } }],
+    ['pace.batch with both fields, byKey', { byKey: true, pace: { batch: { max: 1, wait: '1s' }, perMinute: 1, order, turns: 'key' } }],
     ['drop', { pace: { drop: { max: 1, per: '1s' } } }],
   ])('accepts %s, and returns it copied and frozen at every level', (_name, options) => {
     const copy = validateOptions(options, WHO);
