@@ -106,9 +106,10 @@ function admit(s: PaceState, start: Start, c: Ctx): PaceState {
   return release(enqueue(s, start), c);
 }
 
+/** The open window closes: it is a start ready to run (its order kept, or left out as in the window). */
 function close(s: PaceState, c: Ctx): PaceState {
-  const { id, events, size, o } = s.w!;
-  return admit({ ...s, w: undefined }, o === undefined ? { id, events, size } : { id, events, size, o }, c);
+  const { first: _first, due: _due, ...start } = s.w!;
+  return admit({ ...s, w: undefined }, start, c);
 }
 
 function done(s: PaceState, runId: string): PaceState {
@@ -183,7 +184,7 @@ function event(s: PaceState, data: EventData, c: Ctx): PaceState {
     reply(c, { dropped: true });
     return remember(s, data, '', c);
   }
-  const o = data.o !== undefined && data.o !== 0 ? data.o : undefined;
+  const o = data.o || undefined; // an order of 0 is left out, as no order is
   if (pace.kind === 'each') {
     const start: Start = { id: `${key}@${data.r}`, events: [data.e], size: 1, ...(o !== undefined ? { o } : {}) };
     reply(c, { runId: start.id, duplicate: false });
