@@ -97,6 +97,7 @@ describe('validateOptions', () => {
     ['empty pace', { pace: {} }],
     ['debounce as text', { pace: { debounce: '1s', dedup: '1 minute' } }],
     ['debounce in milliseconds', { pace: { debounce: 500 } }],
+    ['debounce with a window alone', { pace: { debounce: { window: '1s' } } }],
     ['debounce with a maxWait', { pace: { debounce: { window: '1s', maxWait: '2s' } } }],
     ['pace.batch empty', { pace: { batch: {} } }],
     ['pace.batch with both fields, byKey', { byKey: true, pace: { batch: { max: 1, wait: '1s' }, perMinute: 1, order, turns: 'key' } }],
