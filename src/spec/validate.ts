@@ -66,7 +66,7 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
   if (o.deadLetter !== undefined && o.deadLetter !== false && !(typeof o.deadLetter === 'string' && o.deadLetter !== '')) {
     fail('CONFIG_INVALID', who, 'deadLetter', o.deadLetter, 'a topic name or false');
   }
-  if (o.timeoutMs !== undefined && !(typeof o.timeoutMs === 'number' && o.timeoutMs > 0 && Number.isFinite(o.timeoutMs))) {
+  if (o.timeoutMs !== undefined && !(Number.isFinite(o.timeoutMs) && o.timeoutMs > 0)) {
     fail('CONFIG_INVALID', who, 'timeoutMs', o.timeoutMs, 'a positive number of milliseconds');
   }
   if (o.pace !== undefined) validatePace(o.pace, who);
@@ -138,7 +138,7 @@ function frozenCopy<T extends SubscriberOptions>(o: T): Readonly<T> {
   if (o.pace !== undefined) {
     const p = o.pace;
     const pace: PaceOptions = { ...p };
-    if (typeof p.debounce === 'object' && p.debounce !== null) pace.debounce = Object.freeze({ ...p.debounce });
+    if (typeof p.debounce === 'object') pace.debounce = Object.freeze({ ...p.debounce }); // checked: not null
     if (p.batch !== undefined) pace.batch = Object.freeze({ ...p.batch });
     if (p.drop !== undefined) pace.drop = Object.freeze({ ...p.drop });
     copy.pace = Object.freeze(pace);
@@ -154,12 +154,14 @@ export function checkName(who: string, name: unknown): void {
   if (!(typeof name === 'string' && name.trim() !== '' && !name.includes('\u0000'))) fail('CONFIG_INVALID', who, 'name', name, 'a non-empty string without NUL');
 }
 
+// Number.isInteger and Number.isFinite are false for anything but a number (they do not convert "5" as the global isFinite does).
+
 function positiveInt(code: ErrorCode, who: string, field: string, value: unknown): void {
-  if (!(typeof value === 'number' && Number.isInteger(value) && value >= 1)) fail(code, who, field, value, 'a positive integer');
+  if (!(Number.isInteger(value) && (value as number) >= 1)) fail(code, who, field, value, 'a positive integer');
 }
 
 function nonNegative(who: string, field: string, value: unknown): void {
-  if (!(typeof value === 'number' && Number.isFinite(value) && value >= 0)) fail('CONFIG_INVALID', who, field, value, 'a finite number >= 0');
+  if (!(Number.isFinite(value) && (value as number) >= 0)) fail('CONFIG_INVALID', who, field, value, 'a finite number >= 0');
 }
 
 /** Throws the standard settings error: `<who>: <field> must be <expected>, got <value>`. */

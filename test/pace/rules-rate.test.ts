@@ -4,6 +4,7 @@ import type { CompiledPace } from '../../src/pace/config.js';
 import { coordinatorKey, DONE, EVENT, type PaceOutput, type PaceRun } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
 import { paceCore } from './core.js';
+import { PaceModel } from './model.js';
 
 // Rates with short periods: the rules take any period (`perMinute` is a rate of 60 s).
 const paces = new Map<string, CompiledPace>([
@@ -59,6 +60,15 @@ describe('pace rules: rates', () => {
     expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 203, order: 7 }]);
   });
 
+  it('batch: a window takes the highest order of its starts, a start without an order counting as 0', () => {
+    const { apply, released } = core();
+    for (const [i, o] of [[1, -1], [2, 0], [3, -2]] as const) apply(ev('q', 'k', 0, i, `u${i}`, { o }));
+    expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 }]);
+    for (const [i, o] of [[4, -2], [5, -1], [6, -3]] as const) apply(ev('q', 'k', 1, i, `u${i}`, { o }));
+    apply(timer('q', 'k', 200));
+    expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 200, order: -1 }]);
+  });
+
   it('drop: a start over the rate is answered dropped, put out for the log, and a repeated ID stays dropped', () => {
     const { c, apply, released } = core();
     expect(apply(ev('e', 'k', 0, 1, 'u1'))).toEqual({ runId: 'k@u1', duplicate: false });
@@ -94,7 +104,7 @@ describe('pace rules: rates', () => {
     expect(c.keyCount).toBe(0);
   });
 
-  it('keeps its rates, replays exactly, and loses no start (property)', () => {
+  it('keeps its rates, replays exactly, loses no start and does as the model does, over runs of up to 80 records (property)', () => {
     const step = fc.record({
       sub: fc.constantFrom('p', 'x', 'q', 'e'),
       key: fc.constantFrom('a', 'b'),
@@ -103,12 +113,28 @@ describe('pace rules: rates', () => {
       id: fc.option(fc.constantFrom('i', 'j', 'k'), { nil: undefined }),
       o: fc.integer({ min: -2, max: 2 }),
     });
+    let longest = 0;
+    let waited = 0;
+    let dropped = 0;
     fc.assert(
-      fc.property(fc.array(step, { maxLength: 80 }), (steps) => {
+      fc.property(fc.array(step, { maxLength: 80, size: 'max' }), (steps) => {
+        longest = Math.max(longest, steps.length);
         const live = core();
+        const model = new PaceModel(paces);
         const records: ShardRecord[] = [];
         const outputs: PaceOutput[] = [];
-        const dropped = new Set<number>();
+        const applied = (r: ShardRecord) => {
+          records.push(r);
+          const reply = live.apply(r);
+          const expected = model.applyRecord(r);
+          expect(reply).toEqual(expected.reply);
+          const out = live.released();
+          expect(out).toEqual(expected.out);
+          outputs.push(...out);
+          if (live.c.state(r.key)?.q !== undefined) waited++;
+          return reply;
+        };
+        const droppedEvents = new Set<number>();
         let at = 0;
         let n = 0;
         for (const s of steps) {
@@ -118,18 +144,11 @@ describe('pace rules: rates', () => {
           if (s.kind === 'event') r = ev(s.sub, s.key, at, n, `u${n}`, { o: s.o, ...(s.id === undefined ? {} : { id: s.id }) });
           else if (s.kind === 'timer') r = timer(s.sub, s.key, at);
           else r = { key, at, type: DONE, data: live.c.state(key)?.runs?.[0]?.id ?? 'none' };
-          records.push(r);
-          const reply = live.apply(r);
-          if (s.kind === 'event' && (reply as { dropped?: boolean }).dropped) dropped.add(n);
+          const reply = applied(r);
+          if (s.kind === 'event' && (reply as { dropped?: boolean }).dropped) droppedEvents.add(n);
           if (s.kind === 'event') n++;
-          outputs.push(...live.released());
           // Due timers fire, as a host would.
-          for (const k of live.c.due(at, 100)) {
-            const t: ShardRecord = { key: k, at, type: TIMER };
-            records.push(t);
-            live.apply(t);
-            outputs.push(...live.released());
-          }
+          for (const k of live.c.due(at, 100)) applied({ key: k, at, type: TIMER });
         }
         const replayed = core();
         for (const r of records) replayed.apply(JSON.parse(JSON.stringify(r)) as ShardRecord);
@@ -146,9 +165,14 @@ describe('pace rules: rates', () => {
         // Of the `each` and batch subscribers, every start not dropped nor a duplicate ran or still waits, once.
         const inRuns = started.filter((o) => o.subscriber !== 'x').flatMap((o) => o.events as number[]);
         expect(new Set(inRuns).size).toBe(inRuns.length);
-        for (const o of started.filter((o) => o.subscriber !== 'x')) for (const e of o.events as number[]) expect(dropped.has(e)).toBe(false);
+        for (const o of started.filter((o) => o.subscriber !== 'x')) for (const e of o.events as number[]) expect(droppedEvents.has(e)).toBe(false);
+        dropped += droppedEvents.size;
       }),
       { numRuns: 300 },
     );
+    // Runs reached the length the name claims, starts waited for their rate and were dropped over it.
+    expect(longest).toBeGreaterThanOrEqual(75);
+    expect(waited).toBeGreaterThanOrEqual(30);
+    expect(dropped).toBeGreaterThanOrEqual(50);
   });
 });

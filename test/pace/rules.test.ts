@@ -1,9 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CompiledPace } from '../../src/pace/config.js';
-import { coordinatorKey, DONE, EVENT, type PaceRun } from '../../src/pace/rules.js';
+import { DEFAULT_DEDUP_MS, type CompiledPace } from '../../src/pace/config.js';
+import { coordinatorKey, DONE, EVENT, needsRunId, paceRules, type PaceOutput, type PaceRun, type PaceState } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
+import { ShardCore } from '../../src/shard/shard-core.js';
 import { paceCore } from './core.js';
+import { PaceModel } from './model.js';
 
 const DEBOUNCE: CompiledPace = { kind: 'debounce', windowMs: 100, maxWaitMs: 300, dedupMs: 1000 };
 const BATCH: CompiledPace = { kind: 'batch', max: 3, waitMs: 100, dedupMs: 1000 };
@@ -53,7 +55,92 @@ describe('pace rules', () => {
     expect(c.state(key)!.runs).toBeUndefined();
   });
 
-  it('rebuilds by replay exactly the state and outputs that live application built (property)', () => {
+  it('answers a redelivered broker message (an offset not past the last of its partition) as a duplicate of the latest run, until dedup after the last delivery', () => {
+    const { c, apply, released } = core();
+    const key = coordinatorKey('b', 'k');
+    const msg = (at: number, off: number, src = 'orders/0'): ShardRecord => ({ key, at, type: EVENT, data: { e: `${src}@${off}`, r: `u${at}`, src, off } });
+    expect(apply(msg(0, 5))).toEqual({ runId: 'k@u0', duplicate: false });
+    expect(apply(msg(10, 5))).toEqual({ runId: 'k@u0', duplicate: true }); // the same offset again
+    expect(apply(msg(20, 3))).toEqual({ runId: 'k@u0', duplicate: true }); // an earlier one
+    expect(apply(msg(30, 3, 'orders/1'))).toEqual({ runId: 'k@u0', duplicate: false }); // another partition's offsets are its own
+    expect(apply(msg(40, 6))).toEqual({ runId: 'k@u0', duplicate: false });
+    expect(released()).toEqual([{ subscriber: 'b', key: 'k', id: 'k@u0', events: ['orders/0@5', 'orders/1@3', 'orders/0@6'], size: 3, startedAt: 40, order: 0 }]);
+    // The batch ran: a redelivery is a duplicate of the run it most likely joined, the latest.
+    expect(apply(msg(50, 6))).toEqual({ runId: 'k@u0', duplicate: true });
+    expect(apply(msg(60, 7))).toEqual({ runId: 'k@u60', duplicate: false });
+    expect(apply(msg(70, 4))).toEqual({ runId: 'k@u60', duplicate: true });
+    apply({ key, at: 160, type: TIMER });
+    apply({ key, at: 170, type: DONE, data: 'k@u0' });
+    apply({ key, at: 180, type: DONE, data: 'k@u60' });
+    expect(released()).toHaveLength(1);
+    // The offsets are kept `dedup` (1 s) after the last delivery, then forgotten all at once, and the key retires.
+    expect(c.timerOf(key)).toBe(1060);
+    expect(apply(msg(1059, 7))).toEqual({ runId: '', duplicate: true });
+    apply({ key, at: 1060, type: TIMER });
+    expect(c.keyCount).toBe(0);
+    expect(apply(msg(1070, 7))).toEqual({ runId: 'k@u1070', duplicate: false });
+  });
+
+  it('keeps the rest of a key when its remembered IDs age out', () => {
+    const { c, apply, released } = core();
+    const key = coordinatorKey('d', 'k');
+    apply(ev('d', 'k', 0, 'a', 'u1', 'id-1'));
+    apply({ key, at: 100, type: TIMER });
+    expect(released()).toHaveLength(1);
+    apply(ev('d', 'k', 950, 'b', 'u2'));
+    expect(c.timerOf(key)).toBe(1000);
+    apply({ key, at: 1000, type: TIMER }); // id-1 ages out; the run and the window stay
+    expect(c.state(key)).toEqual({ w: { id: 'k@u2', first: 950, due: 1050, events: ['b'], size: 1 }, runs: [{ id: 'k@u1', events: ['a'], size: 1, at: 100 }] });
+    expect(c.timerOf(key)).toBe(1050);
+    // The ID is new again: it joins the window, which it moves on.
+    expect(apply(ev('d', 'k', 1001, 'c', 'u3', 'id-1'))).toEqual({ runId: 'k@u2', duplicate: false });
+    expect(c.timerOf(key)).toBe(1101);
+    apply({ key, at: 1101, type: TIMER });
+    expect(released()).toEqual([{ subscriber: 'd', key: 'k', id: 'k@u2', events: ['c'], size: 2, startedAt: 1101, order: 0 }]);
+  });
+
+  it('moves a coordinator whose subscriber is no longer mounted on: waiting starts start, windows close when due, new IDs kept the default time', () => {
+    const rated = new Map<string, CompiledPace>([['q', { kind: 'batch', max: 2, waitMs: 100, dedupMs: 1000, rate: { max: 1, perMs: 500, drop: false } }]]);
+    const first = paceCore(rated);
+    const key = coordinatorKey('q', 'k');
+    for (const [i, at] of [[1, 0], [2, 0], [3, 1], [4, 1]] as const) first.apply(ev('q', 'k', at, i, `u${i}`));
+    first.apply(ev('q', 'k', 2, 5, 'u5', 'x'));
+    expect(first.released()).toEqual([expect.objectContaining({ id: 'k@u1' })]);
+    const saved = JSON.parse(JSON.stringify(first.c.state(key))) as PaceState;
+    expect(saved).toMatchObject({ q: [{ id: 'k@u3' }], w: { id: 'k@u5', due: 102 }, starts: [0] });
+    // The next life mounts no subscriber `q`.
+    const next = new ShardCore<PaceState, PaceOutput>(paceRules(new Map()), { nowMs: 3 });
+    next.importState({ lsn: 10, keys: [[key, saved, first.c.timerOf(key) ?? null]] }, 3);
+    next.apply(11, { key, at: 3, type: TIMER });
+    expect(next.release(11)).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u3', events: [3, 4], size: 2, startedAt: 3, order: 0 }]);
+    expect(next.state(key)!.starts).toBeUndefined(); // no rate holds anything back any more
+    expect(next.apply(12, { key, at: 4, type: EVENT, data: { e: 6, r: 'u6', id: 'y' } })).toEqual({ runId: 'k@u5', duplicate: false });
+    expect(next.timerOf(key)).toBe(102);
+    next.apply(13, { key, at: 102, type: TIMER });
+    expect(next.release(13)).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u5', events: [5, 6], size: 2, startedAt: 102, order: 0 }]);
+    // A new window closes on its first record: it waits no time.
+    expect(next.apply(14, { key, at: 103, type: EVENT, data: { e: 7, r: 'u7' } })).toEqual({ runId: 'k@u7', duplicate: false });
+    expect(next.timerOf(key)).toBe(103);
+    next.apply(15, { key, at: 103, type: TIMER });
+    expect(next.release(15)).toEqual([expect.objectContaining({ id: 'k@u7', events: [7], startedAt: 103 })]);
+    // `x` is forgotten when the first life said, `y` the default time after it came.
+    expect(next.timerOf(key)).toBe(1002);
+    next.apply(16, { key, at: 1002, type: TIMER });
+    expect(next.timerOf(key)).toBe(4 + DEFAULT_DEDUP_MS);
+  });
+
+  it('needsRunId: a start needs a run ID of its own unless it joins a window still open at its time', () => {
+    const w = { id: 'k@u1', first: 0, due: 100, events: [1], size: 1 };
+    expect(needsRunId(undefined, DEBOUNCE, 0)).toBe(true);
+    expect(needsRunId({}, BATCH, 0)).toBe(true);
+    expect(needsRunId({ w }, DEBOUNCE, 99)).toBe(false);
+    expect(needsRunId({ w }, BATCH, 99)).toBe(false);
+    expect(needsRunId({ w }, DEBOUNCE, 100)).toBe(true); // the window closes first
+    // Without gathering every start is a run, even beside a window left by an earlier life's settings.
+    expect(needsRunId({ w }, { kind: 'each', dedupMs: 1000 }, 50)).toBe(true);
+  });
+
+  it('rebuilds by replay exactly the state and outputs that live application built, which are the model\'s, over runs of up to 60 records (property)', () => {
     const record = fc.record({
       sub: fc.constantFrom('d', 'b'),
       key: fc.constantFrom('a', 'b', 'c'),
@@ -61,9 +148,13 @@ describe('pace rules', () => {
       kind: fc.constantFrom('event', 'event', 'event', 'timer', 'done'),
       id: fc.option(fc.constantFrom('x', 'y', 'z'), { nil: undefined }),
     });
+    let longest = 0;
+    let agedOut = 0;
     fc.assert(
-      fc.property(fc.array(record, { maxLength: 60 }), (steps) => {
+      fc.property(fc.array(record, { maxLength: 60, size: 'max' }), (steps) => {
+        longest = Math.max(longest, steps.length);
         const live = core();
+        const model = new PaceModel(paces);
         const records: ShardRecord[] = [];
         let at = 0;
         let n = 0;
@@ -76,9 +167,14 @@ describe('pace rules', () => {
           else if (s.kind === 'timer') r = { key, at, type: TIMER };
           else r = { key, at, type: DONE, data: live.c.state(key)?.runs?.[0]?.id ?? 'none' };
           records.push(r);
-          live.apply(r);
-          outputs.push(...live.released());
+          const reply = live.apply(r);
+          const expected = model.applyRecord(r);
+          expect(reply).toEqual(expected.reply);
+          const out = live.released();
+          expect(out).toEqual(expected.out);
+          outputs.push(...out);
         }
+        if (at > DEBOUNCE.dedupMs) agedOut++;
         const replayed = core();
         for (const r of records) replayed.apply(JSON.parse(JSON.stringify(r)) as ShardRecord);
         const keys = [...live.c.keys()].sort();
@@ -97,5 +193,8 @@ describe('pace rules', () => {
       }),
       { numRuns: 300 },
     );
+    // Runs reached the length the name claims, and some outlived the remembered IDs.
+    expect(longest).toBeGreaterThanOrEqual(55);
+    expect(agedOut).toBeGreaterThanOrEqual(10);
   });
 });
