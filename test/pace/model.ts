@@ -58,7 +58,10 @@ export class PaceModel {
     const out: PaceOutput[] = [];
     // Time passing: IDs and offsets age out, a due window closes, waiting starts go as the rate allows.
     for (const [id, { until }] of k.ids) if (until <= at) k.ids.delete(id);
-    if (k.offsetsUntil !== undefined && k.offsetsUntil <= at) (k.offsets = new Map()), (k.offsetsUntil = undefined);
+    if (k.offsetsUntil !== undefined && k.offsetsUntil <= at) {
+      k.offsets = new Map();
+      k.offsetsUntil = undefined;
+    }
     if (k.window !== undefined && k.window.due <= at) this.close(k);
     this.release(sub, key, k, pace, at, out);
     let reply: PaceReply | undefined;
@@ -144,7 +147,10 @@ export class PaceModel {
   private event(sub: string, key: string, k: KeyModel, pace: CompiledPace, at: number, data: ModelEventData, out: PaceOutput[]): PaceReply {
     const remember = (run: string): void => {
       if (data.id !== undefined) k.ids.set(data.id, { run, until: at + pace.dedupMs });
-      else if (data.src !== undefined) k.offsets.set(data.src, data.off!), (k.offsetsUntil = at + pace.dedupMs);
+      else if (data.src !== undefined) {
+        k.offsets.set(data.src, data.off!);
+        k.offsetsUntil = at + pace.dedupMs;
+      }
     };
     // Seen before: a remembered ID, or a broker offset not past the last one of its source.
     if (data.id !== undefined && k.ids.has(data.id)) {
