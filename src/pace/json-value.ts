@@ -46,7 +46,8 @@ function copy(value: unknown, key: string, path: object[], top: boolean): unknow
     for (const k of Object.keys(object)) {
       const v = copy((object as Record<string, unknown>)[k], k, path, false);
       if (v === SKIP) continue;
-      if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true }); // an own key, as JSON.parse makes it
+      // `__proto__` as an own key, as JSON.parse makes it (an assignment would set the prototype)
+      if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
       else out[k] = v;
     }
     return out;
