@@ -90,7 +90,7 @@ function run(maxLoadedKeys: number, steps: typeof stepsArb extends fc.Arbitrary<
     if (named.length < s.max) expect(left).toEqual([]);
     if (named.length > 0 && left.length > 0) expect(Math.max(...named.map((k) => timers.get(k)!))).toBeLessThanOrEqual(Math.min(...left) + 10);
     for (const key of named) apply({ key, at: now, type: TIMER });
-  });
+  }, 60_000);
   expect(outputs).toEqual(model.outputs);
   expect(view(core)).toEqual(model.view());
   expect(core.keyCount).toBe(model.keys.size);

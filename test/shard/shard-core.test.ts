@@ -51,7 +51,7 @@ function model(records: ShardRecord[]): { outputs: Out[][]; view: ReturnType<typ
     const state = { count: (had?.state.count ?? 0) + 1, events: [...(had?.state.events ?? []), String(r.data)] };
     keys.set(r.key, { state, timer: r.at + 100 });
     return [{ key: r.key, kind: 'seen', count: state.count, tag: String(r.data) }];
-  });
+  }, 60_000);
   return { outputs, view: [...keys].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, { state, timer }]) => ({ key, state, timer })) };
 }
 
@@ -78,7 +78,7 @@ describe('ShardCore', () => {
       { numRuns: 300 },
     );
     expect(long).toBeGreaterThan(30); // runs of 100 records and more
-  });
+  }, 60_000);
 
   it('releases no output before its record is durable, and each exactly once, in order', () => {
     let long = 0;
