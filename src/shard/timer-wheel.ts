@@ -85,11 +85,10 @@ export class TimerWheel {
       }
       list.push(...later);
       this.entries += later.length;
-      if (list.length === 0) {
-        this.buckets.delete(this.cursor);
-        if (this.cursor >= last) break;
-        this.cursor++;
-      } else if (later.length === list.length) break; // what is left in this bucket is not due yet
+      if (list.length > 0) break; // what is left in this bucket is not due yet, or `max` keys were handed out
+      this.buckets.delete(this.cursor);
+      if (this.cursor >= last) break;
+      this.cursor++;
     }
     return out;
   }
