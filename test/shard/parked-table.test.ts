@@ -28,20 +28,30 @@ describe('ParkedTable', () => {
       | { t: 'delete'; key: number }
       | { t: 'sweep'; untilMs: number; max: number; unpark: boolean }
       | { t: 'earliest' }
-      | { t: 'get'; key: number };
+      | { t: 'get'; key: number }
+      | { t: 'freeze' }
+      | { t: 'read'; max: number; key: number }
+      | { t: 'remap' };
     const timer = fc.option(fc.integer({ min: 0, max: 10_000 }), { freq: 4 });
     const op: fc.Arbitrary<Op> = fc.oneof(
-      { weight: 8, arbitrary: fc.record({ t: fc.constant('set' as const), key: fc.nat({ max: 3_000 }), ref: fc.oneof(fc.nat({ max: 1_000 }), fc.nat({ max: 2 ** 48 - 1 })), timer }) },
-      { weight: 3, arbitrary: fc.record({ t: fc.constant('delete' as const), key: fc.nat({ max: 3_000 }) }) },
-      { weight: 1, arbitrary: fc.record({ t: fc.constant('sweep' as const), untilMs: fc.integer({ min: -1, max: 10_000 }), max: fc.integer({ min: 0, max: 40 }), unpark: fc.boolean() }) },
-      { weight: 1, arbitrary: fc.record({ t: fc.constant('earliest' as const) }) },
-      { weight: 2, arbitrary: fc.record({ t: fc.constant('get' as const), key: fc.nat({ max: 3_000 }) }) },
+      { weight: 80, arbitrary: fc.record({ t: fc.constant('set' as const), key: fc.nat({ max: 3_000 }), ref: fc.oneof(fc.nat({ max: 1_000 }), fc.nat({ max: 2 ** 48 - 1 })), timer }) },
+      { weight: 30, arbitrary: fc.record({ t: fc.constant('delete' as const), key: fc.nat({ max: 3_000 }) }) },
+      { weight: 10, arbitrary: fc.record({ t: fc.constant('sweep' as const), untilMs: fc.integer({ min: -1, max: 10_000 }), max: fc.integer({ min: 0, max: 40 }), unpark: fc.boolean() }) },
+      { weight: 10, arbitrary: fc.record({ t: fc.constant('earliest' as const) }) },
+      { weight: 20, arbitrary: fc.record({ t: fc.constant('get' as const), key: fc.nat({ max: 3_000 }) }) },
+      { weight: 1, arbitrary: fc.constant({ t: 'freeze' as const }) },
+      { weight: 10, arbitrary: fc.record({ t: fc.constant('read' as const), max: fc.nat({ max: 100 }), key: fc.nat({ max: 3_000 }) }) },
+      { weight: 1, arbitrary: fc.constant({ t: 'remap' as const }) },
     );
+    // A frozen copy lists the keys parked when it was taken, whatever the table does meanwhile.
+    type Frozen = { keys: ReturnType<ParkedTable['frozenKeys']>; parked: Set<string>; read: Set<string> };
+    const unreadOk = (f: Frozen, key: string) => expect(f.keys.unread(key), key).toBe(f.parked.has(key) && !f.read.has(key));
     const resize = vi.spyOn(ParkedTable.prototype as unknown as { resize(capacity: number): void }, 'resize');
     let grown = 0;
     let rehashed = 0;
     let swept = 0;
     let cut = 0;
+    let frozenRead = 0;
     try {
       fc.assert(
         fc.property(
@@ -53,6 +63,7 @@ describe('ParkedTable', () => {
           (coming, staying, ops) => {
             const t = new ParkedTable(16);
             const model = new Map<string, { ref: number; timer: number }>();
+            let frozen: Frozen | undefined;
             resize.mockClear();
             [...coming, ...staying].forEach((at, i) => {
               const key = `key-${i}`;
@@ -76,6 +87,24 @@ describe('ParkedTable', () => {
                 expect(t.entry(key)).toEqual(model.get(key));
                 expect(t.timerAt(key)).toEqual(model.get(key)?.timer);
                 expect(t.snapshotLsn(key)).toBe(model.get(key)?.ref);
+              } else if (o.t === 'freeze') {
+                frozen = { keys: t.frozenKeys(), parked: new Set(model.keys()), read: new Set() };
+              } else if (o.t === 'read') {
+                if (!frozen) continue;
+                const keys = frozen.keys.next(o.max);
+                expect(keys.length).toBe(Math.min(o.max, frozen.parked.size - frozen.read.size));
+                for (const key of keys) {
+                  expect(frozen.parked.has(key) && !frozen.read.has(key), key).toBe(true);
+                  frozen.read.add(key);
+                  unreadOk(frozen, key);
+                }
+                unreadOk(frozen, `key-${o.key}`);
+                frozenRead += keys.length;
+              } else if (o.t === 'remap') {
+                // References move (a state arena compacted): each to its mirror image below 2^48.
+                const move = (ref: number) => 2 ** 48 - 1 - ref;
+                t.remapRefs(move);
+                for (const entry of model.values()) entry.ref = move(entry.ref);
               } else if (o.t === 'earliest') {
                 const timers = [...model.values()].map((e) => e.timer).filter((at) => !Number.isNaN(at));
                 expect(t.earliest()).toBe(timers.length === 0 ? undefined : Math.min(...timers));
@@ -108,6 +137,13 @@ describe('ParkedTable', () => {
               }
               if (t.size !== model.size) expect(t.size).toBe(model.size);
             }
+            if (frozen) {
+              for (const key of frozen.keys.next(Number.POSITIVE_INFINITY)) {
+                expect(frozen.read.has(key), key).toBe(false);
+                frozen.read.add(key);
+              }
+              expect(frozen.read).toEqual(frozen.parked);
+            }
             const capacities = resize.mock.calls.map(([capacity]) => capacity);
             grown += capacities.filter((c, i) => c > (capacities[i - 1] ?? 1_024)).length;
             rehashed += capacities.filter((c, i) => c === (capacities[i - 1] ?? 1_024)).length;
@@ -130,7 +166,16 @@ describe('ParkedTable', () => {
     expect(rehashed).toBeGreaterThanOrEqual(6);
     expect(swept).toBeGreaterThan(2_000);
     expect(cut).toBeGreaterThan(50); // sweeps stopped at their `max`
+    expect(frozenRead).toBeGreaterThan(1_000); // frozen copies read while the table changed
   }, 60_000);
+
+  it('counts what it holds in bytes: 21 a slot, 8 a chunk of 1,024 slots, and its key arena', () => {
+    const t = new ParkedTable();
+    expect(t.bytes()).toBe(1_024 * 21 + 8 + 16 * 1_024); // a fresh table's arena: 16 bytes a slot
+    for (let i = 0; i < 1_000; i++) t.set(`k${i}`, i, i); // past 768: 2,048 slots
+    expect(t.bytes()).toBeGreaterThanOrEqual(2_048 * 21 + 2 * 8 + 1_000 * 2);
+    expect(t.bytes()).toBeLessThan(2_048 * 21 + 2 * 8 + 32 * 1_024);
+  });
 
   it('gives back every key exactly as it was parked, lone surrogates included (UTF-8 would make them all U+FFFD)', () => {
     const keys = ['\uD800', '\uDC00', '\uFFFD', '\uDBFF\uDFFF', 'x\uD800', 'x\uFFFD', 'x\uDFFFy', '', 'plain', 'ключ-🔑'];
