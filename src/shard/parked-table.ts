@@ -56,6 +56,7 @@ class KeyEncoder {
       if (n < ESCAPED) return (this.span = n);
     }
     const bytes = wide ? key.length * 2 : Buffer.byteLength(key);
+    // Stryker disable next-line all: unreachable on Node 20 and later, whose strings hold at most 2^29 - 24 UTF-16 units (1.6 GB of UTF-8); kept for the header, which has 31 bits for the count
     if (bytes >= WIDE) throw new RangeError(`ParkedTable: a key may take at most 2 GiB, got ${bytes} bytes`);
     if (bytes + 4 > this.buf.length) this.buf = Buffer.allocUnsafe(2 * (bytes + 4));
     if (!wide && bytes < ESCAPED) return (this.span = this.buf.write(key, 0, 'utf8'));
@@ -222,12 +223,12 @@ export class ParkedTable {
       unread(key) {
         const length = encoder.encode(key);
         const hash = hashBytes(encoder.buf, encoder.span);
-        for (let at = hash & mask, probes = 0; probes <= mask; at = (at + 1) & mask, probes++) {
+        // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
+        for (let at = hash & mask; ; at = (at + 1) & mask) {
           const tag = tags[at];
           if (tag === EMPTY) return false;
           if (tag === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
         }
-        return false;
       },
     };
   }
@@ -250,12 +251,12 @@ export class ParkedTable {
   /** The slot of the key whose entry the encoder holds (`length` what its slot would hold), or -1. */
   private find(hash: number, length: number): number {
     const mask = this.capacity - 1;
-    for (let slot = hash & mask, probes = 0; probes < this.capacity; slot = (slot + 1) & mask, probes++) {
+    // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const tag = this.tags[slot];
       if (tag === EMPTY) return -1;
       if (tag === tagOf(hash) && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length)) return slot;
     }
-    return -1;
   }
 
   private freeSlot(hash: number): number {
