@@ -185,13 +185,20 @@ export class ParkedTable {
   earliest(): number | undefined {
     const chunks = this.chunkMin.length;
     for (;;) {
+      // The chunk with the lowest bound (none: no timer is set).
       let first = -1;
-      for (let c = 0; c < chunks; c++) if (first < 0 ? this.chunkMin[c]! < Number.POSITIVE_INFINITY : this.chunkMin[c]! < this.chunkMin[first]!) first = c;
+      let lowest = Number.POSITIVE_INFINITY;
+      for (let c = 0; c < chunks; c++) {
+        if (this.chunkMin[c]! < lowest) {
+          first = c;
+          lowest = this.chunkMin[c]!;
+        }
+      }
       if (first < 0) return undefined;
       let min = Number.POSITIVE_INFINITY;
       const end = (first + 1) << CHUNK_BITS;
       for (let slot = first << CHUNK_BITS; slot < end; slot++) if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
-      if (min === this.chunkMin[first]) return min; // exact, and no chunk's bound is lower
+      if (min === lowest) return min; // exact, and no chunk's bound is lower
       this.chunkMin[first] = min; // tightened: look again
     }
   }
