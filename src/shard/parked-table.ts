@@ -116,8 +116,7 @@ export class ParkedTable {
     }
     this.setLsn(slot, snapshotLsn);
     this.timers[slot] = timerAtMs;
-    const chunk = slot >>> CHUNK_BITS;
-    if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
+    this.lowerBound(slot, timerAtMs);
   }
 
   /** The parked key's snapshot LSN, or undefined when it is not parked. */
@@ -311,6 +310,12 @@ export class ParkedTable {
     }
   }
 
+  /** Lowers the bound of `slot`'s chunk to a timer set there (NaN, no timer, lowers nothing). */
+  private lowerBound(slot: number, timerAtMs: number): void {
+    const chunk = slot >>> CHUNK_BITS;
+    if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
+  }
+
   private keyAt(slot: number): string {
     return keyOf(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!);
   }
@@ -333,7 +338,7 @@ export class ParkedTable {
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, this.arenaUsed));
     this.arenaUsed = 0;
     this.arenaGarbage = 0;
-    this.used = 0;
+    this.used = this.size; // no tombstones
     const mask = capacity - 1;
     for (let i = 0; i < old.capacity; i++) {
       if (old.tags[i]! < 2) continue;
@@ -350,9 +355,7 @@ export class ParkedTable {
       this.lsnLow[slot] = old.lsnLow[i]!;
       this.lsnHigh[slot] = old.lsnHigh[i]!;
       this.timers[slot] = old.timers[i]!;
-      const chunk = slot >>> CHUNK_BITS;
-      if (old.timers[i]! < this.chunkMin[chunk]!) this.chunkMin[chunk] = old.timers[i]!;
-      this.used++;
+      this.lowerBound(slot, old.timers[i]!);
     }
   }
 }
