@@ -128,6 +128,43 @@ describe('TimerWheel', () => {
     expect(out.sort()).toEqual([...timers.keys()].sort()); // every live key once, from its latest timer
   });
 
+  it('holds about twice its live timers at most, while timers fire and are set again, move, and the earliest is looked up', () => {
+    // The owner's side, as ShardCore plays it: a timer fired or moved is reported dropped (the entry handed out
+    // is gone already, the moved one is stale); 500 keys always have a timer.
+    const wheel = new TimerWheel(10, 100_000, 0);
+    const timers = new Map<string, number>();
+    let lookups = 0;
+    const timerOf = (k: string) => (lookups++, timers.get(k));
+    let reports = 0;
+    const set = (key: string, at: number) => {
+      const had = timers.has(key);
+      timers.set(key, at);
+      wheel.add(key, at);
+      if (had) wheel.dropped(timerOf), reports++;
+    };
+    for (let i = 0; i < 500; i++) set(`k${i}`, 5 + 2 * i);
+    for (let i = 0; i < 500; i++) set(`far${i}`, 50_000 + i); // moved later and later: the cursor never reaches them
+    let now = 0;
+    let fired = 0;
+    let most = 0;
+    for (let step = 0; step < 3_000; step++) {
+      now += 3; // within a bucket: some of its timers are due, the rest stay for the next call
+      for (const key of wheel.due(now, 20, timerOf)) {
+        fired++;
+        set(key, now + 20 + ((step * 7) % 900));
+      }
+      set(`k${(step * 13) % 500}`, now + 50 + (step % 500)); // moved
+      set(`far${step % 500}`, 50_000 + step);
+      if (step % 4 === 0) expect(wheel.earliestMs(timerOf)).toBe(Math.min(...timers.values()));
+      most = Math.max(most, wheel.size());
+    }
+    expect(fired).toBeGreaterThan(3_000);
+    expect(most).toBeLessThanOrEqual(2 * 1_000 + 64);
+    // A few lookups a report: its share of a clean-up, and of due() and earliestMs() going over entries. (Counting
+    // entries wrongly makes clean-ups come too late, above, or too often, here.)
+    expect(lookups).toBeLessThanOrEqual(4 * reports);
+  });
+
   it('goes on to the next bucket once one is handed out, and stops at one whose timers are not due', () => {
     const wheel = new TimerWheel(10, 10_000, 0);
     const timers = new Map([['a', 5], ['b', 15], ['c', 25], ['d', 27]]);
