@@ -56,6 +56,7 @@ class KeyEncoder {
       if (n < ESCAPED) return (this.span = n);
     }
     const bytes = wide ? key.length * 2 : Buffer.byteLength(key);
+    // Stryker disable next-line all: unreachable on Node 20 and later, whose strings hold at most 2^29 - 24 UTF-16 units (1.6 GB of UTF-8); kept for the header, which has 31 bits for the count
     if (bytes >= WIDE) throw new RangeError(`ParkedTable: a key may take at most 2 GiB, got ${bytes} bytes`);
     if (bytes + 4 > this.buf.length) this.buf = Buffer.allocUnsafe(2 * (bytes + 4));
     if (!wide && bytes < ESCAPED) return (this.span = this.buf.write(key, 0, 'utf8'));
@@ -115,8 +116,7 @@ export class ParkedTable {
     }
     this.setLsn(slot, snapshotLsn);
     this.timers[slot] = timerAtMs;
-    const chunk = slot >>> CHUNK_BITS;
-    if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
+    this.lowerBound(slot, timerAtMs);
   }
 
   /** The parked key's snapshot LSN, or undefined when it is not parked. */
@@ -184,13 +184,20 @@ export class ParkedTable {
   earliest(): number | undefined {
     const chunks = this.chunkMin.length;
     for (;;) {
+      // The chunk with the lowest bound (none: no timer is set).
       let first = -1;
-      for (let c = 0; c < chunks; c++) if (first < 0 ? this.chunkMin[c]! < Number.POSITIVE_INFINITY : this.chunkMin[c]! < this.chunkMin[first]!) first = c;
+      let lowest = Number.POSITIVE_INFINITY;
+      for (let c = 0; c < chunks; c++) {
+        if (this.chunkMin[c]! < lowest) {
+          first = c;
+          lowest = this.chunkMin[c]!;
+        }
+      }
       if (first < 0) return undefined;
       let min = Number.POSITIVE_INFINITY;
       const end = (first + 1) << CHUNK_BITS;
       for (let slot = first << CHUNK_BITS; slot < end; slot++) if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
-      if (min === this.chunkMin[first]) return min; // exact, and no chunk's bound is lower
+      if (min === lowest) return min; // exact, and no chunk's bound is lower
       this.chunkMin[first] = min; // tightened: look again
     }
   }
@@ -222,12 +229,12 @@ export class ParkedTable {
       unread(key) {
         const length = encoder.encode(key);
         const hash = hashBytes(encoder.buf, encoder.span);
-        for (let at = hash & mask, probes = 0; probes <= mask; at = (at + 1) & mask, probes++) {
+        // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
+        for (let at = hash & mask; ; at = (at + 1) & mask) {
           const tag = tags[at];
           if (tag === EMPTY) return false;
           if (tag === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
         }
-        return false;
       },
     };
   }
@@ -250,12 +257,12 @@ export class ParkedTable {
   /** The slot of the key whose entry the encoder holds (`length` what its slot would hold), or -1. */
   private find(hash: number, length: number): number {
     const mask = this.capacity - 1;
-    for (let slot = hash & mask, probes = 0; probes < this.capacity; slot = (slot + 1) & mask, probes++) {
+    // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const tag = this.tags[slot];
       if (tag === EMPTY) return -1;
       if (tag === tagOf(hash) && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length)) return slot;
     }
-    return -1;
   }
 
   private freeSlot(hash: number): number {
@@ -303,6 +310,12 @@ export class ParkedTable {
     }
   }
 
+  /** Lowers the bound of `slot`'s chunk to a timer set there (NaN, no timer, lowers nothing). */
+  private lowerBound(slot: number, timerAtMs: number): void {
+    const chunk = slot >>> CHUNK_BITS;
+    if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
+  }
+
   private keyAt(slot: number): string {
     return keyOf(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!);
   }
@@ -325,7 +338,7 @@ export class ParkedTable {
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, this.arenaUsed));
     this.arenaUsed = 0;
     this.arenaGarbage = 0;
-    this.used = 0;
+    this.used = this.size; // no tombstones
     const mask = capacity - 1;
     for (let i = 0; i < old.capacity; i++) {
       if (old.tags[i]! < 2) continue;
@@ -345,9 +358,7 @@ export class ParkedTable {
       this.lsnLow[slot] = old.lsnLow[i]!;
       this.lsnHigh[slot] = old.lsnHigh[i]!;
       this.timers[slot] = old.timers[i]!;
-      const chunk = slot >>> CHUNK_BITS;
-      if (old.timers[i]! < this.chunkMin[chunk]!) this.chunkMin[chunk] = old.timers[i]!;
-      this.used++;
+      this.lowerBound(slot, old.timers[i]!);
     }
   }
 }

@@ -27,18 +27,40 @@ const rules: Rules<Counter, Out> = {
 const snapshot = (core: ShardCore<Counter, Out>) =>
   [...core.keys()].sort().map((k) => ({ key: k, state: core.state(k), timer: core.timerOf(k) }));
 
-/** A run of records for a few keys; each step moves time forward a little. */
-const recordsArb = fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd'), dt: fc.integer({ min: 0, max: 80 }), timer: fc.boolean() }), { maxLength: 120 });
+/** A run of records for a few keys, up to 120 of them; each step moves time forward a little. */
+const recordsArb = fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd'), dt: fc.integer({ min: 0, max: 80 }), timer: fc.boolean() }), { maxLength: 120, size: 'max' });
 
 function materialise(steps: { key: string; dt: number; timer: boolean }[]): ShardRecord[] {
   let at = 1_000;
   return steps.map((s, i) => ({ key: s.key, at: (at += s.dt), type: s.timer ? TIMER : 'event', data: `e${i}` }));
 }
 
+/**
+ * The rules' meaning, written out independently of ShardCore: an event counts, records its tag and sets the key's
+ * timer 100 ms on; a timer record outputs the count and retires the key. Returns the outputs of each record and
+ * the keys' states and timers after the last.
+ */
+function model(records: ShardRecord[]): { outputs: Out[][]; view: ReturnType<typeof snapshot> } {
+  const keys = new Map<string, { state: Counter; timer: number }>();
+  const outputs = records.map((r): Out[] => {
+    const had = keys.get(r.key);
+    if (r.type === TIMER) {
+      keys.delete(r.key);
+      return [{ key: r.key, kind: 'fired', count: had?.state.count ?? 0, tag: `timer@${r.at}` }];
+    }
+    const state = { count: (had?.state.count ?? 0) + 1, events: [...(had?.state.events ?? []), String(r.data)] };
+    keys.set(r.key, { state, timer: r.at + 100 });
+    return [{ key: r.key, kind: 'seen', count: state.count, tag: String(r.data) }];
+  }, 60_000);
+  return { outputs, view: [...keys].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, { state, timer }]) => ({ key, state, timer })) };
+}
+
 describe('ShardCore', () => {
-  it('live state equals the state rebuilt by replaying the log, at every crash point', () => {
+  it('live state equals the state rebuilt by replaying the log, and the rules applied by hand, at every crash point', () => {
+    let long = 0;
     fc.assert(
       fc.property(recordsArb, fc.nat(), (steps, crashSeed) => {
+        if (steps.length >= 100) long++;
         const records = materialise(steps);
         const live = new ShardCore(rules, { nowMs: 1_000 });
         const crashAt = records.length === 0 ? 0 : crashSeed % (records.length + 1);
@@ -50,35 +72,39 @@ describe('ShardCore', () => {
         const replayed = new ShardCore(rules, { nowMs: 1_000 });
         records.slice(0, crashAt).forEach((r, i) => replayed.apply(i + 1, r));
         expect(snapshot(replayed)).toEqual(crashAt === 0 ? [] : atCrash);
+        expect(snapshot(replayed)).toEqual(model(records.slice(0, crashAt)).view);
+        expect(snapshot(live)).toEqual(model(records).view);
       }),
       { numRuns: 300 },
     );
-  });
+    expect(long).toBeGreaterThan(30); // runs of 100 records and more
+  }, 60_000);
 
   it('releases no output before its record is durable, and each exactly once, in order', () => {
+    let long = 0;
     fc.assert(
-      fc.property(recordsArb, fc.array(fc.nat(), { maxLength: 40 }), (steps, lags) => {
+      fc.property(recordsArb, fc.array(fc.nat(), { maxLength: 40, size: 'max' }), (steps, lags) => {
+        if (steps.length >= 100) long++;
         const records = materialise(steps);
-        // The reference: what each record outputs, applied and released one by one.
-        const reference = new ShardCore(rules, { nowMs: 1_000 });
-        const perRecord = records.map((r, i) => (reference.apply(i + 1, r), reference.release(i + 1)));
-        const outputsUpTo = (lsn: number) => perRecord.slice(0, lsn).flat();
+        // What each record outputs, by the rules applied by hand.
+        const perRecord = model(records).outputs;
         const core = new ShardCore(rules, { nowMs: 1_000 });
-        const released: Out[] = [];
         let durable = 0;
         records.forEach((r, i) => {
           core.apply(i + 1, r);
           // The durable position trails the applied one by a random lag, and only moves forward.
           const lag = lags.length === 0 ? 0 : lags[i % lags.length]! % 5;
+          const before = durable;
           durable = Math.max(durable, i + 1 - lag);
-          released.push(...core.release(durable));
-          expect(released).toEqual(outputsUpTo(durable)); // exactly the durable records' outputs, nothing later
+          // exactly the outputs of the records that became durable, nothing later, none twice
+          expect(core.release(durable)).toEqual(perRecord.slice(before, durable).flat());
         });
-        released.push(...core.release(records.length));
-        expect(released).toEqual(outputsUpTo(records.length));
+        expect(core.release(records.length)).toEqual(perRecord.slice(durable).flat());
+        expect(core.waiting).toBe(0);
       }),
       { numRuns: 300 },
     );
+    expect(long).toBeGreaterThan(30);
   });
 
   it('serialises a snapshot in chunks, seeing each key as it was when the snapshot began', () => {
