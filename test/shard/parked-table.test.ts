@@ -205,7 +205,11 @@ describe('ParkedTable', () => {
     const t = new ParkedTable();
     keys.forEach((k, i) => t.set(k, i, i));
     for (let i = 0; i < 3_000; i++) t.set(`filler-${i}`, i, i); // grows the table: a rehash of every entry
-    for (let round = 0; round < 3; round++) for (const k of keys) t.delete(k), t.set(k, round, round); // garbage: compactions
+    for (let round = 0; round < 3; round++) for (const k of keys) {
+        // garbage: compactions
+        t.delete(k);
+        t.set(k, round, round);
+      }
     expect(t.size).toBe(keys.length + 3_000);
     keys.forEach((k) => expect(t.entry(k)).toEqual({ ref: 2, timer: 2 }));
     expect(t.snapshotLsn('k'.repeat(65_537))).toBeUndefined();

@@ -140,7 +140,10 @@ describe('TimerWheel', () => {
       const had = timers.has(key);
       timers.set(key, at);
       wheel.add(key, at);
-      if (had) wheel.dropped(timerOf), reports++;
+      if (had) {
+        wheel.dropped(timerOf);
+        reports++;
+      }
     };
     for (let i = 0; i < 500; i++) set(`k${i}`, 5 + 2 * i);
     for (let i = 0; i < 500; i++) set(`far${i}`, 50_000 + i); // moved later and later: the cursor never reaches them
