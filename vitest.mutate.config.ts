@@ -24,7 +24,15 @@ class UnitSuitesFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/kafka/**', 'test/sim/**', 'test/**/*crash*.test.ts', 'test/examples.test.ts', 'test/standard-decorators.test.ts', 'test/**/*-scale.test.ts', '**/node_modules/**'],
+    exclude: [
+      'test/kafka/**',
+      'test/sim/**',
+      'test/**/*crash*.test.ts',
+      'test/examples.test.ts',
+      'test/standard-decorators.test.ts',
+      'test/**/*-scale.test.ts',
+      '**/node_modules/**',
+    ],
     env: { SLUICE_LOG_LEVEL: 'silent' },
     testTimeout: 20_000,
     pool: 'forks',

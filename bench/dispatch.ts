@@ -33,10 +33,16 @@ async function bareLoop(bytes: Buffer[]): Promise<number> {
   return N / ((performance.now() - t0) / 1000);
 }
 
-async function framework(bytes: Buffer[], keys: string[], configure: (b: SubscriberBuilder) => SubscriberBuilder): Promise<number> {
+async function framework(
+  bytes: Buffer[],
+  keys: string[],
+  configure: (b: SubscriberBuilder) => SubscriberBuilder,
+): Promise<number> {
   const broker = new MemoryBroker({ partitions: 1 });
   for (let i = 0; i < N; i++) broker.publishNow('bench', bytes[i], { key: keys[i] });
-  const app = new App({ name: 'bench', logger: silentLogger }).withBroker(broker, (b) => b.include(configure(subscriber('bench', handler)).build()));
+  const app = new App({ name: 'bench', logger: silentLogger }).withBroker(broker, (b) =>
+    b.include(configure(subscriber('bench', handler)).build()),
+  );
   const t0 = performance.now();
   await app.start();
   await app.idle();
@@ -60,8 +66,11 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const [name, configure] of cases) keep(name, await framework(bytes, keys, configure));
 }
 const bare = best.get('bare loop')!;
-console.log(`bench/dispatch: ${N.toLocaleString('en')} deliveries per case, best of ${ROUNDS} rounds, node ${process.version}`);
+console.log(
+  `bench/dispatch: ${N.toLocaleString('en')} deliveries per case, best of ${ROUNDS} rounds, node ${process.version}`,
+);
 console.log('| case | deliveries/s | ratio to bare loop |');
 console.log('|---|---:|---:|');
-for (const [name, rate] of best) console.log(`| ${name} | ${Math.round(rate).toLocaleString('en')} | ${(rate / bare).toFixed(2)} |`);
+for (const [name, rate] of best)
+  console.log(`| ${name} | ${Math.round(rate).toLocaleString('en')} | ${(rate / bare).toFixed(2)} |`);
 if (sink < 0) console.log(sink);

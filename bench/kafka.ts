@@ -21,7 +21,9 @@ const KEYS = 1_000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const run = `${Date.now()}`;
 
-const brokers = process.env.KAFKA_BROKERS ?? /KAFKA_BROKERS=(\S+)/.exec(execFileSync(process.execPath, ['scripts/kafka/start.mjs'], { encoding: 'utf8' }))![1]!;
+const brokers =
+  process.env.KAFKA_BROKERS ??
+  /KAFKA_BROKERS=(\S+)/.exec(execFileSync(process.execPath, ['scripts/kafka/start.mjs'], { encoding: 'utf8' }))![1]!;
 const kafka = new Kafka({ clientId: 'bench', brokers: [brokers], logLevel: logLevel.NOTHING });
 const noop = async (_value: unknown): Promise<void> => {};
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -29,13 +31,17 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 async function fill(topic: string, partitions: number, n: number, key: (i: number) => string | null): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+  });
   await admin.disconnect();
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   for (let i = 0; i < n; i += 5_000) {
     const messages = [];
-    for (let j = i; j < Math.min(n, i + 5_000); j++) messages.push({ key: key(j), value: JSON.stringify({ n: j, customer: `c${j % KEYS}`, amount: 1999 }) });
+    for (let j = i; j < Math.min(n, i + 5_000); j++)
+      messages.push({ key: key(j), value: JSON.stringify({ n: j, customer: `c${j % KEYS}`, amount: 1999 }) });
     await producer.send({ topic, messages });
   }
   await producer.disconnect();
@@ -58,7 +64,10 @@ function meter(n: number) {
 
 async function rawBatch(topic: string, n: number): Promise<number> {
   const m = meter(n);
-  const consumer = kafka.consumer({ groupId: `raw-${topic}-${Math.random().toString(36).slice(2)}`, maxWaitTimeInMs: 100 });
+  const consumer = kafka.consumer({
+    groupId: `raw-${topic}-${Math.random().toString(36).slice(2)}`,
+    maxWaitTimeInMs: 100,
+  });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
@@ -95,14 +104,26 @@ async function rawEachMessage(topic: string, n: number): Promise<number> {
   return rate;
 }
 
-async function sluice(topic: string, n: number, configure: (b: SubscriberBuilder) => SubscriberBuilder, work: (value: unknown) => Promise<void>): Promise<number> {
+async function sluice(
+  topic: string,
+  n: number,
+  configure: (b: SubscriberBuilder) => SubscriberBuilder,
+  work: (value: unknown) => Promise<void>,
+): Promise<number> {
   const m = meter(n);
   const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
-  const app = new App({ name: `sluice-${topic}-${Math.random().toString(36).slice(2)}`, logger: silentLogger }).withBroker(broker, (b) =>
-    b.include(configure(subscriber(topic, async (value: unknown) => {
-      await work(value);
-      m.tick();
-    })).build()),
+  const app = new App({
+    name: `sluice-${topic}-${Math.random().toString(36).slice(2)}`,
+    logger: silentLogger,
+  }).withBroker(broker, (b) =>
+    b.include(
+      configure(
+        subscriber(topic, async (value: unknown) => {
+          await work(value);
+          m.tick();
+        }),
+      ).build(),
+    ),
   );
   await app.start();
   const rate = await m.done;
@@ -112,7 +133,11 @@ async function sluice(topic: string, n: number, configure: (b: SubscriberBuilder
 
 async function bareTimers(lanes: number, each: number): Promise<number> {
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: lanes }, async () => { for (let i = 0; i < each; i++) await sleep(5); }));
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      for (let i = 0; i < each; i++) await sleep(5);
+    }),
+  );
   return (lanes * each) / ((performance.now() - t0) / 1000);
 }
 
@@ -135,19 +160,34 @@ for (let round = 0; round < ROUNDS; round++) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => pick(r) / r.raw);
 const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
-console.log(`bench/kafka (a): ${N_A.toLocaleString('en')} messages, 3 partitions, no-op handler, ${ROUNDS} alternating rounds, node ${process.version}, kafka at ${brokers}`);
+console.log(
+  `bench/kafka (a): ${N_A.toLocaleString('en')} messages, 3 partitions, no-op handler, ${ROUNDS} alternating rounds, node ${process.version}, kafka at ${brokers}`,
+);
 console.log('| consumer | median messages/s | median ratio to raw (same round) | range of ratios |');
 console.log('|---|---:|---:|---:|');
 console.log(`| raw kafkajs eachBatch | ${fmt(median(rounds.map((r) => r.raw)))} | 1.00 | |`);
-console.log(`| Sluice workers(1) | ${fmt(median(rounds.map((r) => r.w1)))} | ${median(ratios((r) => r.w1)).toFixed(2)} | ${range(ratios((r) => r.w1))} |`);
-console.log(`| Sluice workers(16) | ${fmt(median(rounds.map((r) => r.w16)))} | ${median(ratios((r) => r.w16)).toFixed(2)} | ${range(ratios((r) => r.w16))} |`);
+console.log(
+  `| Sluice workers(1) | ${fmt(median(rounds.map((r) => r.w1)))} | ${median(ratios((r) => r.w1)).toFixed(2)} | ${range(ratios((r) => r.w1))} |`,
+);
+console.log(
+  `| Sluice workers(16) | ${fmt(median(rounds.map((r) => r.w16)))} | ${median(ratios((r) => r.w16)).toFixed(2)} | ${range(ratios((r) => r.w16))} |`,
+);
 
 const rawB = await rawEachMessage(topicB, RAW_B);
-const keyed = await sluice(topicB, N_B, (b) => b.workersByKey(100), () => sleep(5));
+const keyed = await sluice(
+  topicB,
+  N_B,
+  (b) => b.workersByKey(100),
+  () => sleep(5),
+);
 const bare = await bareTimers(100, 200);
 console.log(`\nbench/kafka (b): ${N_B.toLocaleString('en')} messages, 1 partition, ${KEYS} keys, handler awaits 5 ms`);
 console.log('| consumer | messages/s | ratio to ideal 20,000/s | ratio to 100 bare timer loops |');
 console.log('|---|---:|---:|---:|');
 console.log(`| 100 bare loops awaiting 5 ms (no Kafka) | ${fmt(bare)} | ${(bare / 20_000).toFixed(2)} | 1.00 |`);
-console.log(`| raw kafkajs eachMessage, one at a time (first ${RAW_B}) | ${fmt(rawB)} | ${(rawB / 20_000).toFixed(3)} | ${(rawB / bare).toFixed(3)} |`);
-console.log(`| Sluice workersByKey(100) | ${fmt(keyed)} | ${(keyed / 20_000).toFixed(2)} | ${(keyed / bare).toFixed(2)} |`);
+console.log(
+  `| raw kafkajs eachMessage, one at a time (first ${RAW_B}) | ${fmt(rawB)} | ${(rawB / 20_000).toFixed(3)} | ${(rawB / bare).toFixed(3)} |`,
+);
+console.log(
+  `| Sluice workersByKey(100) | ${fmt(keyed)} | ${(keyed / 20_000).toFixed(2)} | ${(keyed / bare).toFixed(2)} |`,
+);

@@ -33,12 +33,12 @@ interface Job extends Keyed {
   readonly order: number;
 }
 
-
 function jobs(): Job[] {
   const random = seeded(7);
   const keys = Array.from({ length: KEYS }, (_, i) => `key-${i}`);
   const out: Job[] = [];
-  for (let k = 0; k < KEYS; k++) for (let j = 0; j < PER_KEY; j++) out.push({ key: keys[k]!, order: Math.floor(random() * 4) });
+  for (let k = 0; k < KEYS; k++)
+    for (let j = 0; j < PER_KEY; j++) out.push({ key: keys[k]!, order: Math.floor(random() * 4) });
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [out[i], out[j]] = [out[j]!, out[i]!];
@@ -68,13 +68,19 @@ function coordinator(pace: CompiledPace | undefined, withOrder: boolean): { ns: 
   const t0 = process.hrtime.bigint();
   for (let j = 0; j < PER_KEY; j++) {
     for (let k = 0; k < KEYS; k++) {
-      core.apply(++lsn, { key: coordinatorKey('s', `key-${k}`), at: j, type: EVENT, data: { e: j, r: `u${lsn}`, ...(withOrder ? { o: Math.floor(random() * 4) } : {}) } });
+      core.apply(++lsn, {
+        key: coordinatorKey('s', `key-${k}`),
+        at: j,
+        type: EVENT,
+        data: { e: j, r: `u${lsn}`, ...(withOrder ? { o: Math.floor(random() * 4) } : {}) },
+      });
     }
   }
   runs += core.release(lsn).length;
   // Every minute, each key's timer record starts its next waiting start.
   for (let now = 60_000; runs < N; now += 60_000) {
-    for (let keys = core.due(now, 100_000); keys.length > 0; keys = core.due(now, 100_000)) for (const key of keys) core.apply(++lsn, { key, at: now, type: TIMER });
+    for (let keys = core.due(now, 100_000); keys.length > 0; keys = core.due(now, 100_000))
+      for (const key of keys) core.apply(++lsn, { key, at: now, type: TIMER });
     runs += core.release(lsn).length;
     if (now > 60_000 * (PER_KEY + 5)) throw new Error(`only ${runs} of ${N} runs started`);
   }
@@ -94,7 +100,10 @@ class HeadFifo<J extends Keyed> implements Scheduler<J> {
   next(): J | undefined {
     if (this.head === this.items.length) return undefined;
     const job = this.items[this.head++];
-    if (this.head === this.items.length) { this.items = []; this.head = 0; }
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    }
     return job;
   }
   done(): void {}
@@ -114,7 +123,9 @@ const rates: [string, CompiledPace | undefined, boolean][] = [
   ['perMinute: 1 + order', { kind: 'each', dedupMs: 600_000, rate: { max: 1, perMs: 60_000, drop: false } }, true],
 ];
 
-console.log(`Node ${process.version}; ${N.toLocaleString('en')} waiting starts over ${KEYS.toLocaleString('en')} keys; median of ${ROUNDS} rounds (round-robin order inside a round)`);
+console.log(
+  `Node ${process.version}; ${N.toLocaleString('en')} waiting starts over ${KEYS.toLocaleString('en')} keys; median of ${ROUNDS} rounds (round-robin order inside a round)`,
+);
 const sched = new Map<string, number[]>();
 const coord = new Map<string, number[]>();
 for (let r = 0; r < ROUNDS; r++) {
@@ -131,7 +142,13 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 const fifo = median(sched.get('FIFO (unpaced pool)')!);
 console.log('\n(a) dispatch scheduler: ns per start (push + next + done)');
-for (const [name, xs] of sched) console.log(`  ${name.padEnd(32)} ${fmt(median(xs))} ns  (${(median(xs) / fifo).toFixed(1)}× FIFO; rounds ${xs.map((x) => x.toFixed(0)).join(', ')})`);
+for (const [name, xs] of sched)
+  console.log(
+    `  ${name.padEnd(32)} ${fmt(median(xs))} ns  (${(median(xs) / fifo).toFixed(1)}× FIFO; rounds ${xs.map((x) => x.toFixed(0)).join(', ')})`,
+  );
 const plain = median(coord.get('no rate (each start a run)')!);
 console.log('\n(b) coordinator rules (ShardCore.apply, no I/O): ns per start, its event and release records');
-for (const [name, xs] of coord) console.log(`  ${name.padEnd(32)} ${fmt(median(xs))} ns  (${(median(xs) / plain).toFixed(1)}× no rate; rounds ${xs.map((x) => x.toFixed(0)).join(', ')})`);
+for (const [name, xs] of coord)
+  console.log(
+    `  ${name.padEnd(32)} ${fmt(median(xs))} ns  (${(median(xs) / plain).toFixed(1)}× no rate; rounds ${xs.map((x) => x.toFixed(0)).join(', ')})`,
+  );

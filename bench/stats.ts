@@ -8,7 +8,8 @@ export function median(xs: readonly number[]): number {
 }
 
 /** `min–max` with `digits` decimals. */
-export const range = (xs: readonly number[], digits = 2): string => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
+export const range = (xs: readonly number[], digits = 2): string =>
+  `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
 
 /** A whole number with thousands separators: 1,234,567. */
 export const fmt = (n: number): string => Math.round(n).toLocaleString('en');

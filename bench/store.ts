@@ -50,7 +50,6 @@ const root = await fs.mkdtemp(path.join(os.tmpdir(), 'sluice-bench-store-'));
 let dirs = 0;
 const freshDir = (): string => path.join(root, `d${dirs++}`);
 
-
 /** `concurrency` loops, each awaiting one append after another until the wall time is up; appends/s. */
 async function drive(concurrency: number, append: () => Promise<unknown>): Promise<{ rate: number; count: number }> {
   let count = 0;
@@ -88,7 +87,8 @@ class RawGroupCommit {
       const batch = this.pending;
       this.pending = [];
       const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((p) => p.frame));
-      for (let done = 0; done < bytes.length; ) done += (await this.handle.write(bytes, done, bytes.length - done)).bytesWritten;
+      for (let done = 0; done < bytes.length;)
+        done += (await this.handle.write(bytes, done, bytes.length - done)).bytesWritten;
       await this.handle.datasync();
       this.groups++;
       this.records += batch.length;
@@ -144,8 +144,12 @@ async function partA(): Promise<void> {
       push(ratios, c, s / r.rate);
     }
   }
-  console.log(`\n### (a) durable appends/s, ${RECORD_BYTES}-byte records, ${SECONDS} s per measurement, median of ${ROUNDS} rounds\n`);
-  console.log('| appenders | raw group commit appends/s | raw records per fdatasync | Sluice appends/s | ratio (median, same round) | range of ratios | target ≥ 0.50 |');
+  console.log(
+    `\n### (a) durable appends/s, ${RECORD_BYTES}-byte records, ${SECONDS} s per measurement, median of ${ROUNDS} rounds\n`,
+  );
+  console.log(
+    '| appenders | raw group commit appends/s | raw records per fdatasync | Sluice appends/s | ratio (median, same round) | range of ratios | target ≥ 0.50 |',
+  );
   console.log('|---:|---:|---:|---:|---:|---:|:---:|');
   for (const c of CONCURRENCY) {
     const ratio = median(ratios.get(c)!);
@@ -161,7 +165,7 @@ async function rawScan(files: string[]): Promise<number> {
   let bad = 0;
   for (const file of files) {
     const buf = await fs.readFile(file);
-    for (let pos = SEGMENT_HEADER_BYTES; pos + HEADER_BYTES <= buf.length; ) {
+    for (let pos = SEGMENT_HEADER_BYTES; pos + HEADER_BYTES <= buf.length;) {
       const end = pos + HEADER_BYTES + buf.readUInt32LE(pos);
       if (crc32c(buf.subarray(pos + 8, end)) !== buf.readUInt32LE(pos + 4)) bad++;
       records++;
@@ -189,11 +193,20 @@ async function partB(): Promise<void> {
   const fillSeconds = (performance.now() - t0) / 1000;
   await writer.close();
   const shardDir = path.join(dir, 'shard-0');
-  const files = (await fs.readdir(shardDir)).filter((f) => f.endsWith('.seg')).sort().map((f) => path.join(shardDir, f));
+  const files = (await fs.readdir(shardDir))
+    .filter((f) => f.endsWith('.seg'))
+    .sort()
+    .map((f) => path.join(shardDir, f));
   let bytes = 0;
   for (const f of files) bytes += (await fs.stat(f)).size;
 
-  const rows = { raw: [] as number[], open: [] as number[], replay: [] as number[], openRatio: [] as number[], replayRatio: [] as number[] };
+  const rows = {
+    raw: [] as number[],
+    open: [] as number[],
+    replay: [] as number[],
+    openRatio: [] as number[],
+    replayRatio: [] as number[],
+  };
   let sink = 0;
   const visit = (_lsn: number, record: Uint8Array): void => void (sink += record.length);
   for (let round = 0; round < REPLAY_ROUNDS; round++) {
@@ -212,7 +225,8 @@ async function partB(): Promise<void> {
       t = performance.now();
       await store.log(0).replay(1, visit);
       const replay = REPLAY_N / ((performance.now() - t) / 1000);
-      if (sink - before !== REPLAY_N * RECORD_BYTES) throw new Error(`replay visited ${(sink - before) / RECORD_BYTES} records, expected ${REPLAY_N}`);
+      if (sink - before !== REPLAY_N * RECORD_BYTES)
+        throw new Error(`replay visited ${(sink - before) / RECORD_BYTES} records, expected ${REPLAY_N}`);
       await store.close();
       return [open, replay];
     };
@@ -237,17 +251,25 @@ async function partB(): Promise<void> {
   console.log(
     `\n### (b) replay records/s: ${fmt(REPLAY_N)} records of ${RECORD_BYTES} bytes, ${files.length} segment file(s), ${(bytes / 2 ** 20).toFixed(1)} MiB, median of ${REPLAY_ROUNDS} rounds\n`,
   );
-  console.log(`(written with 1,000 concurrent appenders in ${fillSeconds.toFixed(1)} s = ${fmt(REPLAY_N / fillSeconds)} appends/s; files in the page cache)\n`);
+  console.log(
+    `(written with 1,000 concurrent appenders in ${fillSeconds.toFixed(1)} s = ${fmt(REPLAY_N / fillSeconds)} appends/s; files in the page cache)\n`,
+  );
   console.log('| reader | records/s | ratio to raw scan (median, same round) | range of ratios | target ≥ 0.50 |');
   console.log('|---|---:|---:|---:|:---:|');
   console.log(`| raw scan (read files, crc32c per frame) | ${fmt(median(rows.raw))} | 1.00 | | |`);
   const replayRatio = median(rows.replayRatio);
-  console.log(`| Sluice \`log.replay(1, visit)\` | ${fmt(median(rows.replay))} | ${replayRatio.toFixed(2)} | ${range(rows.replayRatio)} | ${replayRatio >= TARGET ? 'met' : 'NOT met'} |`);
-  console.log(`| Sluice \`store.open()\` (recovery checks every frame; not a target) | ${fmt(median(rows.open))} | ${median(rows.openRatio).toFixed(2)} | ${range(rows.openRatio)} | |`);
+  console.log(
+    `| Sluice \`log.replay(1, visit)\` | ${fmt(median(rows.replay))} | ${replayRatio.toFixed(2)} | ${range(rows.replayRatio)} | ${replayRatio >= TARGET ? 'met' : 'NOT met'} |`,
+  );
+  console.log(
+    `| Sluice \`store.open()\` (recovery checks every frame; not a target) | ${fmt(median(rows.open))} | ${median(rows.openRatio).toFixed(2)} | ${range(rows.openRatio)} | |`,
+  );
 }
 
 const started = performance.now();
-console.log(`## bench/store — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()} ${os.release()}, temp dir ${os.tmpdir()}`);
+console.log(
+  `## bench/store — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()} ${os.release()}, temp dir ${os.tmpdir()}`,
+);
 try {
   await partA();
   await partB();

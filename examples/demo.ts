@@ -20,10 +20,27 @@
  */
 import 'reflect-metadata';
 import { rmSync } from 'node:fs';
-import { App, ERROR_HEADER, HandlerOutcome, MemoryBroker, jsonLogger, silentLogger, subscriber, type Context } from '../src/index.js';
+import {
+  App,
+  ERROR_HEADER,
+  HandlerOutcome,
+  MemoryBroker,
+  jsonLogger,
+  silentLogger,
+  subscriber,
+  type Context,
+} from '../src/index.js';
 
-interface Order { id: string; customer: string; cents: number }
-interface Invoice { orderId: string; customer: string; cents: number }
+interface Order {
+  id: string;
+  customer: string;
+  cents: number;
+}
+interface Invoice {
+  orderId: string;
+  customer: string;
+  cents: number;
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -39,7 +56,8 @@ const orderSchema = {
     const o = (value ?? {}) as Record<string, unknown>;
     if (typeof o.id !== 'string') throw new TypeError('order: id must be a string');
     if (typeof o.customer !== 'string') throw new TypeError(`order ${o.id}: customer must be a string`);
-    if (!Number.isInteger(o.cents)) throw new TypeError(`order ${o.id}: cents must be an integer, got ${JSON.stringify(o.cents)}`);
+    if (!Number.isInteger(o.cents))
+      throw new TypeError(`order ${o.id}: cents must be an integer, got ${JSON.stringify(o.cents)}`);
     return o as unknown as Order;
   },
 };
@@ -51,7 +69,11 @@ class Billing {
   mostAtOnce = 0;
 
   /** Up to eight orders are charged at once; each one, once paid, becomes an invoice. */
-  @subscriber('orders', { workers: 8, decode: orderSchema, retry: { attempts: 3, backoff: { initialMs: 20, maxMs: 100 } } })
+  @subscriber('orders', {
+    workers: 8,
+    decode: orderSchema,
+    retry: { attempts: 3, backoff: { initialMs: 20, maxMs: 100 } },
+  })
   async bill(order: Order, ctx: Context) {
     this.mostAtOnce = Math.max(this.mostAtOnce, ++this.running);
     try {
@@ -60,14 +82,22 @@ class Billing {
       this.running--;
     }
     this.charged++;
-    await ctx.publish('invoices', { orderId: order.id, customer: order.customer, cents: order.cents } satisfies Invoice, { key: order.customer });
+    await ctx.publish(
+      'invoices',
+      { orderId: order.id, customer: order.customer, cents: order.cents } satisfies Invoice,
+      { key: order.customer },
+    );
     return HandlerOutcome.ack();
   }
 
   readonly statements: { runId: string; customer: string; orders: string[] }[] = [];
 
   /** Per customer, up to 5 invoices or 300 ms from the first: one statement, every invoice in order. */
-  @subscriber('invoices', { group: 'statements', key: (m) => (m.value as Invoice).customer, pace: { batch: { max: 5, wait: '300 ms' } } })
+  @subscriber('invoices', {
+    group: 'statements',
+    key: (m) => (m.value as Invoice).customer,
+    pace: { batch: { max: 5, wait: '300 ms' } },
+  })
   async statement(invoices: Invoice[], ctx: Context) {
     this.statements.push({ runId: ctx.run!.id, customer: ctx.run!.key, orders: invoices.map((i) => i.orderId) });
   }
@@ -109,16 +139,32 @@ while (billing.statements.reduce((n, s) => n + s.orders.length, 0) < billing.cha
 
 // Were one customer's invoices booked in the order they were published on `invoices`?
 const published = new Map<string, string[]>();
-for (const inv of broker.values<Invoice>('invoices')) published.set(inv.customer, [...(published.get(inv.customer) ?? []), inv.orderId]);
+for (const inv of broker.values<Invoice>('invoices'))
+  published.set(inv.customer, [...(published.get(inv.customer) ?? []), inv.orderId]);
 const inOrder = [...published].every(([customer, ids]) => ids.join() === billing.booked.get(customer)?.join());
 const bookedCount = [...billing.booked.values()].reduce((n, ids) => n + ids.length, 0);
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 
-console.log(`billing demo: ${broker.messages('orders').length} orders from ${customers.length} customers on the memory broker (3 partitions)`);
-console.log(`  orders    charged ${billing.charged} with a pool of 8 workers (at most ${billing.mostAtOnce} at once) in ${seconds} s`);
-console.log(`  invoices  booked ${bookedCount} in 4 lanes by customer; each customer's in publish order: ${inOrder ? 'yes' : 'NO'}`);
-const statementsInOrder = [...published].every(([customer, ids]) => ids.join() === billing.statements.filter((s) => s.customer === customer).flatMap((s) => s.orders).join());
-console.log(`  statements ${billing.statements.length} (batches of at most 5 per customer, journaled in .sluice/billing); every invoice in one, in order: ${statementsInOrder ? 'yes' : 'NO'}`);
+console.log(
+  `billing demo: ${broker.messages('orders').length} orders from ${customers.length} customers on the memory broker (3 partitions)`,
+);
+console.log(
+  `  orders    charged ${billing.charged} with a pool of 8 workers (at most ${billing.mostAtOnce} at once) in ${seconds} s`,
+);
+console.log(
+  `  invoices  booked ${bookedCount} in 4 lanes by customer; each customer's in publish order: ${inOrder ? 'yes' : 'NO'}`,
+);
+const statementsInOrder = [...published].every(
+  ([customer, ids]) =>
+    ids.join() ===
+    billing.statements
+      .filter((s) => s.customer === customer)
+      .flatMap((s) => s.orders)
+      .join(),
+);
+console.log(
+  `  statements ${billing.statements.length} (batches of at most 5 per customer, journaled in .sluice/billing); every invoice in one, in order: ${statementsInOrder ? 'yes' : 'NO'}`,
+);
 console.log(`             e.g. ${billing.statements[0]!.runId}: ${billing.statements[0]!.orders.join(', ')}`);
 for (const m of broker.messages('orders.dlq')) {
   console.log(`  orders.dlq  ${Buffer.from(m.value).toString('utf8')}`);
@@ -126,7 +172,9 @@ for (const m of broker.messages('orders.dlq')) {
 }
 for (const topic of ['orders', 'invoices']) {
   const committed = broker.committed(topic === 'invoices' ? 'statements' : 'billing', topic);
-  console.log(`  committed ${topic.padEnd(9)} ${topic === 'invoices' ? '(statements) ' : ''}${sum(committed)} of ${sum(broker.endOffsets(topic))} (per partition: ${committed.join(', ')})`);
+  console.log(
+    `  committed ${topic.padEnd(9)} ${topic === 'invoices' ? '(statements) ' : ''}${sum(committed)} of ${sum(broker.endOffsets(topic))} (per partition: ${committed.join(', ')})`,
+  );
 }
 await app.stop();
 console.log('stopped');

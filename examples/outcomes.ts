@@ -13,9 +13,21 @@
  *   node --no-warnings --loader ts-node/esm examples/outcomes.ts
  */
 import 'reflect-metadata';
-import { App, ERROR_HEADER, HandlerOutcome, MemoryBroker, jsonLogger, silentLogger, subscriber, type Context } from '../src/index.js';
+import {
+  App,
+  ERROR_HEADER,
+  HandlerOutcome,
+  MemoryBroker,
+  jsonLogger,
+  silentLogger,
+  subscriber,
+  type Context,
+} from '../src/index.js';
 
-interface Payment { id: string; action: 'ok' | 'flaky' | 'decline' | 'crash' | 'busy' }
+interface Payment {
+  id: string;
+  action: 'ok' | 'flaky' | 'decline' | 'crash' | 'busy';
+}
 
 class Payments {
   /** One worker, so that the printout comes in order; three attempts with a fast backoff (10 ms, 20 ms). */
@@ -54,7 +66,13 @@ const app = new App({ name: 'payments', logger }).withBroker(broker, (b) => b.in
 await app.start();
 
 console.log('handled:');
-for (const [id, action] of [['p1', 'ok'], ['p2', 'flaky'], ['p3', 'busy'], ['p4', 'decline'], ['p5', 'crash']] as const) {
+for (const [id, action] of [
+  ['p1', 'ok'],
+  ['p2', 'flaky'],
+  ['p3', 'busy'],
+  ['p4', 'decline'],
+  ['p5', 'crash'],
+] as const) {
   await broker.publish('payments', { id, action });
 }
 await broker.publish('payments', '{"id": "p6", oops'); // not JSON: never reaches the handler
@@ -63,8 +81,12 @@ await app.idle();
 console.log('dead letters in payments.dlq:');
 for (const m of broker.messages('payments.dlq')) {
   const text = Buffer.from(m.value).toString('utf8');
-  console.log(`  offset ${m.headers['x-sluice-original-offset']}, ${m.headers['x-sluice-attempts']} attempt(s): ${text}`);
+  console.log(
+    `  offset ${m.headers['x-sluice-original-offset']}, ${m.headers['x-sluice-attempts']} attempt(s): ${text}`,
+  );
   console.log(`    ${ERROR_HEADER}: ${m.headers[ERROR_HEADER]}`);
 }
-console.log(`committed offset of group "payments" on payments: ${broker.committed('payments', 'payments').join(',')} (of ${broker.endOffsets('payments').join(',')})`);
+console.log(
+  `committed offset of group "payments" on payments: ${broker.committed('payments', 'payments').join(',')} (of ${broker.endOffsets('payments').join(',')})`,
+);
 await app.stop();

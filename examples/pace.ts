@@ -9,10 +9,25 @@
  *
  * Run: node --no-warnings --loader ts-node/esm examples/pace.ts
  */
-import { App, ManualClock, MemoryBroker, memoryStore, silentLogger, subscriber, type Context, type KeySource } from '../src/index.js';
+import {
+  App,
+  ManualClock,
+  MemoryBroker,
+  memoryStore,
+  silentLogger,
+  subscriber,
+  type Context,
+  type KeySource,
+} from '../src/index.js';
 
-interface RowChange { rowId: string; column: string }
-interface Click { user: string; button: string }
+interface RowChange {
+  rowId: string;
+  column: string;
+}
+interface Click {
+  user: string;
+  button: string;
+}
 
 const clock = new ManualClock(Date.UTC(2026, 0, 1));
 const t = (): string => `t+${((clock.now() - Date.UTC(2026, 0, 1)) / 1000).toFixed(0)}s`;
@@ -33,21 +48,43 @@ const clicks = subscriber('clicks', async (batch: Click[], ctx: Context) => {
   .build();
 
 // memoryStore keeps the example self-contained; an app without `store` journals in .sluice/<name>.
-const app = new App({ name: 'pace-example', clock, store: memoryStore(), logger: silentLogger }).withBroker(broker, (b) => b.include(reindex, clicks));
+const app = new App({ name: 'pace-example', clock, store: memoryStore(), logger: silentLogger }).withBroker(
+  broker,
+  (b) => b.include(reindex, clicks),
+);
 await app.start();
 
 // Three changes to row 7 within 30 s of each other: one run, 30 s after the last.
-const first = await app.send('reindex', { key: 'row-7', event: { rowId: 'row-7', column: 'title' }, eventId: 'change-1' });
+const first = await app.send('reindex', {
+  key: 'row-7',
+  event: { rowId: 'row-7', column: 'title' },
+  eventId: 'change-1',
+});
 console.log(`${t()}  send change-1 -> ${JSON.stringify(first)}`);
 await clock.advance(20_000);
-const second = await app.send('reindex', { key: 'row-7', event: { rowId: 'row-7', column: 'price' }, eventId: 'change-2' });
-console.log(`${t()}  send change-2 -> same run: ${'runId' in second && 'runId' in first && second.runId === first.runId ? 'yes' : 'NO'}`);
+const second = await app.send('reindex', {
+  key: 'row-7',
+  event: { rowId: 'row-7', column: 'price' },
+  eventId: 'change-2',
+});
+console.log(
+  `${t()}  send change-2 -> same run: ${'runId' in second && 'runId' in first && second.runId === first.runId ? 'yes' : 'NO'}`,
+);
 // The sender retries change-2 (say its connection dropped): it joins once.
-const retried = await app.send('reindex', { key: 'row-7', event: { rowId: 'row-7', column: 'price' }, eventId: 'change-2' });
+const retried = await app.send('reindex', {
+  key: 'row-7',
+  event: { rowId: 'row-7', column: 'price' },
+  eventId: 'change-2',
+});
 console.log(`${t()}  send change-2 again -> ${JSON.stringify(retried)}`);
 
 // Clicks from the broker: ann's third click fills her batch at once; bob's waits 10 s.
-for (const [user, button] of [['ann', 'buy'], ['bob', 'help'], ['ann', 'back'], ['ann', 'buy']] as const) {
+for (const [user, button] of [
+  ['ann', 'buy'],
+  ['bob', 'help'],
+  ['ann', 'back'],
+  ['ann', 'buy'],
+] as const) {
   await broker.publish('clicks', { user, button } satisfies Click);
 }
 await app.idle();

@@ -14,23 +14,37 @@ const note = (_payload: unknown, ctx: Context): void => void handled.push(ctx.me
 class Billing {
   /** Takes the router's defaults: billing.orders, 8 workers. */
   @subscriber('orders')
-  bill(order: unknown, ctx: Context) { note(order, ctx); }
+  bill(order: unknown, ctx: Context) {
+    note(order, ctx);
+  }
 
   /** Its own settings win: one worker, its own retry policy. */
   @subscriber('audit', { workers: 1, retry: { attempts: 10 } })
-  audit(entry: unknown, ctx: Context) { note(entry, ctx); }
+  audit(entry: unknown, ctx: Context) {
+    note(entry, ctx);
+  }
 }
 
 // Prefix and defaults for what the router includes.
-const billing = new Router({ prefix: 'billing.', workers: 4, retry: { attempts: 3, backoff: { initialMs: 50, maxMs: 1_000 } } });
+const billing = new Router({
+  prefix: 'billing.',
+  workers: 4,
+  retry: { attempts: 3, backoff: { initialMs: 50, maxMs: 1_000 } },
+});
 billing.include(Billing);
 billing.workers(8); // chainable, like every builder; replaces the 4 above
 
 // A nested router: prefixes concatenate (billing.eu.*), its defaults win over the outer router's.
 const eu = new Router({ prefix: 'eu.', group: 'billing-eu' }).workersByKey(2);
 eu.include(
-  subscriber('invoices', function invoice(i: unknown, ctx: Context) { note(i, ctx); }).build(),
-  subscriber('vat', function vat(v: unknown, ctx: Context) { note(v, ctx); }).workers(3).build(), // own: a pool of 3
+  subscriber('invoices', function invoice(i: unknown, ctx: Context) {
+    note(i, ctx);
+  }).build(),
+  subscriber('vat', function vat(v: unknown, ctx: Context) {
+    note(v, ctx);
+  })
+    .workers(3)
+    .build(), // own: a pool of 3
 );
 billing.include(eu);
 
@@ -46,7 +60,17 @@ const row = (...cells: string[]): string => cells.map((c, i) => c.padEnd([15, 21
 console.log(row('subscriber', 'topic', 'group', 'dispatch', 'retry', 'timeout', 'deadLetter'));
 for (const s of app.subscribers()) {
   const retry = `${s.retry.attempts} x ${s.retry.initialMs}->${s.retry.maxMs} ms`;
-  console.log(row(s.name, s.topic, s.group, `${s.byKey ? 'lanes' : 'pool'}(${s.workers})`, retry, `${s.timeoutMs} ms`, String(s.deadLetter)));
+  console.log(
+    row(
+      s.name,
+      s.topic,
+      s.group,
+      `${s.byKey ? 'lanes' : 'pool'}(${s.workers})`,
+      retry,
+      `${s.timeoutMs} ms`,
+      String(s.deadLetter),
+    ),
+  );
 }
 
 await app.start();

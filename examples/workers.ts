@@ -13,8 +13,16 @@
 import 'reflect-metadata';
 import { App, HandlerOutcome, MemoryBroker, jsonLogger, silentLogger, subscriber, type Context } from '../src/index.js';
 
-interface Order { id: string; customer: string; cents: number }
-interface Refund { id: string; customer: string; cents: number }
+interface Order {
+  id: string;
+  customer: string;
+  cents: number;
+}
+interface Refund {
+  id: string;
+  customer: string;
+  cents: number;
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -62,7 +70,9 @@ let t0 = performance.now();
 for (let i = 1; i <= 4; i++) await broker.publish('orders', { id: `o${i}`, customer: `cust-${i}`, cents: 100 * i });
 await app.idle();
 const poolMs = performance.now() - t0;
-console.log(`orders: charged ${charged.join(', ')} in ${(poolMs / 1000).toFixed(2)} s with 4 workers (one at a time: 4 s)`);
+console.log(
+  `orders: charged ${charged.join(', ')} in ${(poolMs / 1000).toFixed(2)} s with 4 workers (one at a time: 4 s)`,
+);
 
 // Four lanes by key: three customers, three refunds each, published interleaved. The key (the memory
 // broker keeps it in header `partition-key`) picks the lane.
@@ -80,6 +90,8 @@ console.log('refunds, 4 lanes by customer (each pay-back takes 300 ms):');
 for (const [customer, ids] of [...paidBack].sort(([a], [b]) => a.localeCompare(b))) {
   console.log(`  ${customer}: ${ids.join(' -> ')}`);
 }
-console.log(`  ${n} refunds in ${(lanesMs / 1000).toFixed(2)} s, up to ${mostAtOnce} customers at once (one at a time: ${(n * 0.3).toFixed(1)} s)`);
+console.log(
+  `  ${n} refunds in ${(lanesMs / 1000).toFixed(2)} s, up to ${mostAtOnce} customers at once (one at a time: ${(n * 0.3).toFixed(1)} s)`,
+);
 
 await app.stop();

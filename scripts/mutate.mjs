@@ -13,7 +13,12 @@ import { CORE } from '../stryker.config.mjs';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { changed: { type: 'boolean' }, 'budget-min': { type: 'string' }, min: { type: 'string' }, concurrency: { type: 'string' } },
+  options: {
+    changed: { type: 'boolean' },
+    'budget-min': { type: 'string' },
+    min: { type: 'string' },
+    concurrency: { type: 'string' },
+  },
 });
 
 function changedSinceLastTag() {
@@ -39,18 +44,28 @@ const budgetMs = Number(values['budget-min'] ?? (values.changed ? 10 : 24 * 60))
 const report = 'reports/mutation/mutation.json';
 rmSync(report, { force: true });
 console.log(`mutate: ${files.join(', ')} (stopped after ${budgetMs / 60_000} min)`);
-const args = ['stryker', 'run', '--mutate', files.join(','), ...(values.concurrency ? ['--concurrency', values.concurrency] : [])];
+const args = [
+  'stryker',
+  'run',
+  '--mutate',
+  files.join(','),
+  ...(values.concurrency ? ['--concurrency', values.concurrency] : []),
+];
 const child = spawn('npx', args, { stdio: 'inherit', detached: true });
 let outOfTime = false;
 const timer = setTimeout(() => {
   outOfTime = true;
   console.log(`mutate: out of time after ${budgetMs / 60_000} min; files not finished are not scored`);
-  try { process.kill(-child.pid, 'SIGTERM'); } catch {}
+  try {
+    process.kill(-child.pid, 'SIGTERM');
+  } catch {}
 }, budgetMs);
 const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
 clearTimeout(timer);
 if (!existsSync(report)) {
-  console.log(outOfTime ? 'mutate: no report (stopped before the end)' : `mutate: stryker exited ${code} without a report`);
+  console.log(
+    outOfTime ? 'mutate: no report (stopped before the end)' : `mutate: stryker exited ${code} without a report`,
+  );
   process.exit(outOfTime ? 0 : 1);
 }
 
@@ -58,7 +73,9 @@ if (!existsSync(report)) {
 const { files: results } = JSON.parse(readFileSync(report, 'utf8'));
 const min = values.min === undefined ? undefined : Number(values.min);
 let failed = false;
-console.log('\n| file | mutants | killed | survived | timeout | no coverage | score |\n|---|---:|---:|---:|---:|---:|---:|');
+console.log(
+  '\n| file | mutants | killed | survived | timeout | no coverage | score |\n|---|---:|---:|---:|---:|---:|---:|',
+);
 let all = { n: 0, killed: 0 };
 for (const [file, { mutants }] of Object.entries(results)) {
   const count = (s) => mutants.filter((m) => m.status === s).length;
@@ -66,7 +83,9 @@ for (const [file, { mutants }] of Object.entries(results)) {
   const scored = killed + count('Survived') + count('Timeout') + count('NoCoverage');
   const score = scored === 0 ? 100 : (100 * killed) / scored;
   all = { n: all.n + scored, killed: all.killed + killed };
-  console.log(`| ${file} | ${scored} | ${killed} | ${count('Survived')} | ${count('Timeout')} | ${count('NoCoverage')} | ${score.toFixed(1)}% |`);
+  console.log(
+    `| ${file} | ${scored} | ${killed} | ${count('Survived')} | ${count('Timeout')} | ${count('NoCoverage')} | ${score.toFixed(1)}% |`,
+  );
   if (min !== undefined && score < min) failed = true;
 }
 console.log(`| all | ${all.n} | ${all.killed} | | | | ${((100 * all.killed) / Math.max(1, all.n)).toFixed(1)}% |`);

@@ -44,13 +44,19 @@ function install(version) {
   const t0 = Date.now();
   // The package's preinstall script fetches the platform's binary (node-<os>-<arch>@<version>), so
   // scripts must run. stdout goes to stderr: this script's stdout is its answer.
-  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', '--ignore-scripts=false', `node@${version}`],
-    { cwd: tmp, stdio: ['ignore', 2, 2] });
+  const r = spawnSync(
+    'npm',
+    ['install', '--no-audit', '--no-fund', '--no-package-lock', '--ignore-scripts=false', `node@${version}`],
+    { cwd: tmp, stdio: ['ignore', 2, 2] },
+  );
   const got = r.status === 0 ? installed(tmp) : '';
   if (got !== version) {
     fs.rmSync(tmp, { recursive: true, force: true });
-    die(r.status !== 0 ? `npm install node@${version} failed (exit ${r.status ?? r.error?.message})`
-      : `npm install node@${version} left no runnable node ${version} in ${binDir(tmp)} (found '${got}'): did its preinstall script run?`);
+    die(
+      r.status !== 0
+        ? `npm install node@${version} failed (exit ${r.status ?? r.error?.message})`
+        : `npm install node@${version} left no runnable node ${version} in ${binDir(tmp)} (found '${got}'): did its preinstall script run?`,
+    );
   }
   fs.rmSync(root, { recursive: true, force: true });
   try {
@@ -65,5 +71,6 @@ function install(version) {
 
 const majors = process.argv.slice(2);
 const wanted = majors.length ? VERSIONS.filter((v) => majors.includes(v.split('.')[0])) : VERSIONS;
-if (majors.length && wanted.length !== majors.length) die(`no pinned version for major ${majors.join(', ')} (pinned: ${VERSIONS.join(', ')})`);
+if (majors.length && wanted.length !== majors.length)
+  die(`no pinned version for major ${majors.join(', ')} (pinned: ${VERSIONS.join(', ')})`);
 for (const version of wanted) console.log(`${version} ${install(version)}`);

@@ -28,7 +28,9 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const distIndex = path.join(root, 'dist', 'index.js');
 const fixture = path.join(root, 'test', 'fixtures', 'store-appender.mjs');
 if (!existsSync(distIndex)) {
-  console.error('soak-store: dist/index.js is missing; run `npm run build` first (or `npm run soak:store`, which builds).');
+  console.error(
+    'soak-store: dist/index.js is missing; run `npm run build` first (or `npm run soak:store`, which builds).',
+  );
   process.exit(2);
 }
 const { fileStore } = await import(distIndex);
@@ -43,7 +45,9 @@ const option = (name, fallback) => {
   return value;
 };
 function usage(message) {
-  console.error(`soak-store: ${message}\nusage: node scripts/soak-store.mjs [--iterations N] [--seed S] [--max-acks N] [--early-kill-rate P] [--dir D] [--keep]`);
+  console.error(
+    `soak-store: ${message}\nusage: node scripts/soak-store.mjs [--iterations N] [--seed S] [--max-acks N] [--early-kill-rate P] [--dir D] [--keep]`,
+  );
   process.exit(2);
 }
 const known = new Set(['--iterations', '--seed', '--max-acks', '--early-kill-rate', '--dir', '--keep']);
@@ -112,7 +116,8 @@ function runAndKill(tag, acks, afterMs) {
         const [word, shard, lsn, payload] = line.split(' ');
         if (word === 'ack') {
           const at = `${shard}/${lsn}`;
-          if (acked.has(at) && problem === undefined) problem = `the child acknowledged ${at} twice: ${acked.get(at)} and ${payload}`;
+          if (acked.has(at) && problem === undefined)
+            problem = `the child acknowledged ${at} twice: ${acked.get(at)} and ${payload}`;
           acked.set(at, payload);
         }
         if (afterMs === undefined && acked.size >= acks) kill();
@@ -124,7 +129,12 @@ function runAndKill(tag, acks, afterMs) {
       clearTimeout(hang);
       if (problem !== undefined) reject(new Violation(`${problem}\nchild stderr:\n${stderr}`));
       else if (signal === 'SIGKILL') resolve(acked);
-      else reject(new Violation(`the child exited by itself (code ${code}, signal ${signal}) after ${acked.size} acks\nchild stderr:\n${stderr}`));
+      else
+        reject(
+          new Violation(
+            `the child exited by itself (code ${code}, signal ${signal}) after ${acked.size} acks\nchild stderr:\n${stderr}`,
+          ),
+        );
     });
   });
 }
@@ -144,18 +154,23 @@ async function check(everAcked, iteration) {
       let expected = 1;
       await store.log(shard).replay(1, (lsn, record) => {
         const at = `${shard}/${lsn}`;
-        if (lsn !== expected) throw new Violation(`shard ${shard}: LSN ${lsn} where ${expected} was expected (a gap or disorder)`);
+        if (lsn !== expected)
+          throw new Violation(`shard ${shard}: LSN ${lsn} where ${expected} was expected (a gap or disorder)`);
         expected++;
         const payload = Buffer.from(record).toString();
         const m = /^r(\d+):\d+:\d+$/.exec(payload);
-        if (!m || Number(m[1]) > iteration) throw new Violation(`${at} holds ${JSON.stringify(payload)}, which was never appended`);
-        if (seen.has(payload)) throw new Violation(`${JSON.stringify(payload)} is there twice: at ${seen.get(payload)} and at ${at}`);
+        if (!m || Number(m[1]) > iteration)
+          throw new Violation(`${at} holds ${JSON.stringify(payload)}, which was never appended`);
+        if (seen.has(payload))
+          throw new Violation(`${JSON.stringify(payload)} is there twice: at ${seen.get(payload)} and at ${at}`);
         seen.set(payload, at);
         const ack = everAcked.get(at);
-        if (ack !== undefined && ack !== payload) throw new Violation(`${at} holds ${payload}, but ${ack} was acknowledged at that LSN`);
+        if (ack !== undefined && ack !== payload)
+          throw new Violation(`${at} holds ${payload}, but ${ack} was acknowledged at that LSN`);
       });
       const durable = store.log(shard).durableLsn();
-      if (durable !== expected - 1) throw new Violation(`shard ${shard}: durableLsn() is ${durable}, replay ended at ${expected - 1}`);
+      if (durable !== expected - 1)
+        throw new Violation(`shard ${shard}: durableLsn() is ${durable}, replay ended at ${expected - 1}`);
       counts.push(expected - 1);
     }
     for (const [at, payload] of everAcked) {
@@ -179,7 +194,9 @@ const segmentCount = () => {
   return n;
 };
 
-console.log(`soak-store: ${ITERATIONS} iterations, seed ${SEED}, max acks ${MAX_ACKS}, early-kill rate ${EARLY_KILL_RATE}, dir ${dir}, node ${process.version}`);
+console.log(
+  `soak-store: ${ITERATIONS} iterations, seed ${SEED}, max acks ${MAX_ACKS}, early-kill rate ${EARLY_KILL_RATE}, dir ${dir}, node ${process.version}`,
+);
 const random = seeded(SEED);
 const everAcked = new Map();
 const started = performance.now();
@@ -204,11 +221,17 @@ try {
     }
   }
 } catch (error) {
-  console.error(`\nsoak-store: VIOLATION at iteration ${i} (tag r${i}), seed ${SEED}${EARLY_KILL_RATE > 0 ? `, early-kill rate ${EARLY_KILL_RATE}` : ''}:`);
-  console.error(error instanceof Violation ? error.message : error?.stack ?? error);
+  console.error(
+    `\nsoak-store: VIOLATION at iteration ${i} (tag r${i}), seed ${SEED}${EARLY_KILL_RATE > 0 ? `, early-kill rate ${EARLY_KILL_RATE}` : ''}:`,
+  );
+  console.error(error instanceof Violation ? error.message : (error?.stack ?? error));
   console.error(`the directory is kept: ${dir}`);
-  console.error(`rerun: node scripts/soak-store.mjs --iterations ${ITERATIONS} --seed ${SEED} --max-acks ${MAX_ACKS} --early-kill-rate ${EARLY_KILL_RATE}`);
+  console.error(
+    `rerun: node scripts/soak-store.mjs --iterations ${ITERATIONS} --seed ${SEED} --max-acks ${MAX_ACKS} --early-kill-rate ${EARLY_KILL_RATE}`,
+  );
   process.exit(1);
 }
-console.log(`soak-store: ${ITERATIONS} iterations without a violation in ${((performance.now() - started) / 1000).toFixed(1)} s (seed ${SEED})`);
+console.log(
+  `soak-store: ${ITERATIONS} iterations without a violation in ${((performance.now() - started) / 1000).toFixed(1)} s (seed ${SEED})`,
+);
 if (!KEEP && !givenDir) rmSync(dir, { recursive: true, force: true });

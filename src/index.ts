@@ -43,7 +43,19 @@ export {
   type RawMessage,
 } from './core/message.js';
 export { HandlerOutcome } from './core/outcome.js';
-export type { Broker, Clock, ConsumeRequest, Consumer, LogFields, Logger, LogLevel, ShardLog, Store, Timer, TimerOptions } from './core/ports.js';
+export type {
+  Broker,
+  Clock,
+  ConsumeRequest,
+  Consumer,
+  LogFields,
+  Logger,
+  LogLevel,
+  ShardLog,
+  Store,
+  Timer,
+  TimerOptions,
+} from './core/ports.js';
 export { lanes, pool, type DispatchStrategy, type Keyed, type Scheduler } from './dispatch/strategy.js';
 export { MAX_BATCH, MAX_KEY_BYTES } from './pace/config.js';
 export { MAX_WORKERS } from './spec/validate.js';
@@ -53,7 +65,18 @@ export { SubscriberBuilder } from './spec/builder.js';
 export { DEFAULTS, type CompiledSubscriber } from './spec/compile.js';
 export { subscriber, type SubscriberDecorator } from './spec/decorators.js';
 export { parseDuration, type Duration } from './spec/duration.js';
-export type { Decoder, Handler, HandlerObject, HandlerResult, KeyFn, KeySource, PaceOptions, RetryOptions, SharedOptions, SubscriberOptions } from './spec/options.js';
+export type {
+  Decoder,
+  Handler,
+  HandlerObject,
+  HandlerResult,
+  KeyFn,
+  KeySource,
+  PaceOptions,
+  RetryOptions,
+  SharedOptions,
+  SubscriberOptions,
+} from './spec/options.js';
 export { Router, type Includable, type RouterOptions } from './spec/router.js';
 export { SubscriberSpec } from './spec/spec.js';
 export { shardOf } from './shard/shard-of.js';

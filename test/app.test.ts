@@ -1,10 +1,23 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, ManualClock, MemoryBroker, jsonLogger, memoryLogger, silentLogger, subscriber, type Context } from '../src/index.js';
+import {
+  App,
+  HandlerOutcome,
+  ManualClock,
+  MemoryBroker,
+  jsonLogger,
+  memoryLogger,
+  silentLogger,
+  subscriber,
+  type Context,
+} from '../src/index.js';
 import { Concurrency, Counter, Gate, turns } from './helpers.js';
 
-const app = (broker: MemoryBroker, include: Parameters<App['withBroker']>[1], extra: Partial<ConstructorParameters<typeof App>[0]> = {}) =>
-  new App({ name: 'app', logger: silentLogger, clock: new ManualClock(), ...extra }).withBroker(broker, include);
+const app = (
+  broker: MemoryBroker,
+  include: Parameters<App['withBroker']>[1],
+  extra: Partial<ConstructorParameters<typeof App>[0]> = {},
+) => new App({ name: 'app', logger: silentLogger, clock: new ManualClock(), ...extra }).withBroker(broker, include);
 
 describe('App lifecycle', () => {
   it('refuses a bad name or timeout, withBroker after start, and start twice', async () => {
@@ -68,14 +81,28 @@ describe('failure handling', () => {
     const broker = new MemoryBroker();
     const logger = memoryLogger();
     const calls = new Counter();
-    const a = app(broker, (b) => b.include(subscriber('t', () => (calls.add(), 'yes' as never)).retry({ attempts: 2, backoff: { initialMs: 0 } }).deadLetter(false).build()), { logger });
+    const a = app(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('t', () => (calls.add(), 'yes' as never))
+            .retry({ attempts: 2, backoff: { initialMs: 0 } })
+            .deadLetter(false)
+            .build(),
+        ),
+      { logger },
+    );
     await a.start();
     await broker.publish('t', {});
     await a.idle();
     expect(calls.value).toBe(2);
     expect(broker.topics()).not.toContain('t.dlq');
     expect(broker.committed('app', 't')).toEqual([1]);
-    expect(logger.records.some((r) => r.message.includes('dropped') && String(r.fields.reason).includes('not a HandlerOutcome'))).toBe(true);
+    expect(
+      logger.records.some(
+        (r) => r.message.includes('dropped') && String(r.fields.reason).includes('not a HandlerOutcome'),
+      ),
+    ).toBe(true);
     await a.stop();
   });
 
@@ -83,7 +110,17 @@ describe('failure handling', () => {
     const broker = new MemoryBroker();
     const clock = new ManualClock();
     const calls = new Counter();
-    const a = app(broker, (b) => b.include(subscriber('t', () => (calls.add(), calls.value === 1 ? HandlerOutcome.retry({ delayMs: 5_000 }) : undefined)).build()), { clock });
+    const a = app(
+      broker,
+      (b) =>
+        b.include(
+          subscriber(
+            't',
+            () => (calls.add(), calls.value === 1 ? HandlerOutcome.retry({ delayMs: 5_000 }) : undefined),
+          ).build(),
+        ),
+      { clock },
+    );
     await a.start();
     await broker.publish('t', {});
     await calls.reach(1);
@@ -133,7 +170,9 @@ describe('failure handling', () => {
     const broker = new MemoryBroker();
     const clock = new ManualClock();
     const { handled, finished, handler } = failingOnce('x1');
-    const a = app(broker, (b) => b.include(subscriber('t', handler).workersByKey(2).retry(backoff10s).build()), { clock });
+    const a = app(broker, (b) => b.include(subscriber('t', handler).workersByKey(2).retry(backoff10s).build()), {
+      clock,
+    });
     await a.start();
     for (const id of ['x1', 'x2', 'y1', 'y2', 'y3']) await broker.publish('t', { id }, { key: id[0] });
     await finished.reach(3);
@@ -169,16 +208,30 @@ describe('failure handling', () => {
 
   it('validates with a schema decoder (parse) and dead-letters only the bad messages of a batch', async () => {
     const broker = new MemoryBroker();
-    const schema = { parse: (v: unknown) => { if (typeof (v as { n?: unknown }).n !== 'number') throw new Error('n must be a number'); return v as { n: number }; } };
+    const schema = {
+      parse: (v: unknown) => {
+        if (typeof (v as { n?: unknown }).n !== 'number') throw new Error('n must be a number');
+        return v as { n: number };
+      },
+    };
     const got: number[][] = [];
-    const a = app(broker, (b) => b.include(subscriber('t', (vs: { n: number }[]) => void got.push(vs.map((v) => v.n))).decode(schema).batch({ max: 10 }).build()));
+    const a = app(broker, (b) =>
+      b.include(
+        subscriber('t', (vs: { n: number }[]) => void got.push(vs.map((v) => v.n)))
+          .decode(schema)
+          .batch({ max: 10 })
+          .build(),
+      ),
+    );
     await broker.publish('t', { n: 1 });
     await broker.publish('t', { n: 'two' });
     await broker.publish('t', { n: 3 });
     await a.start();
     await a.idle();
     expect(got).toEqual([[1, 3]]);
-    expect(broker.messages('t.dlq').map((m) => m.headers['x-sluice-error'])).toEqual(['DECODE_FAILED: n must be a number']);
+    expect(broker.messages('t.dlq').map((m) => m.headers['x-sluice-error'])).toEqual([
+      'DECODE_FAILED: n must be a number',
+    ]);
     expect(broker.committed('app', 't')).toEqual([3]);
     await a.stop();
   });
@@ -191,7 +244,10 @@ describe('failure handling', () => {
         subscriber('t', async (v: { customer: string; n: number }) => {
           await turns(v.n % 3);
           order.set(v.customer, [...(order.get(v.customer) ?? []), v.n]);
-        }).key((m) => m.value.customer).workersByKey(4).build(),
+        })
+          .key((m) => m.value.customer)
+          .workersByKey(4)
+          .build(),
       ),
     );
     await a.start();
@@ -209,10 +265,26 @@ describe('lanes', () => {
     const gate = new Gate();
     const started: string[] = [];
     const a = app(broker, (b) =>
-      b.include(subscriber('t', async (v: { key: string; n: number }) => { c.enter(); started.push(`${v.key}${v.n}`); await gate.promise; c.leave(); }).workersByKey(4).build()),
+      b.include(
+        subscriber('t', async (v: { key: string; n: number }) => {
+          c.enter();
+          started.push(`${v.key}${v.n}`);
+          await gate.promise;
+          c.leave();
+        })
+          .workersByKey(4)
+          .build(),
+      ),
     );
     await a.start();
-    for (const [key, n] of [['a', 1], ['a', 2], ['b', 1], ['c', 1], ['d', 1]] as const) await broker.publish('t', { key, n }, { key });
+    for (const [key, n] of [
+      ['a', 1],
+      ['a', 2],
+      ['b', 1],
+      ['c', 1],
+      ['d', 1],
+    ] as const)
+      await broker.publish('t', { key, n }, { key });
     await c.started.reach(3);
     await turns(3);
     expect(started).toEqual(['a1', 'b1', 'c1']); // a2 waits behind a1; d1 is not read: four are in flight
@@ -229,7 +301,20 @@ describe('watermark and rebalance', () => {
     const broker = new MemoryBroker();
     const stuck = new Gate();
     const c = new Concurrency();
-    const a = app(broker, (b) => b.include(subscriber('t', async (v: { n: number }) => { c.enter(); if (v.n === 0) await stuck.promise; c.leave(); }).workers(4).build()), { maxUncommitted: 10 });
+    const a = app(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('t', async (v: { n: number }) => {
+            c.enter();
+            if (v.n === 0) await stuck.promise;
+            c.leave();
+          })
+            .workers(4)
+            .build(),
+        ),
+      { maxUncommitted: 10 },
+    );
     await a.start();
     for (let n = 0; n < 50; n++) await broker.publish('t', { n });
     await c.finished.reach(9);
@@ -280,7 +365,13 @@ describe('logging', () => {
     log.info('quiet');
     log.warn('loud', { n: 1, error: new Error('boom') });
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'warn', msg: 'loud', app: 'x', n: 1, error: { message: 'boom' } });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 'warn',
+      msg: 'loud',
+      app: 'x',
+      n: 1,
+      error: { message: 'boom' },
+    });
   });
 });
 
@@ -290,14 +381,35 @@ describe('the default logger never throws', () => {
     const log = jsonLogger({ level: 'info', write: (l) => lines.push(l) });
     const cyclic: Record<string, unknown> = { name: 'loop' };
     cyclic.self = cyclic;
-    const unreadable = Object.defineProperty({}, 'boom', { enumerable: true, get: () => { throw new Error('getter'); } });
-    log.error('odd fields', { big: 10n, cyclic, unreadable, error: new Error('outer', { cause: 7n }), fn: function named() {} });
+    const unreadable = Object.defineProperty({}, 'boom', {
+      enumerable: true,
+      get: () => {
+        throw new Error('getter');
+      },
+    });
+    log.error('odd fields', {
+      big: 10n,
+      cyclic,
+      unreadable,
+      error: new Error('outer', { cause: 7n }),
+      fn: function named() {},
+    });
     const line = JSON.parse(lines[0]!) as { error: { stack: string }; unreadable: { boom: string } };
-    expect(line).toMatchObject({ msg: 'odd fields', big: '10n', cyclic: { name: 'loop', self: '[Circular]' }, fn: '[function named]' });
+    expect(line).toMatchObject({
+      msg: 'odd fields',
+      big: '10n',
+      cyclic: { name: 'loop', self: '[Circular]' },
+      fn: '[function named]',
+    });
     expect(line.error).toMatchObject({ name: 'Error', message: 'outer', cause: '7n' });
     expect(line.error.stack).toContain('outer');
     expect(line.unreadable.boom).toContain('getter');
-    const throwing = jsonLogger({ level: 'info', write: () => { throw new Error('stderr closed'); } });
+    const throwing = jsonLogger({
+      level: 'info',
+      write: () => {
+        throw new Error('stderr closed');
+      },
+    });
     expect(() => throwing.warn('lost')).not.toThrow();
   });
 
@@ -314,9 +426,25 @@ describe('the default logger never throws', () => {
       (b) =>
         b.include(
           /* eslint-disable @typescript-eslint/only-throw-error -- what is not an Error, on purpose */
-          subscriber('big', () => { throw 10n; }).retry({ attempts: 1 }).build(),
-          subscriber('loop', () => { throw cyclic; }).key(() => { throw cyclic; }).workersByKey(2).retry({ attempts: 1 }).build(),
-          subscriber('proxy', () => { throw revoked; }).retry({ attempts: 1 }).build(),
+          subscriber('big', () => {
+            throw 10n;
+          })
+            .retry({ attempts: 1 })
+            .build(),
+          subscriber('loop', () => {
+            throw cyclic;
+          })
+            .key(() => {
+              throw cyclic;
+            })
+            .workersByKey(2)
+            .retry({ attempts: 1 })
+            .build(),
+          subscriber('proxy', () => {
+            throw revoked;
+          })
+            .retry({ attempts: 1 })
+            .build(),
           /* eslint-enable @typescript-eslint/only-throw-error */
         ),
       { logger },
@@ -331,14 +459,46 @@ describe('the default logger never throws', () => {
     expect(broker.values('loop.dlq')).toEqual([{ n: 2 }]);
     const logged = lines.map((l) => JSON.parse(l) as unknown);
     expect(logged).toContainEqual(expect.objectContaining({ msg: 'handler failed', error: '10n' }));
-    expect(logged).toContainEqual(expect.objectContaining({ msg: 'key function threw (or gave no string); the message key is used instead', error: { self: '[Circular]' } }));
+    expect(logged).toContainEqual(
+      expect.objectContaining({
+        msg: 'key function threw (or gave no string); the message key is used instead',
+        error: { self: '[Circular]' },
+      }),
+    );
     await a.stop();
   });
 
   it('a logger given to the app that throws does not stop its workers', async () => {
     const broker = new MemoryBroker();
-    const throwing = { debug() { throw new Error('x'); }, info() { throw new Error('x'); }, warn() { throw new Error('x'); }, error() { throw new Error('x'); }, child() { return throwing; } };
-    const a = app(broker, (b) => b.include(subscriber('t', () => { throw new Error('fails'); }).retry({ attempts: 1 }).build()), { logger: throwing });
+    const throwing = {
+      debug() {
+        throw new Error('x');
+      },
+      info() {
+        throw new Error('x');
+      },
+      warn() {
+        throw new Error('x');
+      },
+      error() {
+        throw new Error('x');
+      },
+      child() {
+        return throwing;
+      },
+    };
+    const a = app(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('t', () => {
+            throw new Error('fails');
+          })
+            .retry({ attempts: 1 })
+            .build(),
+        ),
+      { logger: throwing },
+    );
     await a.start();
     await broker.publish('t', { n: 1 });
     await a.idle();

@@ -19,7 +19,14 @@ function newestMs(dir: string): number {
 
 export function setup(): void {
   const built = 'dist/index.js';
-  if (existsSync(built) && statSync(built).mtimeMs >= Math.max(newestMs('src'), statSync('tsconfig.json').mtimeMs, statSync('tsconfig.build.json').mtimeMs)) return;
+  if (
+    existsSync(built) &&
+    statSync(built).mtimeMs >=
+      Math.max(newestMs('src'), statSync('tsconfig.json').mtimeMs, statSync('tsconfig.build.json').mtimeMs)
+  )
+    return;
   rmSync('dist', { recursive: true, force: true }); // as `npm run build` does: no output of a source file since removed
-  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
 }

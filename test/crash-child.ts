@@ -22,6 +22,8 @@ export function killAfterAcks(script: string, args: readonly string[], acks: num
         if (acked.length >= acks && !child.killed) child.kill('SIGKILL');
       }
     });
-    child.on('exit', (_code, signal) => (signal === 'SIGKILL' ? resolve(acked) : reject(new Error(`child exited by itself: ${stderr}`))));
+    child.on('exit', (_code, signal) =>
+      signal === 'SIGKILL' ? resolve(acked) : reject(new Error(`child exited by itself: ${stderr}`)),
+    );
   });
 }

@@ -3,7 +3,18 @@
  * partition never stops on them. The Kafka suite checks the same against a real broker's limits.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, ManualClock, MemoryBroker, STRIPPED_HEADER, memoryLogger, settle, subscriber, type LogRecord, type PublishOptions } from '../src/index.js';
+import {
+  App,
+  HandlerOutcome,
+  ManualClock,
+  MemoryBroker,
+  STRIPPED_HEADER,
+  memoryLogger,
+  settle,
+  subscriber,
+  type LogRecord,
+  type PublishOptions,
+} from '../src/index.js';
 import { Counter } from './helpers.js';
 
 describe('a dead letter the broker refuses', () => {
@@ -27,17 +38,19 @@ describe('a dead letter the broker refuses', () => {
 
   const start = async (broker: MemoryBroker, records: LogRecord[], clock = new ManualClock()) => {
     const handled: string[] = [];
-    const app = new App({ name: 'refused', clock, logger: memoryLogger(records), shutdownTimeoutMs: 1_000 }).withBroker(broker, (b) =>
-      b.include(
-        subscriber('orders', (raw: Uint8Array) => {
-          const text = Buffer.from(raw).toString();
-          if (text.startsWith('bad')) return HandlerOutcome.reject('not ours');
-          handled.push(text);
-        })
-          .name('orders')
-          .decode((raw) => raw)
-          .build(),
-      ),
+    const app = new App({ name: 'refused', clock, logger: memoryLogger(records), shutdownTimeoutMs: 1_000 }).withBroker(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('orders', (raw: Uint8Array) => {
+            const text = Buffer.from(raw).toString();
+            if (text.startsWith('bad')) return HandlerOutcome.reject('not ours');
+            handled.push(text);
+          })
+            .name('orders')
+            .decode((raw) => raw)
+            .build(),
+        ),
     );
     apps.push(app);
     await app.start();
@@ -68,7 +81,9 @@ describe('a dead letter the broker refuses', () => {
     });
     expect(dead!.headers.trace).toBeUndefined();
     expect(app.deadLetters()).toEqual({ orders: { published: 0, stripped: 1, lost: 0, dropped: 0 } });
-    expect(records.some((r) => r.level === 'error' && /refused/.test(r.message) && r.fields.id === 'orders/0/0')).toBe(true);
+    expect(records.some((r) => r.level === 'error' && /refused/.test(r.message) && r.fields.id === 'orders/0/0')).toBe(
+      true,
+    );
     expect(broker.committed('refused', 'orders')).toEqual([2]);
   });
 
@@ -84,7 +99,14 @@ describe('a dead letter the broker refuses', () => {
     expect(broker.messages('orders.dlq')).toEqual([]);
     expect(app.deadLetters()).toEqual({ orders: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
     const lost = records.find((r) => r.level === 'error' && /lost/.test(r.message));
-    expect(lost?.fields).toMatchObject({ subscriber: 'orders', topic: 'orders', partition: 0, offset: 0, deadLetterTopic: 'orders.dlq', reason: 'not ours' });
+    expect(lost?.fields).toMatchObject({
+      subscriber: 'orders',
+      topic: 'orders',
+      partition: 0,
+      offset: 0,
+      deadLetterTopic: 'orders.dlq',
+      reason: 'not ours',
+    });
     expect(broker.committed('refused', 'orders')).toEqual([2]);
   });
 
@@ -119,22 +141,24 @@ describe('a dead letter the broker refuses', () => {
     expect(broker.committed('refused', 'orders')).toEqual([2]);
   });
 
-  it('that may pass later holds its key until published: the key\'s next message waits, another key\'s runs', async () => {
+  it("that may pass later holds its key until published: the key's next message waits, another key's runs", async () => {
     const broker = new Flaky(1);
     const clock = new ManualClock();
     const handled: string[] = [];
-    const app = new App({ name: 'lanes', clock, logger: memoryLogger(), shutdownTimeoutMs: 1_000 }).withBroker(broker, (b) =>
-      b.include(
-        subscriber('orders', (raw: Uint8Array) => {
-          const text = Buffer.from(raw).toString();
-          if (text.startsWith('bad')) return HandlerOutcome.reject('not ours');
-          handled.push(text);
-        })
-          .name('orders')
-          .decode((raw) => raw)
-          .workersByKey(2)
-          .build(),
-      ),
+    const app = new App({ name: 'lanes', clock, logger: memoryLogger(), shutdownTimeoutMs: 1_000 }).withBroker(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('orders', (raw: Uint8Array) => {
+            const text = Buffer.from(raw).toString();
+            if (text.startsWith('bad')) return HandlerOutcome.reject('not ours');
+            handled.push(text);
+          })
+            .name('orders')
+            .decode((raw) => raw)
+            .workersByKey(2)
+            .build(),
+        ),
     );
     apps.push(app);
     await app.start();
@@ -153,6 +177,11 @@ describe('a dead letter the broker refuses', () => {
   });
 
   it('maxMessageBytes must be a positive integer', () => {
-    expect(() => new MemoryBroker({ maxMessageBytes: 0 })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID', message: 'MemoryBroker: maxMessageBytes must be a positive integer, got 0' }));
+    expect(() => new MemoryBroker({ maxMessageBytes: 0 })).toThrow(
+      expect.objectContaining({
+        code: 'CONFIG_INVALID',
+        message: 'MemoryBroker: maxMessageBytes must be a positive integer, got 0',
+      }),
+    );
   });
 });

@@ -17,7 +17,11 @@ describe('RankedScheduler', () => {
 
   it('without turns, matches a model: highest order first, then oldest; under byKey one run of a key at a time (property)', () => {
     const op = fc.oneof(
-      fc.record({ t: fc.constant('push' as const), key: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: undefined }), order: fc.integer({ min: -1, max: 2 }) }),
+      fc.record({
+        t: fc.constant('push' as const),
+        key: fc.option(fc.constantFrom('a', 'b', 'c'), { nil: undefined }),
+        order: fc.integer({ min: -1, max: 2 }),
+      }),
       fc.record({ t: fc.constant('next' as const) }),
       fc.record({ t: fc.constant('done' as const), i: fc.nat() }),
     );
@@ -64,7 +68,14 @@ describe('RankedScheduler', () => {
 
   it('with turns, matches a model: highest order first, then keys in the order they joined the rotation (property)', () => {
     const op = fc.oneof(
-      { weight: 3, arbitrary: fc.record({ t: fc.constant('push' as const), key: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { nil: undefined, freq: 6 }), order: fc.integer({ min: -1, max: 2 }) }) },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          t: fc.constant('push' as const),
+          key: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e'), { nil: undefined, freq: 6 }),
+          order: fc.integer({ min: -1, max: 2 }),
+        }),
+      },
       { weight: 2, arbitrary: fc.record({ t: fc.constant('next' as const) }) },
       { weight: 1, arbitrary: fc.record({ t: fc.constant('done' as const), i: fc.nat() }) },
     );
@@ -82,7 +93,8 @@ describe('RankedScheduler', () => {
         const running: J[] = [];
         let turn = 0;
         let n = 0;
-        const best = (jobs: J[]) => jobs.reduce((x, y) => (y.order > x.order || (y.order === x.order && y.n < x.n) ? y : x));
+        const best = (jobs: J[]) =>
+          jobs.reduce((x, y) => (y.order > x.order || (y.order === x.order && y.n < x.n) ? y : x));
         const join = (key: string | undefined) => {
           if ((waiting.get(key)?.length ?? 0) > 0 && !busy.has(key)) turnOf.set(key, turn++);
         };

@@ -61,7 +61,13 @@ describe('strategies', () => {
 
   it('lanes run a key one job at a time, in order, and other keys at once', () => {
     const s = lanes(4).scheduler<J>();
-    const jobs: J[] = [{ key: 'a', id: 1 }, { key: 'a', id: 2 }, { key: 'b', id: 3 }, { key: undefined, id: 4 }, { key: 'a', id: 5 }];
+    const jobs: J[] = [
+      { key: 'a', id: 1 },
+      { key: 'a', id: 2 },
+      { key: 'b', id: 3 },
+      { key: undefined, id: 4 },
+      { key: 'a', id: 5 },
+    ];
     expect(jobs.map((j) => s.push(j))).toEqual([true, false, true, true, false]);
     expect(drain(s)).toEqual([1, 3, 4]); // a's second waits behind its first
     s.done(jobs[2]!);

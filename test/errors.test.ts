@@ -14,7 +14,15 @@ describe('SluiceError', () => {
   });
 
   it('has every documented error code', () => {
-    for (const code of ['WORKERS_INVALID', 'CONFIG_INVALID', 'PACE_UNKNOWN_PART', 'PACE_BAD_DURATION', 'UNKNOWN_SUBSCRIBER', 'DECODE_FAILED', 'STORE_CORRUPT']) {
+    for (const code of [
+      'WORKERS_INVALID',
+      'CONFIG_INVALID',
+      'PACE_UNKNOWN_PART',
+      'PACE_BAD_DURATION',
+      'UNKNOWN_SUBSCRIBER',
+      'DECODE_FAILED',
+      'STORE_CORRUPT',
+    ]) {
       expect(ERROR_CODES).toContain(code);
     }
   });
@@ -43,7 +51,12 @@ describe('parseDuration', () => {
     expect(parseDuration(text, 'x')).toBe(ms);
   });
 
-  it.each(['', 'soon', '10 parsecs', '-5s', '1e3 ms', NaN, -1, Infinity, {}, '5'])('refuses %s with PACE_BAD_DURATION', (text) => {
-    expect(() => parseDuration(text, 'pace.debounce')).toThrow(expect.objectContaining({ code: 'PACE_BAD_DURATION', message: expect.stringContaining('pace.debounce') }));
-  });
+  it.each(['', 'soon', '10 parsecs', '-5s', '1e3 ms', NaN, -1, Infinity, {}, '5'])(
+    'refuses %s with PACE_BAD_DURATION',
+    (text) => {
+      expect(() => parseDuration(text, 'pace.debounce')).toThrow(
+        expect.objectContaining({ code: 'PACE_BAD_DURATION', message: expect.stringContaining('pace.debounce') }),
+      );
+    },
+  );
 });

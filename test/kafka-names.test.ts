@@ -13,17 +13,35 @@ describe('kafka: topic and header names are names like any other', () => {
     const topics = ['constructor', 'toString', 'hasOwnProperty', 'orders'];
     const cluster = {
       addMultipleTargetTopics: async () => {},
-      findTopicPartitionMetadata: (topic: string) => Array.from({ length: Object.getOwnPropertyDescriptor(partitions, topic)!.value as number }, (_, partitionId) => ({ partitionId })),
+      findTopicPartitionMetadata: (topic: string) =>
+        Array.from(
+          { length: Object.getOwnPropertyDescriptor(partitions, topic)!.value as number },
+          (_, partitionId) => ({ partitionId }),
+        ),
     } as unknown as Cluster;
     const assigner = subscriptionAwareAssigner({ cluster, groupId: 'g', logger: undefined as never });
-    const members = ['m1', 'm2'].map((memberId) => ({ memberId, memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) }));
+    const members = ['m1', 'm2'].map((memberId) => ({
+      memberId,
+      memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }),
+    }));
     const result = await assigner.assign({ members, topics });
     const got = new Map<string, number[]>();
     for (const { memberAssignment } of result) {
       const decoded = AssignerProtocol.MemberAssignment.decode(memberAssignment)!;
-      for (const topic of Object.keys(decoded.assignment)) got.set(topic, [...(got.get(topic) ?? []), ...Object.getOwnPropertyDescriptor(decoded.assignment, topic)!.value as number[]]);
+      for (const topic of Object.keys(decoded.assignment))
+        got.set(topic, [
+          ...(got.get(topic) ?? []),
+          ...(Object.getOwnPropertyDescriptor(decoded.assignment, topic)!.value as number[]),
+        ]);
     }
-    expect(new Map([...got].map(([t, ps]) => [t, ps.sort()]))).toEqual(new Map(topics.map((t) => [t, Array.from({ length: Object.getOwnPropertyDescriptor(partitions, t)!.value as number }, (_, i) => i)])));
+    expect(new Map([...got].map(([t, ps]) => [t, ps.sort()]))).toEqual(
+      new Map(
+        topics.map((t) => [
+          t,
+          Array.from({ length: Object.getOwnPropertyDescriptor(partitions, t)!.value as number }, (_, i) => i),
+        ]),
+      ),
+    );
   });
 
   it('keeps headers named like Object.prototype properties, as own string headers', () => {

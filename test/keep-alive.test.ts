@@ -6,7 +6,10 @@ import { describe, expect, it } from 'vitest';
 
 const CHILD = 'test/fixtures/keep-alive-child.mjs';
 
-async function runChild(scenario: string, onLine: (line: string, kill: (s: NodeJS.Signals) => void) => void = () => {}) {
+async function runChild(
+  scenario: string,
+  onLine: (line: string, kill: (s: NodeJS.Signals) => void) => void = () => {},
+) {
   const child = spawn(process.execPath, [CHILD, scenario], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 15_000 }); // a safety net only: a hung child fails, not hangs, the test
   const lines: string[] = [];
   let rest = '';
@@ -41,7 +44,10 @@ describe('timers that an awaited call waits on keep the process alive', () => {
   });
 
   it('app.run() and SIGTERM while the app is still starting: the start unwinds, "stopped" is logged, run() resolves', async () => {
-    const { code, messages } = await runChild('signal-during-start', (line, kill) => line === 'connecting' && kill('SIGTERM'));
+    const { code, messages } = await runChild(
+      'signal-during-start',
+      (line, kill) => line === 'connecting' && kill('SIGTERM'),
+    );
     expect(code).toBe(0);
     expect(messages).toEqual(expect.arrayContaining(['signal received, stopping', 'stopped', 'read after run: 0']));
     expect(messages).not.toContain('started');

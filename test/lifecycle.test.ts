@@ -4,7 +4,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, ManualClock, MemoryBroker, fileStore, memoryStore, silentLogger, subscriber, type ConsumeRequest, type Store } from '../src/index.js';
+import {
+  App,
+  ManualClock,
+  MemoryBroker,
+  fileStore,
+  memoryStore,
+  silentLogger,
+  subscriber,
+  type ConsumeRequest,
+  type Store,
+} from '../src/index.js';
 import { turns } from './helpers.js';
 
 /** A memory broker whose connect takes a few turns and can be told to fail, and whose consume can fail. */
@@ -38,10 +48,17 @@ afterEach(() => {
 function setup(extra: { store?: Store } = {}) {
   const broker = new FlakyBroker();
   const handled: unknown[] = [];
-  const app = new App({ name: 'life', logger: silentLogger, clock: new ManualClock(), store: extra.store ?? memoryStore() }).withBroker(broker, (b) =>
+  const app = new App({
+    name: 'life',
+    logger: silentLogger,
+    clock: new ManualClock(),
+    store: extra.store ?? memoryStore(),
+  }).withBroker(broker, (b) =>
     b.include(
       subscriber('jobs', (v: unknown) => void handled.push(v)).build(),
-      subscriber('paced', async function paced() {}).pace({ debounce: 1000 }).build(),
+      subscriber('paced', async function paced() {})
+        .pace({ debounce: 1000 })
+        .build(),
     ),
   );
   /** True when a message published now is read by some member of the app's group. */
@@ -64,7 +81,10 @@ describe('App lifecycle: one outcome per call in each state', () => {
   it('new: stop() stops it for good; a later start() says an App runs once', async () => {
     const { app, consuming } = setup({ store: fileStore({ dir: storeDir() }) });
     await app.stop();
-    await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringMatching(/is stopped.*runs once/) });
+    await expect(app.start()).rejects.toMatchObject({
+      code: 'APP_STATE',
+      message: expect.stringMatching(/is stopped.*runs once/),
+    });
     expect(await consuming()).toBe(false);
   });
 
@@ -73,7 +93,10 @@ describe('App lifecycle: one outcome per call in each state', () => {
     const { app, consuming } = setup({ store: fileStore({ dir }) });
     const starting = app.start();
     const stopping = app.stop();
-    await expect(starting).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringContaining('stop() was called during start()') });
+    await expect(starting).rejects.toMatchObject({
+      code: 'APP_STATE',
+      message: expect.stringContaining('stop() was called during start()'),
+    });
     await stopping;
     expect(await consuming()).toBe(false);
     await app.stop(); // still resolves
@@ -89,7 +112,10 @@ describe('App lifecycle: one outcome per call in each state', () => {
     for (let at = 0; at < 12; at++) {
       const dir = storeDir();
       const { app, consuming } = setup({ store: fileStore({ dir }) });
-      const starting = app.start().then(() => 'started', (e: { code?: string }) => e.code);
+      const starting = app.start().then(
+        () => 'started',
+        (e: { code?: string }) => e.code,
+      );
       await turns(at);
       await app.stop();
       const outcome = await starting;
@@ -124,16 +150,25 @@ describe('App lifecycle: one outcome per call in each state', () => {
   it('start() while starting, running or stopping is refused; stop() while stopping is the same stop', async () => {
     const { app } = setup({ store: fileStore({ dir: storeDir() }) });
     const first = app.start();
-    await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringContaining('starting') });
+    await expect(app.start()).rejects.toMatchObject({
+      code: 'APP_STATE',
+      message: expect.stringContaining('starting'),
+    });
     await first;
     await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringContaining('running') });
     await expect(app.run()).rejects.toMatchObject({ code: 'APP_STATE' });
     const stop1 = app.stop();
     const stop2 = app.stop();
     expect(stop2).toBe(stop1);
-    await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringContaining('stopping') });
+    await expect(app.start()).rejects.toMatchObject({
+      code: 'APP_STATE',
+      message: expect.stringContaining('stopping'),
+    });
     await stop1;
-    await expect(app.start()).rejects.toMatchObject({ code: 'APP_STATE', message: expect.stringContaining('runs once') });
+    await expect(app.start()).rejects.toMatchObject({
+      code: 'APP_STATE',
+      message: expect.stringContaining('runs once'),
+    });
   });
 
   it('run() resolves once stop() is called, while running or while still starting', async () => {
@@ -164,7 +199,12 @@ describe('App lifecycle: one outcome per call in each state', () => {
         const { app, broker, consuming } = setup();
         const calls: Promise<{ call: string; ok: boolean; code?: string; message?: string }>[] = [];
         const record = (call: string, p: Promise<void>) =>
-          calls.push(p.then(() => ({ call, ok: true }), (e: { code?: string; message?: string }) => ({ call, ok: false, code: e.code, message: e.message })));
+          calls.push(
+            p.then(
+              () => ({ call, ok: true }),
+              (e: { code?: string; message?: string }) => ({ call, ok: false, code: e.code, message: e.message }),
+            ),
+          );
         for (const o of ops) {
           if (o.kind === 'start') record('start', app.start());
           else if (o.kind === 'stop') record('stop', app.stop());
@@ -200,14 +240,27 @@ describe('App lifecycle: a part that fails to close', () => {
         const consumer = await super.consume(request);
         if (request.topic !== 'bad') return consumer;
         const close = consumer.close.bind(consumer);
-        return Object.assign(consumer, { close: async () => { await close(); throw new Error('close failed'); } });
+        return Object.assign(consumer, {
+          close: async () => {
+            await close();
+            throw new Error('close failed');
+          },
+        });
       }
     }
     const broker = new BadCloseBroker();
     const dir = storeDir();
     const store = fileStore({ dir });
-    const app = new App({ name: 'life', logger: silentLogger, clock: new ManualClock(), store }).withBroker(broker, (b) =>
-      b.include(subscriber('bad', async function bad() {}).build(), subscriber('good', async function good() {}).build(), subscriber('paced', async function paced() {}).pace({ debounce: 10 }).build()),
+    const app = new App({ name: 'life', logger: silentLogger, clock: new ManualClock(), store }).withBroker(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('bad', async function bad() {}).build(),
+          subscriber('good', async function good() {}).build(),
+          subscriber('paced', async function paced() {})
+            .pace({ debounce: 10 })
+            .build(),
+        ),
     );
     await app.start();
     await expect(app.stop()).rejects.toThrow('close failed');

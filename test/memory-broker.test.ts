@@ -22,12 +22,20 @@ describe('MemoryBroker', () => {
       const offsets = messages.filter((m) => m.partition === p).map((m) => m.offset);
       expect(offsets).toEqual([...offsets.keys()]);
     }
-    expect(broker.values('t').map((v) => (v as { i: number }).i).sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
+    expect(
+      broker
+        .values('t')
+        .map((v) => (v as { i: number }).i)
+        .sort((a, b) => a - b),
+    ).toEqual([...Array(20).keys()]);
   });
 
   it('refuses a publish to a partition the topic does not have, with CONFIG_INVALID', async () => {
     const broker = new MemoryBroker({ partitions: 2 });
-    await expect(broker.publish('t', 'x', { partition: 2 })).rejects.toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringMatching(/"t".*partition.*got 2/) });
+    await expect(broker.publish('t', 'x', { partition: 2 })).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/"t".*partition.*got 2/),
+    });
     expect(broker.messages('t')).toEqual([]);
   });
 
@@ -103,17 +111,31 @@ describe('MemoryBroker', () => {
       }
       throw new Error('expected a SluiceError');
     };
-    expect(refused(() => new MemoryBroker({ partitions: 0 })).message).toBe('MemoryBroker: partitions must be a positive integer, got 0');
-    expect(refused(() => new MemoryBroker({ partitions: Number.NaN })).message).toMatch(/partitions must be a positive integer, got NaN/);
-    expect(refused(() => new MemoryBroker({ topics: { orders: 0 } })).message).toBe('MemoryBroker: topics["orders"] must be a positive integer, got 0');
-    expect(refused(() => new MemoryBroker({ topics: { orders: 2, refunds: 1.5 } })).message).toMatch(/topics\["refunds"\] must be a positive integer, got 1\.5/);
-    expect(refused(() => new MemoryBroker({ topics: { orders: '3' as never } })).message).toMatch(/topics\["orders"\] must be a positive integer, got "3"/);
-    expect(refused(() => new MemoryBroker({ topics: null as never })).message).toMatch(/topics must be an object .*got null/);
+    expect(refused(() => new MemoryBroker({ partitions: 0 })).message).toBe(
+      'MemoryBroker: partitions must be a positive integer, got 0',
+    );
+    expect(refused(() => new MemoryBroker({ partitions: Number.NaN })).message).toMatch(
+      /partitions must be a positive integer, got NaN/,
+    );
+    expect(refused(() => new MemoryBroker({ topics: { orders: 0 } })).message).toBe(
+      'MemoryBroker: topics["orders"] must be a positive integer, got 0',
+    );
+    expect(refused(() => new MemoryBroker({ topics: { orders: 2, refunds: 1.5 } })).message).toMatch(
+      /topics\["refunds"\] must be a positive integer, got 1\.5/,
+    );
+    expect(refused(() => new MemoryBroker({ topics: { orders: '3' as never } })).message).toMatch(
+      /topics\["orders"\] must be a positive integer, got "3"/,
+    );
+    expect(refused(() => new MemoryBroker({ topics: null as never })).message).toMatch(
+      /topics must be an object .*got null/,
+    );
     expect(refused(() => new MemoryBroker({ now: 5 as never })).message).toMatch(/now must be a function, got 5/);
     const rejection = await new MemoryBroker().createTopic('t', 1.5).catch((error: unknown) => error);
     expect(rejection).toBeInstanceOf(SluiceError);
     expect((rejection as SluiceError).code).toBe('CONFIG_INVALID');
-    expect((rejection as SluiceError).message).toBe('MemoryBroker.createTopic("t"): partitions must be a positive integer, got 1.5');
+    expect((rejection as SluiceError).message).toBe(
+      'MemoryBroker.createTopic("t"): partitions must be a positive integer, got 1.5',
+    );
   });
 
   it('gives the topics named in topics their own partition count, fixed at construction', () => {

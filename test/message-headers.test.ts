@@ -15,7 +15,11 @@ describe('a Kafka record', () => {
     attributes: 0,
     offset: '41',
     size: 0,
-    headers: { bin: Buffer.from('ff00fe8041', 'hex'), twice: [Buffer.from('a'), Buffer.from('b')], empty: null as unknown as Buffer },
+    headers: {
+      bin: Buffer.from('ff00fe8041', 'hex'),
+      twice: [Buffer.from('a'), Buffer.from('b')],
+      empty: null as unknown as Buffer,
+    },
   };
   const m = new KafkaInbound('t', 2, record as unknown as KafkaMessage);
 
@@ -33,8 +37,18 @@ describe('a Kafka record', () => {
   });
 
   it('goes back to kafkajs with bytes as Buffers and a null value as an empty one (kafkajs cannot send null)', () => {
-    const out = headersTo({ text: 'x', bytes: new Uint8Array([255, 0]), twice: ['a', new Uint8Array([1])], gone: null });
-    expect(out).toEqual({ text: 'x', bytes: Buffer.from([255, 0]), twice: ['a', Buffer.from([1])], gone: Buffer.alloc(0) });
+    const out = headersTo({
+      text: 'x',
+      bytes: new Uint8Array([255, 0]),
+      twice: ['a', new Uint8Array([1])],
+      gone: null,
+    });
+    expect(out).toEqual({
+      text: 'x',
+      bytes: Buffer.from([255, 0]),
+      twice: ['a', Buffer.from([1])],
+      gone: Buffer.alloc(0),
+    });
     expect(Buffer.isBuffer(out.bytes)).toBe(true);
   });
 });

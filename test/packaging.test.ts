@@ -10,11 +10,16 @@ import type * as Load from '../src/require/load.cjs';
 const run = promisify(execFile);
 // The require() stubs are CommonJS (.cts), which Vitest does not compile: their tests use the build.
 const { requireEsm } = createRequire(import.meta.url)('../dist/require/load.cjs') as typeof Load;
-const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { peerDependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+  peerDependencies: Record<string, string>;
+};
 
 /** Node's error for a module that `require` cannot find. */
 function notFound(id: string): Error {
-  return Object.assign(new Error(`Cannot find module '${id}'\nRequire stack:\n- /app/node_modules/sluice/dist/brokers/kafka/kafkajs.js`), { code: 'MODULE_NOT_FOUND' });
+  return Object.assign(
+    new Error(`Cannot find module '${id}'\nRequire stack:\n- /app/node_modules/sluice/dist/brokers/kafka/kafkajs.js`),
+    { code: 'MODULE_NOT_FOUND' },
+  );
 }
 
 describe('kafkajs, an optional peer dependency of sluice/kafka', () => {
@@ -51,12 +56,15 @@ describe("require('sluice') and require('sluice/kafka')", () => {
   it.each([
     ['index', 'App'],
     ['kafka', 'KafkaBroker'],
-  ])('dist/require/%s.cjs loads the ES module, so no module it reaches uses top-level await (require() would throw ERR_REQUIRE_ASYNC_MODULE)', (stub, name) => {
-    // Node's own require(), not Vitest's module graph. That require() and import share one copy of each
-    // class is checked by the smoke test's CommonJS project (test/smoke.test.ts), in a plain Node process.
-    const required = createRequire(import.meta.url)(`../dist/require/${stub}.cjs`) as Record<string, unknown>;
-    expect(typeof required[name]).toBe('function');
-  });
+  ])(
+    'dist/require/%s.cjs loads the ES module, so no module it reaches uses top-level await (require() would throw ERR_REQUIRE_ASYNC_MODULE)',
+    (stub, name) => {
+      // Node's own require(), not Vitest's module graph. That require() and import share one copy of each
+      // class is checked by the smoke test's CommonJS project (test/smoke.test.ts), in a plain Node process.
+      const required = createRequire(import.meta.url)(`../dist/require/${stub}.cjs`) as Record<string, unknown>;
+      expect(typeof required[name]).toBe('function');
+    },
+  );
 });
 
 describe("require('sluice') on a Node that cannot require an ES module", () => {
@@ -66,7 +74,13 @@ describe("require('sluice') on a Node that cannot require an ES module", () => {
       requireEsm('sluice', () => {
         throw refused;
       }),
-    ).toThrow(expect.objectContaining({ code: 'ERR_REQUIRE_ESM', cause: refused, message: expect.stringMatching(/require\('sluice'\) needs .*20\.19\+, 22\.12\+ or 24\+.*import/) }));
+    ).toThrow(
+      expect.objectContaining({
+        code: 'ERR_REQUIRE_ESM',
+        cause: refused,
+        message: expect.stringMatching(/require\('sluice'\) needs .*20\.19\+, 22\.12\+ or 24\+.*import/),
+      }),
+    );
   });
 
   it('passes any other error through as it is', () => {
@@ -78,8 +92,17 @@ describe("require('sluice') on a Node that cannot require an ES module", () => {
     ).toThrow(other);
   });
 
-  it.each(['index', 'kafka'])('says so from the built stub dist/require/%s.cjs, with require(esm) turned off', async (stub) => {
-    const refused = run(process.execPath, ['--no-experimental-require-module', '-e', `require('./dist/require/${stub}.cjs')`]);
-    await expect(refused).rejects.toMatchObject({ stderr: expect.stringMatching(/needs a Node\.js that can require\(\) an ES module: 20\.19\+, 22\.12\+ or 24\+/) });
-  });
+  it.each(['index', 'kafka'])(
+    'says so from the built stub dist/require/%s.cjs, with require(esm) turned off',
+    async (stub) => {
+      const refused = run(process.execPath, [
+        '--no-experimental-require-module',
+        '-e',
+        `require('./dist/require/${stub}.cjs')`,
+      ]);
+      await expect(refused).rejects.toMatchObject({
+        stderr: expect.stringMatching(/needs a Node\.js that can require\(\) an ES module: 20\.19\+, 22\.12\+ or 24\+/),
+      });
+    },
+  );
 });

@@ -7,8 +7,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * projects that install the tarball, build and run a subscriber on the MemoryBroker, and publint and
  * arethetypeswrong on the tarball. Needs dist/ (test/build-setup.ts builds it).
  */
-interface Step { command: string; code: number; stdout: string; stderr: string; ms: number }
-interface Project { name: string; install: Step; build?: Step; start?: Step; expected: string; emitted?: boolean }
+interface Step {
+  command: string;
+  code: number;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+interface Project {
+  name: string;
+  install: Step;
+  build?: Step;
+  start?: Step;
+  expected: string;
+  emitted?: boolean;
+}
 interface Smoke {
   PROJECTS: Record<string, unknown>;
   workspace(): { dir: string; cleanup: () => void };
@@ -19,10 +32,13 @@ interface Smoke {
   testOnlyFiles(files: string[]): string[];
   fixtureNames(): string[];
 }
-const smoke = (await import(pathToFileURL(join(import.meta.dirname, '..', 'scripts', 'smoke', 'smoke.mjs')).href)) as Smoke;
+const smoke = (await import(
+  pathToFileURL(join(import.meta.dirname, '..', 'scripts', 'smoke', 'smoke.mjs')).href
+)) as Smoke;
 
 /** What a step printed, for a failure's message. */
-const said = (step: Step | undefined): string => (step ? `${step.command} exited ${step.code}\n${step.stdout}${step.stderr}` : 'not run');
+const said = (step: Step | undefined): string =>
+  step ? `${step.command} exited ${step.code}\n${step.stdout}${step.stderr}` : 'not run';
 
 describe('the package, installed from its tarball', () => {
   const { dir, cleanup } = smoke.workspace();
@@ -35,21 +51,42 @@ describe('the package, installed from its tarball', () => {
     const packed = await smoke.pack(dir);
     files = packed.files;
     const names = Object.keys(smoke.PROJECTS);
-    const [l, t, ...done] = await Promise.all([smoke.publint(packed.tarball), smoke.attw(packed.tarball), ...names.map((name) => smoke.project(name, packed.tarball, dir))]);
+    const [l, t, ...done] = await Promise.all([
+      smoke.publint(packed.tarball),
+      smoke.attw(packed.tarball),
+      ...names.map((name) => smoke.project(name, packed.tarball, dir)),
+    ]);
     [lint, types] = [l, t];
     for (const p of done) projects.set(p.name, p);
   }, 600_000);
   afterAll(() => cleanup());
 
   it('ships the build, its declarations, the require() stubs, README, LICENSE and CHANGELOG, and no source maps', () => {
-    for (const file of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'dist/index.js', 'dist/index.d.ts', 'dist/brokers/kafka/index.js', 'dist/brokers/kafka/index.d.ts', 'dist/require/index.cjs', 'dist/require/index.d.cts', 'dist/require/kafka.cjs', 'dist/require/kafka.d.cts']) {
+    for (const file of [
+      'package.json',
+      'README.md',
+      'LICENSE',
+      'CHANGELOG.md',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/brokers/kafka/index.js',
+      'dist/brokers/kafka/index.d.ts',
+      'dist/require/index.cjs',
+      'dist/require/index.d.cts',
+      'dist/require/kafka.cjs',
+      'dist/require/kafka.d.cts',
+    ]) {
       expect(files).toContain(file);
     }
-    expect(files.filter((f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'].includes(f))).toEqual([]);
+    expect(
+      files.filter(
+        (f) => !f.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'].includes(f),
+      ),
+    ).toEqual([]);
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
   });
 
-  it('ships no test-only module (the simulator\'s fault switches, test files, fixtures)', () => {
+  it("ships no test-only module (the simulator's fault switches, test files, fixtures)", () => {
     expect(smoke.testOnlyFiles(files)).toEqual([]);
   });
 

@@ -1,6 +1,17 @@
 import 'reflect-metadata';
 import { describe, expect, it } from 'vitest';
-import { App, DEFAULTS, MAX_BATCH, MemoryBroker, Router, SubscriberBuilder, SubscriberSpec, subscriber, silentLogger, type Context } from '../src/index.js';
+import {
+  App,
+  DEFAULTS,
+  MAX_BATCH,
+  MemoryBroker,
+  Router,
+  SubscriberBuilder,
+  SubscriberSpec,
+  subscriber,
+  silentLogger,
+  type Context,
+} from '../src/index.js';
 import { expectError } from './expect-error.js';
 
 const app = () => new App({ name: 'spec-app', logger: silentLogger });
@@ -36,7 +47,10 @@ describe('the @subscriber decorator', () => {
   });
 
   it('includes a class by instantiating it, and also works as a standard (TC39) decorator', () => {
-    const decorate = subscriber('std', { workers: 2 }) as unknown as (v: object, c: { kind: 'method'; name: string }) => void;
+    const decorate = subscriber('std', { workers: 2 }) as unknown as (
+      v: object,
+      c: { kind: 'method'; name: string },
+    ) => void;
     class Std {
       handle() {}
     }
@@ -56,7 +70,9 @@ describe('the @subscriber decorator', () => {
         return Shop;
       },
       'WORKERS_INVALID',
-      /subscriber "Shop\.bill"/, /orders/, /workers must be a positive integer, got 0/,
+      /subscriber "Shop\.bill"/,
+      /orders/,
+      /workers must be a positive integer, got 0/,
     );
     expectError(
       () => {
@@ -67,11 +83,22 @@ describe('the @subscriber decorator', () => {
         return Shop;
       },
       'CONFIG_INVALID',
-      /subscriber "billing"/, /wrokers must be a known setting/, /got 2/,
+      /subscriber "billing"/,
+      /wrokers must be a known setting/,
+      /got 2/,
     );
     // A standard (TC39) decorator sees the method only: the subscriber is named by it.
-    const std = subscriber('std', { retry: { attempts: 0 } }) as unknown as (v: object, c: { kind: 'method'; name: string }) => void;
-    expectError(() => std(function handle() {}, { kind: 'method', name: 'handle' }), 'CONFIG_INVALID', /subscriber "handle"/, /std/, /retry\.attempts must be a positive integer, got 0/);
+    const std = subscriber('std', { retry: { attempts: 0 } }) as unknown as (
+      v: object,
+      c: { kind: 'method'; name: string },
+    ) => void;
+    expectError(
+      () => std(function handle() {}, { kind: 'method', name: 'handle' }),
+      'CONFIG_INVALID',
+      /subscriber "handle"/,
+      /std/,
+      /retry\.attempts must be a positive integer, got 0/,
+    );
   });
 });
 
@@ -95,13 +122,31 @@ describe('the builder chain', () => {
     expect(Object.isFrozen(spec)).toBe(true);
     expect(spec.name).toBe('billing');
     const c = compiled(app().withBroker(new MemoryBroker(), (b) => b.include(spec))).billing!;
-    expect(c).toMatchObject({ topic: 'orders', workers: 8, byKey: true, key, group: 'g', decode, deadLetter: 'orders.dead', timeoutMs: 1_000 });
+    expect(c).toMatchObject({
+      topic: 'orders',
+      workers: 8,
+      byKey: true,
+      key,
+      group: 'g',
+      decode,
+      deadLetter: 'orders.dead',
+      timeoutMs: 1_000,
+    });
     expect(c.retry).toEqual({ attempts: 2, initialMs: 5, maxMs: 50 });
   });
 
   it('applies the documented defaults', () => {
-    const c = compiled(app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', bill).build()))).bill!;
-    expect(c).toMatchObject({ workers: 1, byKey: false, group: 'spec-app', deadLetter: 'orders.dlq', timeoutMs: DEFAULTS.timeoutMs, batchMax: undefined });
+    const c = compiled(
+      app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', bill).build())),
+    ).bill!;
+    expect(c).toMatchObject({
+      workers: 1,
+      byKey: false,
+      group: 'spec-app',
+      deadLetter: 'orders.dlq',
+      timeoutMs: DEFAULTS.timeoutMs,
+      batchMax: undefined,
+    });
     expect(c.retry).toEqual({ attempts: 5, initialMs: 100, maxMs: 30_000 });
   });
 
@@ -124,7 +169,13 @@ describe('the builder chain', () => {
     [1.5, 'WORKERS_INVALID'],
     [Number.NaN, 'WORKERS_INVALID'],
   ])('rejects workers(%s) with %s, naming the subscriber and the value', (n, code) => {
-    expectError(() => subscriber('orders', bill).workers(n).build(), code, /subscriber "bill"/, /workers must be a positive integer/, new RegExp(`got ${String(n)}`));
+    expectError(
+      () => subscriber('orders', bill).workers(n).build(),
+      code,
+      /subscriber "bill"/,
+      /workers must be a positive integer/,
+      new RegExp(`got ${String(n)}`),
+    );
     expectError(() => subscriber('orders', bill).workersByKey(n).build(), code);
   });
 
@@ -143,15 +194,38 @@ describe('the builder chain', () => {
 
   it('rejects a missing topic or handler', () => {
     expectError(() => subscriber('', bill), 'CONFIG_INVALID', /topic/);
-    expectError(() => subscriber('orders', 42 as never), 'CONFIG_INVALID', /subscriber\("orders"\)/, /a handler/, /got 42/);
+    expectError(
+      () => subscriber('orders', 42 as never),
+      'CONFIG_INVALID',
+      /subscriber\("orders"\)/,
+      /a handler/,
+      /got 42/,
+    );
     // An object without handle() reads as decorator options: refused where the decorator is applied.
     const decorate = subscriber('orders', { nope: true } as never) as unknown as (target: object, key: string) => void;
-    expectError(() => decorate({ constructor: { name: 'Shop' } }, 'bill'), 'CONFIG_INVALID', /subscriber "Shop\.bill"/, /nope must be a known setting/, /got true/);
+    expectError(
+      () => decorate({ constructor: { name: 'Shop' } }, 'bill'),
+      'CONFIG_INVALID',
+      /subscriber "Shop\.bill"/,
+      /nope must be a known setting/,
+      /got true/,
+    );
   });
 
   it('validates pace parts and durations, quoting the text', () => {
-    expectError(() => subscriber('orders', bill).pace({ debounse: '1s' } as never).build(), 'PACE_UNKNOWN_PART', /debounse/);
-    expectError(() => subscriber('orders', bill).pace({ debounce: '30 fortnights' }).build(), 'PACE_BAD_DURATION', /30 fortnights/);
+    expectError(
+      () =>
+        subscriber('orders', bill)
+          .pace({ debounse: '1s' } as never)
+          .build(),
+      'PACE_UNKNOWN_PART',
+      /debounse/,
+    );
+    expectError(
+      () => subscriber('orders', bill).pace({ debounce: '30 fortnights' }).build(),
+      'PACE_BAD_DURATION',
+      /30 fortnights/,
+    );
   });
 });
 
@@ -159,7 +233,9 @@ describe('routers', () => {
   const h = async function h() {};
 
   it('prefix topics, give defaults, and let a subscriber own settings win', () => {
-    const inner = new Router({ prefix: 'eu.', retry: { attempts: 2 } }).include(subscriber('orders', h).name('inner').build());
+    const inner = new Router({ prefix: 'eu.', retry: { attempts: 2 } }).include(
+      subscriber('orders', h).name('inner').build(),
+    );
     const billing = new Router({ prefix: 'billing.', workers: 4 })
       .include(subscriber('orders', h).name('a').build())
       .include(subscriber('refunds', h).name('b').workers(2).build())
@@ -188,7 +264,12 @@ describe('mounting', () => {
   const h = async function h() {};
 
   it('rejects two subscribers with one name', () => {
-    expectError(() => app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).build(), subscriber('b', h).build())), 'CONFIG_INVALID', /two subscribers are named "h"/);
+    expectError(
+      () =>
+        app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).build(), subscriber('b', h).build())),
+      'CONFIG_INVALID',
+      /two subscribers are named "h"/,
+    );
   });
 
   it('accepts a builder without build()', () => {
@@ -198,17 +279,51 @@ describe('mounting', () => {
 
   it('refuses pace settings that contradict each other, at mount, naming the subscriber, field and value', () => {
     const paced = (pace: object, batchMax?: number) => () =>
-      app().withBroker(new MemoryBroker(), (b) => b.include(batchMax === undefined ? subscriber('a', h).pace(pace) : subscriber('a', h).pace(pace).batch({ max: batchMax })));
-    expectError(paced({ perMinute: 3, drop: { max: 1, per: '1 hour' } }), 'CONFIG_INVALID', /subscriber "h": pace\.perMinute and pace\.drop exclude each other .*got perMinute 3 and drop \{"max":1,"per":"1 hour"\}/);
-    expectError(paced({ drop: { max: 1, per: 0 } }), 'CONFIG_INVALID', /pace\.drop\.per must be longer than 0 ms, got 0/);
+      app().withBroker(new MemoryBroker(), (b) =>
+        b.include(
+          batchMax === undefined
+            ? subscriber('a', h).pace(pace)
+            : subscriber('a', h).pace(pace).batch({ max: batchMax }),
+        ),
+      );
+    expectError(
+      paced({ perMinute: 3, drop: { max: 1, per: '1 hour' } }),
+      'CONFIG_INVALID',
+      /subscriber "h": pace\.perMinute and pace\.drop exclude each other .*got perMinute 3 and drop \{"max":1,"per":"1 hour"\}/,
+    );
+    expectError(
+      paced({ drop: { max: 1, per: 0 } }),
+      'CONFIG_INVALID',
+      /pace\.drop\.per must be longer than 0 ms, got 0/,
+    );
     expectError(paced({ perMinute: 0 }), 'CONFIG_INVALID', /pace\.perMinute must be a positive integer, got 0/);
-    expectError(paced({ drop: { max: 2.5, per: '1s' } }), 'CONFIG_INVALID', /pace\.drop\.max must be a positive integer, got 2\.5/);
-    expectError(paced({ drop: { max: 2, per: 'a while' } }), 'PACE_BAD_DURATION', /pace\.drop\.per: "a while" is not a duration/);
+    expectError(
+      paced({ drop: { max: 2.5, per: '1s' } }),
+      'CONFIG_INVALID',
+      /pace\.drop\.max must be a positive integer, got 2\.5/,
+    );
+    expectError(
+      paced({ drop: { max: 2, per: 'a while' } }),
+      'PACE_BAD_DURATION',
+      /pace\.drop\.per: "a while" is not a duration/,
+    );
     expectError(paced({ order: 3 }), 'CONFIG_INVALID', /pace\.order must be a function, got 3/);
     expectError(paced({ turns: 'caller' }), 'CONFIG_INVALID', /pace\.turns must be 'key', got "caller"/);
-    expectError(paced({ debounce: '1s', batch: { max: 3 } }), 'CONFIG_INVALID', /debounce and pace\.batch exclude each other/);
-    expectError(paced({ batch: { max: MAX_BATCH + 1 } }), 'CONFIG_INVALID', new RegExp(`at most MAX_BATCH \\(${MAX_BATCH}\\), got ${MAX_BATCH + 1}`));
-    expectError(paced({ debounce: { window: '10s', maxWait: '5s' } }), 'CONFIG_INVALID', /maxWait must be at least the window \(10000 ms\), got "5s"/);
+    expectError(
+      paced({ debounce: '1s', batch: { max: 3 } }),
+      'CONFIG_INVALID',
+      /debounce and pace\.batch exclude each other/,
+    );
+    expectError(
+      paced({ batch: { max: MAX_BATCH + 1 } }),
+      'CONFIG_INVALID',
+      new RegExp(`at most MAX_BATCH \\(${MAX_BATCH}\\), got ${MAX_BATCH + 1}`),
+    );
+    expectError(
+      paced({ debounce: { window: '10s', maxWait: '5s' } }),
+      'CONFIG_INVALID',
+      /maxWait must be at least the window \(10000 ms\), got "5s"/,
+    );
     expectError(paced({ batch: {} }, 5), 'CONFIG_INVALID', /batch must not be combined with pace/);
     expectError(paced({ debounce: 'soon' }), 'PACE_BAD_DURATION', /pace\.debounce: "soon" is not a duration/);
     expect(() => paced({ debounce: { window: '1s', maxWait: '1 minute' }, dedup: '5 minutes' })()).not.toThrow();
@@ -225,13 +340,28 @@ describe('mount-time conflicts and merging', () => {
   const g = async function g() {};
 
   it('refuses two subscribers reading one topic in one group (they would split its messages)', () => {
-    expectError(() => app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', h).build(), subscriber('orders', g).build())), 'CONFIG_INVALID', /both read topic "orders" in group "spec-app"/);
-    const ok = app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', h).build(), subscriber('orders', g).group('audit').build()));
+    expectError(
+      () =>
+        app().withBroker(new MemoryBroker(), (b) =>
+          b.include(subscriber('orders', h).build(), subscriber('orders', g).build()),
+        ),
+      'CONFIG_INVALID',
+      /both read topic "orders" in group "spec-app"/,
+    );
+    const ok = app().withBroker(new MemoryBroker(), (b) =>
+      b.include(subscriber('orders', h).build(), subscriber('orders', g).group('audit').build()),
+    );
     expect(ok.subscribers()).toHaveLength(2);
   });
 
   it('merges retry field by field: a subscriber attempts keep its router backoff', () => {
-    const r = new Router({ retry: { backoff: { initialMs: 50, maxMs: 1_000 } } }).include(subscriber('t', h).retry({ attempts: 10 }).build());
-    expect(compiled(app().withBroker(new MemoryBroker(), (b) => b.include(r))).h!.retry).toEqual({ attempts: 10, initialMs: 50, maxMs: 1_000 });
+    const r = new Router({ retry: { backoff: { initialMs: 50, maxMs: 1_000 } } }).include(
+      subscriber('t', h).retry({ attempts: 10 }).build(),
+    );
+    expect(compiled(app().withBroker(new MemoryBroker(), (b) => b.include(r))).h!.retry).toEqual({
+      attempts: 10,
+      initialMs: 50,
+      maxMs: 1_000,
+    });
   });
 });

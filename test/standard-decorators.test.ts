@@ -48,7 +48,10 @@ async function compiled(): Promise<{ code: string; serve: () => Promise<string[]
   });
   const file = join(mkdtempSync(join(tmpdir(), 'sluice-std-')), 'std.mjs');
   writeFileSync(file, outputText);
-  return { code: outputText, ...((await import(pathToFileURL(file).href)) as { serve: () => Promise<string[]>; declareBad: () => unknown }) };
+  return {
+    code: outputText,
+    ...((await import(pathToFileURL(file).href)) as { serve: () => Promise<string[]>; declareBad: () => unknown }),
+  };
 }
 
 describe('@subscriber as a standard decorator', () => {
@@ -60,6 +63,11 @@ describe('@subscriber as a standard decorator', () => {
 
   it('refuses invalid options when the class is declared, naming the method, the field and the value', async () => {
     const m = await compiled();
-    expect(() => m.declareBad()).toThrow(expect.objectContaining({ code: 'WORKERS_INVALID', message: expect.stringMatching(/"bill".*orders.*workers.*got 0/s) }));
+    expect(() => m.declareBad()).toThrow(
+      expect.objectContaining({
+        code: 'WORKERS_INVALID',
+        message: expect.stringMatching(/"bill".*orders.*workers.*got 0/s),
+      }),
+    );
   });
 });

@@ -59,9 +59,39 @@ interface Workload {
   readonly tailPerSecond: number;
 }
 const WORKLOADS: readonly Workload[] = [
-  { id: 'a', title: '(a) no-op handler, 200,000 messages, 3 partitions', n: 200_000, partitions: 3, sleepMs: 0, concurrency: 16, ordered: false, tail: 2_000, tailPerSecond: 500 },
-  { id: 'b', title: '(b) handler awaits 5 ms, 1 partition, 20,000 messages over 1,000 keys, concurrency 100', n: 20_000, partitions: 1, sleepMs: 5, concurrency: 100, ordered: false, tail: 300, tailPerSecond: 50 },
-  { id: 'c', title: '(c) as (b), per-key order required', n: 20_000, partitions: 1, sleepMs: 5, concurrency: 100, ordered: true, tail: 300, tailPerSecond: 50 },
+  {
+    id: 'a',
+    title: '(a) no-op handler, 200,000 messages, 3 partitions',
+    n: 200_000,
+    partitions: 3,
+    sleepMs: 0,
+    concurrency: 16,
+    ordered: false,
+    tail: 2_000,
+    tailPerSecond: 500,
+  },
+  {
+    id: 'b',
+    title: '(b) handler awaits 5 ms, 1 partition, 20,000 messages over 1,000 keys, concurrency 100',
+    n: 20_000,
+    partitions: 1,
+    sleepMs: 5,
+    concurrency: 100,
+    ordered: false,
+    tail: 300,
+    tailPerSecond: 50,
+  },
+  {
+    id: 'c',
+    title: '(c) as (b), per-key order required',
+    n: 20_000,
+    partitions: 1,
+    sleepMs: 5,
+    concurrency: 100,
+    ordered: true,
+    tail: 300,
+    tailPerSecond: 50,
+  },
 ];
 
 interface System {
@@ -79,31 +109,53 @@ interface System {
 const driver = (file: string) => path.join(HERE, 'drivers', file);
 const SYSTEMS: System[] = [
   {
-    id: 'kafkajs', label: 'raw kafkajs 2.2.4',
-    setting: (w) => (w.sleepMs === 0 ? `eachBatch, ${w.partitions} partitions concurrently` : 'eachMessage (no concurrency setting inside a partition)'),
+    id: 'kafkajs',
+    label: 'raw kafkajs 2.2.4',
+    setting: (w) =>
+      w.sleepMs === 0
+        ? `eachBatch, ${w.partitions} partitions concurrently`
+        : 'eachMessage (no concurrency setting inside a partition)',
     serial: (w) => w.sleepMs > 0,
     command: () => ({ cmd: process.execPath, args: [driver('kafkajs.mjs')] }),
   },
   {
-    id: 'nestjs', label: `NestJS ${NEST_VERSION} (Kafka transport)`,
+    id: 'nestjs',
+    label: `NestJS ${NEST_VERSION} (Kafka transport)`,
     setting: (w) => `@EventPattern, partitionsConsumedConcurrently ${w.partitions}`,
     serial: (w) => w.sleepMs > 0,
-    command: () => ({ cmd: process.execPath, args: [driver('nestjs.mjs')], env: { PEER_NEST_MODULES: path.join(CACHE, 'npm', 'node_modules') } }),
+    command: () => ({
+      cmd: process.execPath,
+      args: [driver('nestjs.mjs')],
+      env: { PEER_NEST_MODULES: path.join(CACHE, 'npm', 'node_modules') },
+    }),
   },
   {
-    id: 'faststream', label: `FastStream ${FASTSTREAM_VERSION} (aiokafka)`,
-    setting: (w) => (w.ordered ? `max_workers=${w.concurrency}, AckPolicy.ACK (ordered: concurrency across partitions only)` : `max_workers=${w.concurrency} (ACK_FIRST)`),
+    id: 'faststream',
+    label: `FastStream ${FASTSTREAM_VERSION} (aiokafka)`,
+    setting: (w) =>
+      w.ordered
+        ? `max_workers=${w.concurrency}, AckPolicy.ACK (ordered: concurrency across partitions only)`
+        : `max_workers=${w.concurrency} (ACK_FIRST)`,
     serial: (w) => w.ordered && w.partitions === 1,
     command: () => ({ cmd: path.join(CACHE, 'venv', 'bin', 'python'), args: [driver('faststream_driver.py')] }),
   },
   {
-    id: 'parallel-consumer', label: 'Confluent Parallel Consumer 0.5.3.2',
+    id: 'parallel-consumer',
+    label: 'Confluent Parallel Consumer 0.5.3.2',
     setting: (w) => `KEY ordering, maxConcurrency ${w.concurrency}`,
     serial: () => false,
-    command: () => ({ cmd: 'java', args: ['-cp', `${path.join(CACHE, 'java', 'classes')}:${path.join(CACHE, 'java', 'lib', '*')}`, 'ParallelConsumerDriver'] }),
+    command: () => ({
+      cmd: 'java',
+      args: [
+        '-cp',
+        `${path.join(CACHE, 'java', 'classes')}:${path.join(CACHE, 'java', 'lib', '*')}`,
+        'ParallelConsumerDriver',
+      ],
+    }),
   },
   {
-    id: 'sluice', label: 'Sluice (dist/)',
+    id: 'sluice',
+    label: 'Sluice (dist/)',
     setting: (w) => (w.ordered ? `workersByKey(${w.concurrency})` : `workers(${w.concurrency})`),
     serial: () => false,
     command: () => ({ cmd: process.execPath, args: [driver('sluice.mjs')] }),
@@ -114,7 +166,12 @@ const SYSTEMS: System[] = [
 // Setup: peers into the cache, Sluice built, the broker up
 
 function sh(cmd: string, args: string[], opts: { cwd?: string } = {}): { ok: boolean; out: string } {
-  const r = spawnSync(cmd, args, { cwd: opts.cwd ?? ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 900_000 });
+  const r = spawnSync(cmd, args, {
+    cwd: opts.cwd ?? ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 900_000,
+  });
   const out = `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}`;
   return { ok: r.status === 0, out: out.trim().split('\n').slice(-15).join('\n') };
 }
@@ -125,8 +182,19 @@ function setupNest(): string | undefined {
   say(`installing NestJS ${NEST_VERSION} into ${dir} (npm)`);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), '{ "name": "sluice-bench-peers", "private": true }\n');
-  const r = sh('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', `@nestjs/microservices@${NEST_VERSION}`,
-    `@nestjs/core@${NEST_VERSION}`, `@nestjs/common@${NEST_VERSION}`, 'reflect-metadata@0.2.2', 'rxjs@7', 'kafkajs@2.2.4']);
+  const r = sh('npm', [
+    'install',
+    '--prefix',
+    dir,
+    '--no-audit',
+    '--no-fund',
+    `@nestjs/microservices@${NEST_VERSION}`,
+    `@nestjs/core@${NEST_VERSION}`,
+    `@nestjs/common@${NEST_VERSION}`,
+    'reflect-metadata@0.2.2',
+    'rxjs@7',
+    'kafkajs@2.2.4',
+  ]);
   return r.ok ? undefined : `npm install of @nestjs/microservices@${NEST_VERSION} failed:\n${r.out}`;
 }
 
@@ -147,8 +215,19 @@ function setupParallelConsumer(): string | undefined {
   if (!fs.existsSync(lib) || !fs.readdirSync(lib).some((f) => f.startsWith('parallel-consumer-core'))) {
     say(`fetching Confluent Parallel Consumer into ${lib} (Maven Central)`);
     const tmp = `${lib}.tmp-${process.pid}`;
-    const r = sh('mvn', ['-q', '-B', '-Dstyle.color=never', '-f', path.join(HERE, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`]);
-    if (!r.ok) { fs.rmSync(tmp, { recursive: true, force: true }); return `mvn dependency:copy-dependencies failed:\n${r.out}`; }
+    const r = sh('mvn', [
+      '-q',
+      '-B',
+      '-Dstyle.color=never',
+      '-f',
+      path.join(HERE, 'pom.xml'),
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${tmp}`,
+    ]);
+    if (!r.ok) {
+      fs.rmSync(tmp, { recursive: true, force: true });
+      return `mvn dependency:copy-dependencies failed:\n${r.out}`;
+    }
     fs.rmSync(lib, { recursive: true, force: true });
     fs.renameSync(tmp, lib);
   }
@@ -167,18 +246,31 @@ function setupParallelConsumer(): string | undefined {
 
 function setup(): void {
   fs.mkdirSync(path.join(CACHE, 'java'), { recursive: true });
-  const steps: Record<string, () => string | undefined> = { nestjs: setupNest, faststream: setupFastStream, 'parallel-consumer': setupParallelConsumer };
+  const steps: Record<string, () => string | undefined> = {
+    nestjs: setupNest,
+    faststream: setupFastStream,
+    'parallel-consumer': setupParallelConsumer,
+  };
   for (const s of SYSTEMS) {
     const step = steps[s.id];
     if (!step) continue;
-    try { s.unavailable = step(); } catch (e) { s.unavailable = String(e); }
+    try {
+      s.unavailable = step();
+    } catch (e) {
+      s.unavailable = String(e);
+    }
     if (s.unavailable) say(`${s.label} cannot run here: ${s.unavailable}`);
   }
   say('building Sluice (tsc -p tsconfig.build.json)');
-  const b = sh(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json']);
+  const b = sh(process.execPath, [
+    path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+    '-p',
+    'tsconfig.build.json',
+  ]);
   if (!b.ok) {
-    if (!fs.existsSync(path.join(ROOT, 'dist', 'index.js'))) { SYSTEMS.find((s) => s.id === 'sluice')!.unavailable = `build failed:\n${b.out}`; }
-    else say(`build failed, using the dist/ already there:\n${b.out}`);
+    if (!fs.existsSync(path.join(ROOT, 'dist', 'index.js'))) {
+      SYSTEMS.find((s) => s.id === 'sluice')!.unavailable = `build failed:\n${b.out}`;
+    } else say(`build failed, using the dist/ already there:\n${b.out}`);
   }
 }
 
@@ -187,10 +279,20 @@ function setup(): void {
 
 const live = new Set<ChildProcess>();
 function killAll(): void {
-  for (const c of live) { try { process.kill(-c.pid!, 'SIGKILL'); } catch { /* gone */ } }
+  for (const c of live) {
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
 }
 process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { killAll(); process.exit(130); });
+for (const sig of ['SIGINT', 'SIGTERM'] as const)
+  process.on(sig, () => {
+    killAll();
+    process.exit(130);
+  });
 
 interface DriverResult {
   system: string;
@@ -205,18 +307,37 @@ interface DriverResult {
 }
 
 interface Spec {
-  brokers: string[]; topic: string; group: string; n: number; tail: number; keys: number; partitions: number;
-  sleepMs: number; concurrency: number; ordered: boolean; mode: 'measure' | 'stopAt' | 'drain';
-  stopAt?: number; idleMs?: number; firstWaitMs?: number;
+  brokers: string[];
+  topic: string;
+  group: string;
+  n: number;
+  tail: number;
+  keys: number;
+  partitions: number;
+  sleepMs: number;
+  concurrency: number;
+  ordered: boolean;
+  mode: 'measure' | 'stopAt' | 'drain';
+  stopAt?: number;
+  idleMs?: number;
+  firstWaitMs?: number;
 }
 
 /**
  * Starts a driver; `ready` resolves on its {"ready":true} line, `backlog` on {"backlog":true}, `result` on its
  * result line (or rejects; the other two then resolve, so a waiter sees the failure through `result`).
  */
-function startDriver(system: System, spec: Spec): { ready: Promise<void>; backlog: Promise<void>; result: Promise<DriverResult> } {
+function startDriver(
+  system: System,
+  spec: Spec,
+): { ready: Promise<void>; backlog: Promise<void>; result: Promise<DriverResult> } {
   const { cmd, args, env } = system.command();
-  const child = spawn(cmd, args, { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env, PEER_SPEC: JSON.stringify(spec) } });
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env, PEER_SPEC: JSON.stringify(spec) },
+  });
   live.add(child);
   let stdout = '';
   let stderr = '';
@@ -226,42 +347,74 @@ function startDriver(system: System, spec: Spec): { ready: Promise<void>; backlo
   const backlog = new Promise<void>((r) => (onBacklog = r));
   const result = new Promise<DriverResult>((resolve, reject) => {
     const timer = setTimeout(() => {
-      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ }
-      reject(new Error(`${system.id}: no result after ${TIMEOUT_MS / 1000} s (killed); stderr tail:\n${stderr.slice(-1500)}`));
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+      reject(
+        new Error(
+          `${system.id}: no result after ${TIMEOUT_MS / 1000} s (killed); stderr tail:\n${stderr.slice(-1500)}`,
+        ),
+      );
     }, TIMEOUT_MS);
     child.stdout.on('data', (d: Buffer) => {
       stdout += d.toString('utf8');
-      if (stdout.length < 4_096) { // the markers come first; the result line may be megabytes of IDs
+      if (stdout.length < 4_096) {
+        // the markers come first; the result line may be megabytes of IDs
         if (stdout.includes('{"ready":true}')) onReady();
         if (stdout.includes('{"backlog":true}')) onBacklog();
       }
     });
-    child.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString('utf8')).slice(-20_000); });
-    child.on('error', (e) => { clearTimeout(timer); live.delete(child); reject(e); });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr = (stderr + d.toString('utf8')).slice(-20_000);
+    });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      live.delete(child);
+      reject(e);
+    });
     child.on('close', (code) => {
       clearTimeout(timer);
       live.delete(child);
-      const line = stdout.split('\n').reverse().find((l) => l.startsWith('{') && l.includes('"handled":'));
+      const line = stdout
+        .split('\n')
+        .reverse()
+        .find((l) => l.startsWith('{') && l.includes('"handled":'));
       let parsed: DriverResult | undefined;
-      try { parsed = line ? (JSON.parse(line) as DriverResult) : undefined; } catch { /* cut short */ }
+      try {
+        parsed = line ? (JSON.parse(line) as DriverResult) : undefined;
+      } catch {
+        /* cut short */
+      }
       if (parsed) resolve(parsed);
       else reject(new Error(`${system.id}: exited ${code} without a result; stderr tail:\n${stderr.slice(-1500)}`));
     });
   });
-  result.catch(() => { onReady(); onBacklog(); });
+  result.catch(() => {
+    onReady();
+    onBacklog();
+  });
   return { ready, backlog, result };
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Kafka: topics and the workload's messages
 
-const brokers = process.env.KAFKA_BROKERS ?? /KAFKA_BROKERS=(\S+)/.exec(execFileSync(process.execPath, [path.join(ROOT, 'scripts/kafka/start.mjs')], { encoding: 'utf8' }))![1]!;
+const brokers =
+  process.env.KAFKA_BROKERS ??
+  /KAFKA_BROKERS=(\S+)/.exec(
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts/kafka/start.mjs')], { encoding: 'utf8' }),
+  )![1]!;
 const kafka = new Kafka({ clientId: 'bench-peers', brokers: [brokers], logLevel: logLevel.NOTHING });
 const admin = kafka.admin();
 const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner, allowAutoTopicCreation: false });
 
 async function createTopic(topic: string, partitions: number): Promise<void> {
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+  });
 }
 
 /**
@@ -291,9 +444,28 @@ async function produce(topic: string, from: number, to: number, seq: Int32Array,
 // ---------------------------------------------------------------------------------------------------------
 // Runs
 
-interface Measured { rate: number; p50Ms: number | null; p99Ms: number | null; peakRssMb: number; violations: number; n: number; load: number }
-interface Restarted { lost: number; duplicated: number; firstHalf: number; secondHalf: number; n: number }
-interface Row { system: System; measured: Measured[]; restart?: Restarted; errors: string[] }
+interface Measured {
+  rate: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  peakRssMb: number;
+  violations: number;
+  n: number;
+  load: number;
+}
+interface Restarted {
+  lost: number;
+  duplicated: number;
+  firstHalf: number;
+  secondHalf: number;
+  n: number;
+}
+interface Row {
+  system: System;
+  measured: Measured[];
+  restart?: Restarted;
+  errors: string[];
+}
 
 let runNo = 0;
 const stamp = Date.now().toString(36);
@@ -302,11 +474,21 @@ const names = (w: Workload, s: System, kind: string) => {
   return { topic: base, group: `${base}-g` };
 };
 const specFor = (w: Workload, s: System, n: number, topic: string, group: string): Spec => ({
-  brokers: [brokers], topic, group, n, tail: 0, keys: KEYS, partitions: w.partitions, sleepMs: w.sleepMs,
-  concurrency: w.concurrency, ordered: w.ordered, mode: 'measure',
+  brokers: [brokers],
+  topic,
+  group,
+  n,
+  tail: 0,
+  keys: KEYS,
+  partitions: w.partitions,
+  sleepMs: w.sleepMs,
+  concurrency: w.concurrency,
+  ordered: w.ordered,
+  mode: 'measure',
 });
 const SCALE = Number(process.env.BENCH_PEERS_SCALE ?? 1); // < 1 for a quick smoke run
-const nFor = (w: Workload, s: System) => Math.max(10, Math.round(SCALE * (s.serial(w) ? Math.min(SERIAL_N, w.n) : w.n)));
+const nFor = (w: Workload, s: System) =>
+  Math.max(10, Math.round(SCALE * (s.serial(w) ? Math.min(SERIAL_N, w.n) : w.n)));
 
 /**
  * Throughput: the topic is filled with n messages first, then the consumer starts and the rate is taken from
@@ -325,7 +507,15 @@ async function measure(w: Workload, s: System): Promise<Measured> {
   await produce(topic, n, n + w.tail, seq, w.tailPerSecond).catch(() => undefined);
   const r = await d.result;
   if (r.handled !== n + w.tail) throw new Error(`${s.id}: handled ${r.handled} of ${n + w.tail}`);
-  return { rate: r.rate, p50Ms: r.p50Ms, p99Ms: r.p99Ms, peakRssMb: r.peakRssKb / 1024, violations: r.violations, n, load };
+  return {
+    rate: r.rate,
+    p50Ms: r.p50Ms,
+    p99Ms: r.p99Ms,
+    peakRssMb: r.peakRssKb / 1024,
+    violations: r.violations,
+    n,
+    load,
+  };
 }
 
 /** Topic filled first; a driver stops gracefully after n/2, then a new one drains the rest on the same group. */
@@ -339,15 +529,25 @@ async function restart(w: Workload, s: System): Promise<Restarted> {
   const second = await startDriver(s, { ...base, mode: 'drain', idleMs: 4_000, firstWaitMs: 60_000 }).result;
   const ids = [...(first.ids ?? []), ...(second.ids ?? [])];
   const seen = new Set(ids);
-  return { lost: n - seen.size, duplicated: ids.length - seen.size, firstHalf: first.handled, secondHalf: second.handled, n };
+  return {
+    lost: n - seen.size,
+    duplicated: ids.length - seen.size,
+    firstHalf: first.handled,
+    secondHalf: second.handled,
+    n,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Output: tables, SVG
 
-const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.floor((s.length - 1) / 2)]! : NaN; };
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor((s.length - 1) / 2)]! : NaN;
+};
 const int = (x: number) => Math.round(x).toLocaleString('en');
-const range = (xs: number[], f: (x: number) => string) => (xs.length > 1 ? `${f(Math.min(...xs))}–${f(Math.max(...xs))}` : xs.length ? f(xs[0]!) : '');
+const range = (xs: number[], f: (x: number) => string) =>
+  xs.length > 1 ? `${f(Math.min(...xs))}–${f(Math.max(...xs))}` : xs.length ? f(xs[0]!) : '';
 const ms = (x: number | null) => (x === null ? '–' : x < 10 ? x.toFixed(1) : int(x));
 
 function table(w: Workload, rows: Row[]): string {
@@ -359,12 +559,32 @@ function table(w: Workload, rows: Row[]): string {
   ];
   for (const r of rows) {
     const m = r.measured;
-    if (r.system.unavailable) { out.push(`| ${r.system.label} | not run: ${r.system.unavailable.split('\n')[0]} | | | | | | | | |`); continue; }
+    if (r.system.unavailable) {
+      out.push(`| ${r.system.label} | not run: ${r.system.unavailable.split('\n')[0]} | | | | | | | | |`);
+      continue;
+    }
     const restart = r.restart ? `${int(r.restart.lost)} / ${int(r.restart.duplicated)}` : 'failed';
-    out.push(`| ${r.system.label} | ${r.system.setting(w)} | ${m.length ? int(m[0]!.n) : ''} | ${m.length ? int(median(m.map((x) => x.rate))) : 'failed'} | ${range(m.map((x) => x.rate), int)} | ${range(m.map((x) => x.p50Ms ?? NaN), ms)} | ${range(m.map((x) => x.p99Ms ?? NaN), ms)} | ${range(m.map((x) => x.peakRssMb), int)} | ${m.map((x) => x.violations).join(', ')} | ${restart} |`);
+    out.push(
+      `| ${r.system.label} | ${r.system.setting(w)} | ${m.length ? int(m[0]!.n) : ''} | ${m.length ? int(median(m.map((x) => x.rate))) : 'failed'} | ${range(
+        m.map((x) => x.rate),
+        int,
+      )} | ${range(
+        m.map((x) => x.p50Ms ?? NaN),
+        ms,
+      )} | ${range(
+        m.map((x) => x.p99Ms ?? NaN),
+        ms,
+      )} | ${range(
+        m.map((x) => x.peakRssMb),
+        int,
+      )} | ${m.map((x) => x.violations).join(', ')} | ${restart} |`,
+    );
   }
   const loads = rows.flatMap((r) => r.measured.map((m) => m.load));
-  out.push('', `Latency: a tail of ${int(w.tail)} messages sent at ${int(w.tailPerSecond)}/s once the backlog was handled. Load average (1 min) at the start of the measured runs: ${range(loads, (x) => x.toFixed(1))}.`);
+  out.push(
+    '',
+    `Latency: a tail of ${int(w.tail)} messages sent at ${int(w.tailPerSecond)}/s once the backlog was handled. Load average (1 min) at the start of the measured runs: ${range(loads, (x) => x.toFixed(1))}.`,
+  );
   const errors = rows.flatMap((r) => r.errors.map((e) => `- ${r.system.label}: ${e.split('\n')[0]}`));
   if (errors.length) out.push('', 'Failures:', ...errors);
   return out.join('\n');
@@ -374,13 +594,20 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 
 /** Horizontal bars: median msgs/s per system, with p50/p99 and RSS beside each bar. */
 function svg(w: Workload, rows: Row[]): string {
-  const bars = rows.filter((r) => r.measured.length).map((r) => ({
-    label: r.system.label, rate: median(r.measured.map((m) => m.rate)),
-    note: `p50 ${ms(median(r.measured.map((m) => m.p50Ms ?? NaN)))} ms · p99 ${ms(median(r.measured.map((m) => m.p99Ms ?? NaN)))} ms · ${int(median(r.measured.map((m) => m.peakRssMb)))} MB`,
-    sluice: r.system.id === 'sluice',
-  }));
+  const bars = rows
+    .filter((r) => r.measured.length)
+    .map((r) => ({
+      label: r.system.label,
+      rate: median(r.measured.map((m) => m.rate)),
+      note: `p50 ${ms(median(r.measured.map((m) => m.p50Ms ?? NaN)))} ms · p99 ${ms(median(r.measured.map((m) => m.p99Ms ?? NaN)))} ms · ${int(median(r.measured.map((m) => m.peakRssMb)))} MB`,
+      sluice: r.system.id === 'sluice',
+    }));
   const max = Math.max(1, ...bars.map((b) => b.rate));
-  const left = 250, width = 420, barH = 26, gap = 14, top = 44;
+  const left = 250,
+    width = 420,
+    barH = 26,
+    gap = 14,
+    top = 44;
   const height = top + bars.length * (barH + gap) + 24;
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 260}" height="${height}" font-family="sans-serif" font-size="12">`,
@@ -410,8 +637,15 @@ await admin.connect();
 await producer.connect();
 const only = process.env.BENCH_PEERS_ONLY?.split(',');
 const systems = SYSTEMS.filter((s) => !only || only.includes(s.id));
-const workloads = WORKLOADS.filter((w) => !process.env.BENCH_PEERS_WORKLOADS || process.env.BENCH_PEERS_WORKLOADS.split(',').includes(w.id));
-say(`kafka at ${brokers}; ${ROUNDS} measured run(s) per system and workload, then one restart run; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+const workloads = WORKLOADS.filter(
+  (w) => !process.env.BENCH_PEERS_WORKLOADS || process.env.BENCH_PEERS_WORKLOADS.split(',').includes(w.id),
+);
+say(
+  `kafka at ${brokers}; ${ROUNDS} measured run(s) per system and workload, then one restart run; load ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
 
 const sections: string[] = [];
 for (const w of workloads) {
@@ -423,7 +657,9 @@ for (const w of workloads) {
       try {
         const m = await measure(w, row.system);
         row.measured.push(m);
-        say(`${w.id} ${row.system.id} round ${round + 1}: ${int(m.rate)}/s p50 ${ms(m.p50Ms)} p99 ${ms(m.p99Ms)} ms rss ${int(m.peakRssMb)} MB violations ${m.violations} (load ${m.load.toFixed(1)})`);
+        say(
+          `${w.id} ${row.system.id} round ${round + 1}: ${int(m.rate)}/s p50 ${ms(m.p50Ms)} p99 ${ms(m.p99Ms)} ms rss ${int(m.peakRssMb)} MB violations ${m.violations} (load ${m.load.toFixed(1)})`,
+        );
       } catch (e) {
         row.errors.push(String((e as Error).message ?? e));
         say(`${w.id} ${row.system.id} round ${round + 1} failed: ${(e as Error).message}`);
@@ -434,7 +670,9 @@ for (const w of workloads) {
     if (row.system.unavailable) continue;
     try {
       row.restart = await restart(w, row.system);
-      say(`${w.id} ${row.system.id} restart: lost ${row.restart.lost}, duplicated ${row.restart.duplicated} (handled ${row.restart.firstHalf} + ${row.restart.secondHalf} of ${row.restart.n})`);
+      say(
+        `${w.id} ${row.system.id} restart: lost ${row.restart.lost}, duplicated ${row.restart.duplicated} (handled ${row.restart.firstHalf} + ${row.restart.secondHalf} of ${row.restart.n})`,
+      );
     } catch (e) {
       row.errors.push(`restart: ${String((e as Error).message ?? e)}`);
       say(`${w.id} ${row.system.id} restart failed: ${(e as Error).message}`);
@@ -453,7 +691,8 @@ const header = [
   `Messages for a system that handles one partition one message at a time: ${SERIAL_N.toLocaleString('en')} (it would take minutes for 20,000).`,
   '',
 ];
-if (!only && !process.env.BENCH_PEERS_WORKLOADS && SCALE === 1) fs.writeFileSync(path.join(DOCS, 'peers-results.md'), `${header.join('\n')}${sections.join('\n\n')}\n`);
+if (!only && !process.env.BENCH_PEERS_WORKLOADS && SCALE === 1)
+  fs.writeFileSync(path.join(DOCS, 'peers-results.md'), `${header.join('\n')}${sections.join('\n\n')}\n`);
 await producer.disconnect();
 await admin.disconnect();
 killAll();

@@ -9,10 +9,26 @@
  * Run from the repository root:
  *   node --no-warnings --loader ts-node/esm examples/manual/workers.ts
  */
-import { App, HandlerOutcome, MemoryBroker, jsonLogger, silentLogger, subscriber, type Context } from '../../src/index.js';
+import {
+  App,
+  HandlerOutcome,
+  MemoryBroker,
+  jsonLogger,
+  silentLogger,
+  subscriber,
+  type Context,
+} from '../../src/index.js';
 
-interface Order { id: string; customer: string; cents: number }
-interface Refund { id: string; customer: string; cents: number }
+interface Order {
+  id: string;
+  customer: string;
+  cents: number;
+}
+interface Refund {
+  id: string;
+  customer: string;
+  cents: number;
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -56,7 +72,9 @@ await app.start();
 let t0 = performance.now();
 for (let i = 1; i <= 4; i++) await broker.publish('orders', { id: `o${i}`, customer: `cust-${i}`, cents: 100 * i });
 await app.idle();
-console.log(`orders: charged ${charged.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(2)} s with 4 workers (one at a time: 4 s)`);
+console.log(
+  `orders: charged ${charged.join(', ')} in ${((performance.now() - t0) / 1000).toFixed(2)} s with 4 workers (one at a time: 4 s)`,
+);
 
 t0 = performance.now();
 let n = 0;
@@ -68,7 +86,10 @@ for (let round = 1; round <= 3; round++) {
 }
 await app.idle();
 console.log('refunds, 4 lanes by customer (each pay-back takes 300 ms):');
-for (const [customer, ids] of [...paidBack].sort(([a], [b]) => a.localeCompare(b))) console.log(`  ${customer}: ${ids.join(' -> ')}`);
-console.log(`  ${n} refunds in ${((performance.now() - t0) / 1000).toFixed(2)} s, up to ${mostAtOnce} customers at once (one at a time: ${(n * 0.3).toFixed(1)} s)`);
+for (const [customer, ids] of [...paidBack].sort(([a], [b]) => a.localeCompare(b)))
+  console.log(`  ${customer}: ${ids.join(' -> ')}`);
+console.log(
+  `  ${n} refunds in ${((performance.now() - t0) / 1000).toFixed(2)} s, up to ${mostAtOnce} customers at once (one at a time: ${(n * 0.3).toFixed(1)} s)`,
+);
 
 await app.stop();

@@ -39,17 +39,34 @@ function die(msg) {
   say(`ERROR: ${msg}`);
   process.exit(1);
 }
-function alive(pid) { // a zombie (exited, not yet reaped) counts as dead
-  try { process.kill(pid, 0); } catch (e) { if (e.code !== 'EPERM') return false; }
-  try { return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return true; }
+function alive(pid) {
+  // a zombie (exited, not yet reaped) counts as dead
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if (e.code !== 'EPERM') return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
 }
 // The pid file's process is ours only if it still runs kafka.Kafka (guards against pid reuse).
 const isBroker = (pid) => {
-  try { return alive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka'); } catch { return alive(pid); }
+  try {
+    return alive(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka');
+  } catch {
+    return alive(pid);
+  }
 };
 const STARTED = /Kafka Server started|started \(kafka\.server\.KafkaRaftServer\)/;
 function readLog() {
-  try { return fs.readFileSync(LOG, 'utf8'); } catch { return ''; }
+  try {
+    return fs.readFileSync(LOG, 'utf8');
+  } catch {
+    return '';
+  }
 }
 const logTail = (lines = 60) => readLog().split('\n').slice(-lines).join('\n') || '(no log)';
 
@@ -59,7 +76,10 @@ function kafkaRequest(apiKey, version, body = Buffer.alloc(0), timeoutMs = 2000)
   return new Promise((resolve) => {
     const sock = net.connect({ host: HOST, port: PORT });
     let buf = Buffer.alloc(0);
-    const done = (r) => { sock.destroy(); resolve(r); };
+    const done = (r) => {
+      sock.destroy();
+      resolve(r);
+    };
     sock.setTimeout(timeoutMs, () => done('other'));
     sock.on('error', (e) => done(e.code === 'ECONNREFUSED' ? 'down' : 'other'));
     sock.on('close', () => done(buf.length ? 'other' : 'down'));
@@ -113,8 +133,11 @@ function fetchJars() {
   say(`fetching Kafka ${VERSION} jars from Maven Central into ${LIB} ...`);
   const tmp = `${LIB}.tmp-${process.pid}`;
   const t0 = Date.now();
-  const r = spawnSync('mvn', ['-q', '-B', '-Dstyle.color=never', '-f', POM, 'dependency:copy-dependencies',
-    `-DoutputDirectory=${tmp}`], { stdio: ['ignore', 2, 2] }); // keep our stdout clean
+  const r = spawnSync(
+    'mvn',
+    ['-q', '-B', '-Dstyle.color=never', '-f', POM, 'dependency:copy-dependencies', `-DoutputDirectory=${tmp}`],
+    { stdio: ['ignore', 2, 2] },
+  ); // keep our stdout clean
   if (r.status !== 0) {
     fs.rmSync(tmp, { recursive: true, force: true });
     die(`mvn dependency:copy-dependencies failed (exit ${r.status})`);
@@ -126,7 +149,9 @@ function fetchJars() {
 
 function writeConfig() {
   fs.mkdirSync(DATA, { recursive: true });
-  fs.writeFileSync(PROPS, `# written by scripts/kafka/start.mjs
+  fs.writeFileSync(
+    PROPS,
+    `# written by scripts/kafka/start.mjs
 node.id=1
 process.roles=broker,controller
 controller.quorum.voters=1@${HOST}:${CONTROLLER_PORT}
@@ -146,8 +171,11 @@ transaction.state.log.num.partitions=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
-`);
-  fs.writeFileSync(LOG4J, `# written by scripts/kafka/start.mjs
+`,
+  );
+  fs.writeFileSync(
+    LOG4J,
+    `# written by scripts/kafka/start.mjs
 status = warn
 appender.out.type = Console
 appender.out.name = out
@@ -163,14 +191,22 @@ logger.controller.name = org.apache.kafka.controller
 logger.controller.level = warn
 logger.config.name = org.apache.kafka.common.config.AbstractConfig
 logger.config.level = warn
-`);
+`,
+  );
 }
 
 function java(args, opts) {
   const heap = (process.env.KAFKA_HEAP_OPTS || '-Xmx512m -Xms256m').split(/\s+/).filter(Boolean);
-  const jvm = [...heap, '-XX:+UseG1GC', '-XX:MaxGCPauseMillis=20', '-XX:InitiatingHeapOccupancyPercent=35',
-    '-XX:+ExplicitGCInvokesConcurrent', '-Djava.awt.headless=true',
-    `-Dlog4j2.configurationFile=${LOG4J}`, `-Dkafka.logs.dir=${RUN}`];
+  const jvm = [
+    ...heap,
+    '-XX:+UseG1GC',
+    '-XX:MaxGCPauseMillis=20',
+    '-XX:InitiatingHeapOccupancyPercent=35',
+    '-XX:+ExplicitGCInvokesConcurrent',
+    '-Djava.awt.headless=true',
+    `-Dlog4j2.configurationFile=${LOG4J}`,
+    `-Dkafka.logs.dir=${RUN}`,
+  ];
   return [[...jvm, '-cp', path.join(LIB, '*'), ...args], opts];
 }
 
@@ -187,7 +223,11 @@ async function lock() {
       if (e.code !== 'EEXIST') throw e;
     }
     let holder = 0;
-    try { holder = Number(fs.readFileSync(file, 'utf8')); } catch { continue; }
+    try {
+      holder = Number(fs.readFileSync(file, 'utf8'));
+    } catch {
+      continue;
+    }
     if (holder && !alive(holder)) fs.rmSync(file, { force: true });
     else await sleep(250);
   }
@@ -208,12 +248,19 @@ async function main() {
       say(`broker pid ${pid} is already starting; waiting for it`);
     } else {
       fetchJars();
-      if (FRESH) { say(`--fresh: removing ${DATA}`); fs.rmSync(DATA, { recursive: true, force: true }); }
+      if (FRESH) {
+        say(`--fresh: removing ${DATA}`);
+        fs.rmSync(DATA, { recursive: true, force: true });
+      }
       writeConfig();
       if (!fs.existsSync(path.join(DATA, 'meta.properties'))) {
         say(`formatting ${DATA} (cluster id ${CLUSTER_ID})`);
-        const r = spawnSync('java', ...java(['kafka.tools.StorageTool', 'format', '--ignore-formatted',
-          '-t', CLUSTER_ID, '-c', PROPS], { encoding: 'utf8' }));
+        const r = spawnSync(
+          'java',
+          ...java(['kafka.tools.StorageTool', 'format', '--ignore-formatted', '-t', CLUSTER_ID, '-c', PROPS], {
+            encoding: 'utf8',
+          }),
+        );
         if (r.status !== 0) die(`storage format failed:\n${r.stdout}${r.stderr}`);
       }
       const out = fs.openSync(LOG, 'w');
@@ -243,7 +290,12 @@ async function main() {
     }
     await sleep(300);
   }
-  if (pid) { try { process.kill(-pid, 'SIGKILL'); } catch {} fs.rmSync(PIDFILE, { force: true }); }
+  if (pid) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {}
+    fs.rmSync(PIDFILE, { force: true });
+  }
   die(`broker not ready after ${TIMEOUT_MS / 1000} s${pid ? ' (killed)' : ''}; log tail:\n${logTail()}`);
 }
 

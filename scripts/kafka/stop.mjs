@@ -15,15 +15,36 @@ const TIMEOUT_MS = Number(process.env.KAFKA_STOP_TIMEOUT_MS || 30_000);
 
 const say = (msg) => process.stderr.write(`[kafka] ${msg}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const alive = (pid) => { // a zombie (exited, not yet reaped) counts as dead
-  try { process.kill(pid, 0); } catch (e) { if (e.code !== 'EPERM') return false; }
-  try { return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return true; }
+const alive = (pid) => {
+  // a zombie (exited, not yet reaped) counts as dead
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if (e.code !== 'EPERM') return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true;
+  }
 };
 // Only signal the pid if it still is our broker (guards against pid reuse).
 const isBroker = (pid) => {
-  try { return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka'); } catch { return alive(pid); }
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('kafka.Kafka');
+  } catch {
+    return alive(pid);
+  }
 };
-const signal = (pid, sig) => { try { process.kill(-pid, sig); } catch { try { process.kill(pid, sig); } catch {} } };
+const signal = (pid, sig) => {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {}
+  }
+};
 
 const pid = Number(fs.existsSync(PIDFILE) && fs.readFileSync(PIDFILE, 'utf8').trim()) || 0;
 if (!pid || !alive(pid) || !isBroker(pid)) {

@@ -17,7 +17,11 @@ try {
   const { tarball, files } = await pack(dir);
   const testOnly = testOnlyFiles(files);
   report(testOnly.length === 0, `tarball: ${files.length} files, none test-only`, testOnly.join('\n'));
-  const checks = await Promise.all([publint(tarball), attw(tarball), ...Object.keys(PROJECTS).map((name) => project(name, tarball, dir))]);
+  const checks = await Promise.all([
+    publint(tarball),
+    attw(tarball),
+    ...Object.keys(PROJECTS).map((name) => project(name, tarball, dir)),
+  ]);
   const [lint, types, ...projects] = checks;
   report(lint.code === 0, `publint --strict (${lint.ms} ms)`, lint.stdout + lint.stderr);
   report(types.code === 0, `attw --profile node16 (${types.ms} ms)`, types.stdout + types.stderr);
@@ -25,8 +29,17 @@ try {
     const step = [p.install, p.build, p.start].find((s) => s && s.code !== 0);
     const output = p.start?.stdout ?? '';
     const ok = !step && output === p.expected && p.start.stderr === '' && p.emitted !== false;
-    const times = ['install', 'build', 'start'].filter((s) => p[s]).map((s) => `${s} ${p[s].ms} ms`).join(', ');
-    report(ok, `project ${p.name} (${times})`, step ? `${step.command} exited ${step.code}\n${step.stdout}${step.stderr}` : `printed:\n${output}${p.start.stderr}expected:\n${p.expected}`);
+    const times = ['install', 'build', 'start']
+      .filter((s) => p[s])
+      .map((s) => `${s} ${p[s].ms} ms`)
+      .join(', ');
+    report(
+      ok,
+      `project ${p.name} (${times})`,
+      step
+        ? `${step.command} exited ${step.code}\n${step.stdout}${step.stderr}`
+        : `printed:\n${output}${p.start.stderr}expected:\n${p.expected}`,
+    );
   }
 } finally {
   cleanup();

@@ -37,10 +37,15 @@ export const PROJECTS = {
 export function run(file, args, cwd, env = {}) {
   const started = performance.now();
   return new Promise((done) => {
-    execFile(file, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 32 << 20, timeout: 180_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      done({ command: [file, ...args].join(' '), code, stdout, stderr, ms: Math.round(performance.now() - started) });
-    });
+    execFile(
+      file,
+      args,
+      { cwd, env: { ...process.env, ...env }, maxBuffer: 32 << 20, timeout: 180_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        done({ command: [file, ...args].join(' '), code, stdout, stderr, ms: Math.round(performance.now() - started) });
+      },
+    );
   });
 }
 
@@ -73,7 +78,11 @@ export async function project(name, tarball, dir) {
   const { links, buildContains } = PROJECTS[name];
   const home = join(dir, name);
   cpSync(join(FIXTURES, name), home, { recursive: true });
-  const install = await run(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball], home);
+  const install = await run(
+    npm,
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error', tarball],
+    home,
+  );
   const out = { name, install, expected: readFileSync(join(home, 'expected.txt'), 'utf8') };
   if (install.code !== 0) return out;
   for (const link of links) {
@@ -101,7 +110,12 @@ export function publint(tarball) {
  * so no `sluice/kafka`) is not checked.
  */
 export function attw(tarball) {
-  return run(process.execPath, [join(REPO, 'node_modules', '.bin', 'attw'), tarball, '--profile', 'node16', '--format', 'table-flipped'], REPO, { NO_COLOR: '1', FORCE_COLOR: '0' });
+  return run(
+    process.execPath,
+    [join(REPO, 'node_modules', '.bin', 'attw'), tarball, '--profile', 'node16', '--format', 'table-flipped'],
+    REPO,
+    { NO_COLOR: '1', FORCE_COLOR: '0' },
+  );
 }
 
 /** Names in a tarball's file list that only tests use (a simulator's switches, test files, fixtures). */

@@ -41,12 +41,25 @@ export interface AppOptions {
    * @default 10_000
    */
   maxUncommitted?: number;
-  /** Makes the UUID of each new run ID (`<key>@<uuid>`); tests and the simulator pass a seeded one. @default `crypto.randomUUID` */
+  /**
+   * Makes the UUID of each new run ID (`<key>@<uuid>`); tests and the simulator pass a seeded one. @default
+   * `crypto.randomUUID`
+   */
   randomUUID?: () => string;
 }
 
 /** Every setting an App takes: any other key is a misspelling. */
-const APP_OPTION_NAMES: ReadonlySet<string> = new Set(['name', 'version', 'shutdownTimeoutMs', 'store', 'clock', 'logger', 'defaults', 'maxUncommitted', 'randomUUID']);
+const APP_OPTION_NAMES: ReadonlySet<string> = new Set([
+  'name',
+  'version',
+  'shutdownTimeoutMs',
+  'store',
+  'clock',
+  'logger',
+  'defaults',
+  'maxUncommitted',
+  'randomUUID',
+]);
 
 /**
  * Checks an App's settings, except `defaults` (checked as subscriber settings): throws `SluiceError`
@@ -57,32 +70,56 @@ export function checkAppOptions(options: AppOptions): void {
     throw new SluiceError('CONFIG_INVALID', `App: options must be an object, got ${show(options)}`);
   }
   if (typeof options.name !== 'string' || options.name === '' || options.name.includes('\u0000')) {
-    throw new SluiceError('CONFIG_INVALID', `App: name must be a non-empty string without NUL, got ${show(options.name)}`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `App: name must be a non-empty string without NUL, got ${show(options.name)}`,
+    );
   }
   const who = `App "${options.name}"`;
   for (const field of Object.keys(options)) {
     if (!APP_OPTION_NAMES.has(field)) {
-      throw new SluiceError('CONFIG_INVALID', `${who}: ${field} must be a known setting (${[...APP_OPTION_NAMES].join(', ')}), got ${show((options as unknown as Record<string, unknown>)[field])}`);
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `${who}: ${field} must be a known setting (${[...APP_OPTION_NAMES].join(', ')}), got ${show((options as unknown as Record<string, unknown>)[field])}`,
+      );
     }
   }
   const bad = (field: string, expected: string): never => {
-    throw new SluiceError('CONFIG_INVALID', `${who}: ${field} must be ${expected}, got ${show((options as unknown as Record<string, unknown>)[field])}`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `${who}: ${field} must be ${expected}, got ${show((options as unknown as Record<string, unknown>)[field])}`,
+    );
   };
   if (options.version !== undefined && typeof options.version !== 'string') bad('version', 'a string');
   const t = options.shutdownTimeoutMs;
-  if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t))) bad('shutdownTimeoutMs', 'a finite number >= 0');
+  if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t)))
+    bad('shutdownTimeoutMs', 'a finite number >= 0');
   const m = options.maxUncommitted;
   if (m !== undefined && !(Number.isInteger(m) && m >= 1)) bad('maxUncommitted', 'a positive integer');
-  if (options.clock !== undefined && !hasMethods(options.clock, ['now', 'setTimer'])) bad('clock', 'a Clock (an object with now() and setTimer())');
-  if (options.store !== undefined && !(hasMethods(options.store, ['open', 'log', 'close']) && Number.isInteger(options.store.shards) && options.store.shards >= 1)) {
+  if (options.clock !== undefined && !hasMethods(options.clock, ['now', 'setTimer']))
+    bad('clock', 'a Clock (an object with now() and setTimer())');
+  if (
+    options.store !== undefined &&
+    !(
+      hasMethods(options.store, ['open', 'log', 'close']) &&
+      Number.isInteger(options.store.shards) &&
+      options.store.shards >= 1
+    )
+  ) {
     bad('store', 'a Store (an object with shards >= 1, open(), log() and close())');
   }
-  if (options.logger !== undefined && !hasMethods(options.logger, ['debug', 'info', 'warn', 'error', 'child'])) bad('logger', 'a Logger (debug, info, warn, error, child)');
-  if (options.randomUUID !== undefined && typeof options.randomUUID !== 'function') bad('randomUUID', 'a function returning a string');
+  if (options.logger !== undefined && !hasMethods(options.logger, ['debug', 'info', 'warn', 'error', 'child']))
+    bad('logger', 'a Logger (debug, info, warn, error, child)');
+  if (options.randomUUID !== undefined && typeof options.randomUUID !== 'function')
+    bad('randomUUID', 'a function returning a string');
 }
 
 function hasMethods(value: unknown, methods: readonly string[]): boolean {
-  return value !== null && typeof value === 'object' && methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function');
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    methods.every((m) => typeof (value as Record<string, unknown>)[m] === 'function')
+  );
 }
 
 /**
@@ -94,7 +131,10 @@ export function defaultStoreDir(name: string): string {
   const dir = path.resolve(root, name);
   // eslint-disable-next-line no-control-regex -- NUL is one of the characters a folder name cannot hold
   if (name === '.' || name === '..' || /[/\\\u0000]/.test(name) || path.dirname(dir) !== root) {
-    throw new SluiceError('CONFIG_INVALID', `App "${name}": name must be a plain folder name (no "/", "\\", "." or "..") for the default store at .sluice/<name>, got ${show(name)}; rename the app or give it a store`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `App "${name}": name must be a plain folder name (no "/", "\\", "." or "..") for the default store at .sluice/<name>, got ${show(name)}; rename the app or give it a store`,
+    );
   }
   return dir;
 }

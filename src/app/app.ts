@@ -22,10 +22,12 @@ export type { AppOptions };
  *
  * @category App
  */
-export type Receipt = PaceReceipt | {
-  /** The start was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
-  readonly dropped: true;
-};
+export type Receipt =
+  | PaceReceipt
+  | {
+      /** The start was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
+      readonly dropped: true;
+    };
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -102,7 +104,8 @@ export class App {
     checkAppOptions(options);
     this.stopCalled = new Promise((resolve) => (this.onStopCalled = () => resolve('stop')));
     const t = options.shutdownTimeoutMs;
-    this.defaults = options.defaults === undefined ? undefined : validateDefaults(options.defaults, `App "${options.name}" defaults`);
+    this.defaults =
+      options.defaults === undefined ? undefined : validateDefaults(options.defaults, `App "${options.name}" defaults`);
     this.name = options.name;
     this.version = options.version ?? '0.0.0';
     this.shutdownTimeoutMs = t ?? 30_000;
@@ -127,17 +130,29 @@ export class App {
    *   `PACE_UNKNOWN_PART` and `PACE_BAD_DURATION` as their settings say.
    */
   withBroker(broker: Broker, configure: (b: Router) => void): this {
-    if (this.state !== 'new') throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
+    if (this.state !== 'new')
+      throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
     const router = new Router();
     configure(router);
     const subscribers = router.mounted(this.name).map((m) => compile(m, { name: this.name, defaults: this.defaults }));
-    const reads = new Map(this.mounts.filter((m) => m.broker === broker).flatMap((m) => m.subscribers.map((s) => [`${s.topic}\u0000${s.group}`, s.name])));
+    const reads = new Map(
+      this.mounts
+        .filter((m) => m.broker === broker)
+        .flatMap((m) => m.subscribers.map((s) => [`${s.topic}\u0000${s.group}`, s.name])),
+    );
     for (const s of subscribers) {
-      if (this.names.has(s.name)) throw new SluiceError('CONFIG_INVALID', `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`);
+      if (this.names.has(s.name))
+        throw new SluiceError(
+          'CONFIG_INVALID',
+          `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`,
+        );
       this.names.add(s.name);
       const other = reads.get(`${s.topic}\u0000${s.group}`);
       if (other !== undefined) {
-        throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscribers ${show(other)} and ${show(s.name)} both read topic ${show(s.topic)} in group ${show(s.group)} and would split its messages; give one its own group`);
+        throw new SluiceError(
+          'CONFIG_INVALID',
+          `App "${this.name}": subscribers ${show(other)} and ${show(s.name)} both read topic ${show(s.topic)} in group ${show(s.group)} and would split its messages; give one its own group`,
+        );
       }
       reads.set(`${s.topic}\u0000${s.group}`, s.name);
       if (s.pace !== undefined) this.paces.set(s.name, compilePace(s.pace, `subscriber "${s.name}"`));
@@ -175,7 +190,13 @@ export class App {
    *   `TOPIC_MISSING` from `KafkaBroker` for a missing topic; whatever a broker's `connect` rejects with.
    */
   start(): Promise<void> {
-    if (this.state !== 'new') return Promise.reject(new SluiceError('APP_STATE', `App "${this.name}": start() needs a new app, it is ${this.state}${STATE_HINT[this.state]}`));
+    if (this.state !== 'new')
+      return Promise.reject(
+        new SluiceError(
+          'APP_STATE',
+          `App "${this.name}": start() needs a new app, it is ${this.state}${STATE_HINT[this.state]}`,
+        ),
+      );
     this.state = 'starting';
     this.stopRequested = false;
     this.starting = held(() => this.doStart());
@@ -184,7 +205,18 @@ export class App {
 
   private async doStart(): Promise<void> {
     try {
-      const pacer = this.paces.size > 0 ? new Pacer(this.options.store ?? fileStore({ dir: defaultStoreDir(this.name) }), this.paces, this.clock, this.log, this.progress, this.options.randomUUID, faultsOf(this.options)) : undefined;
+      const pacer =
+        this.paces.size > 0
+          ? new Pacer(
+              this.options.store ?? fileStore({ dir: defaultStoreDir(this.name) }),
+              this.paces,
+              this.clock,
+              this.log,
+              this.progress,
+              this.options.randomUUID,
+              faultsOf(this.options),
+            )
+          : undefined;
       this.pacer = pacer;
       const settings = {
         clock: this.clock,
@@ -205,7 +237,8 @@ export class App {
       // Subscriptions are attached first: recovered runs that did not finish go to their workers.
       await pacer?.open();
       this.interrupted();
-      // Every join settles before anything is closed: a consumer that joins after its subscription stopped would never leave.
+      // Every join settles before anything is closed: a consumer that joins after its subscription stopped would never
+      // leave.
       const joins = await Promise.allSettled(this.subscriptions.map((s) => s.start()));
       const failed = joins.find((j) => j.status === 'rejected');
       if (failed) throw failed.reason;
@@ -216,7 +249,11 @@ export class App {
         this.state = 'stopped';
         this.log.info('stopped');
         this.progress();
-        if (error instanceof StartInterrupted) throw new SluiceError('APP_STATE', `App "${this.name}": stop() was called during start(); the app stopped before it ran`);
+        if (error instanceof StartInterrupted)
+          throw new SluiceError(
+            'APP_STATE',
+            `App "${this.name}": stop() was called during start(); the app stopped before it ran`,
+          );
       } else this.state = 'new';
       throw error;
     }
@@ -232,7 +269,8 @@ export class App {
   /**
    * Stops gracefully: stop reading; let in-flight deliveries finish; commit what finished; close the
    * pace store and the brokers — all within `shutdownTimeoutMs` of the call (at the deadline, handlers
-   * still running have `ctx.signal` aborted and what was not committed is delivered again). Safe to call more than once, and at any point
+   * still running have `ctx.signal` aborted and what was not committed is delivered again). Safe to call more than
+   * once, and at any point
    * of the lifecycle (see the table above). Called by one of the app's handlers before that handler's first
    * `await`, it resolves once the stop has begun. A handler that calls it later must not await it: the stop
    * waits for that handler, until `shutdownTimeoutMs`; it calls `void app.stop()` and returns.
@@ -277,7 +315,9 @@ export class App {
   private async close(): Promise<unknown[]> {
     let timer: { cancel(): void } | undefined;
     // The caller awaits this deadline: it keeps the process alive.
-    const deadline = new Promise<void>((resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve, { keepAlive: true })));
+    const deadline = new Promise<void>(
+      (resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve, { keepAlive: true })),
+    );
     const { subscriptions, pacer, connected } = this;
     // Every part is closed whatever another one does; what failed is logged and returned.
     const failures: unknown[] = [];
@@ -288,13 +328,19 @@ export class App {
         this.log.error(`closing: ${what} failed`, { error: r.reason });
       }
     };
-    await settle('a subscription', subscriptions.map((s) => s.stop(deadline)));
+    await settle(
+      'a subscription',
+      subscriptions.map((s) => s.stop(deadline)),
+    );
     await settle('the pace store', pacer ? [pacer.close(deadline)] : []);
     // The brokers' own clients (a producer, an admin) close within what is left of the same deadline; one
     // that cannot reach its broker goes on closing in the background.
     const closing = (b: Broker): Promise<void> =>
       Promise.race([b.close().then(() => true), deadline.then(() => false)]).then((closed) => {
-        if (!closed) this.log.warn('closing: a broker did not close within the shutdown timeout; it goes on in the background', { timeoutMs: this.shutdownTimeoutMs });
+        if (!closed)
+          this.log.warn('closing: a broker did not close within the shutdown timeout; it goes on in the background', {
+            timeoutMs: this.shutdownTimeoutMs,
+          });
       });
     await settle('a broker', connected.map(closing));
     timer?.cancel();
@@ -348,7 +394,8 @@ export class App {
   }
 
   private async waitIdle(): Promise<void> {
-    const quiet = (): boolean => this.state === 'stopped' || ((this.pacer?.idle() ?? true) && this.subscriptions.every((s) => s.idle()));
+    const quiet = (): boolean =>
+      this.state === 'stopped' || ((this.pacer?.idle() ?? true) && this.subscriptions.every((s) => s.idle()));
     for (;;) {
       if (quiet()) {
         // Look again after the ready work has run (a settled handler may just have published more),
@@ -399,16 +446,28 @@ export class App {
 
   /** Why `send` cannot take a start, or undefined when it can. */
   private sendRefusal(name: string, key: unknown, eventId: unknown): SluiceError | undefined {
-    if (!this.names.has(name)) return new SluiceError('UNKNOWN_SUBSCRIBER', `App "${this.name}": no subscriber is named ${show(name)}`);
-    if (!this.paces.has(name)) return new SluiceError('CONFIG_INVALID', `App "${this.name}": subscriber ${show(name)} is not paced; send() starts paced subscribers only`);
-    if (this.state !== 'running') return new SluiceError('APP_STATE', `App "${this.name}": send() needs a running app, it is ${this.state}`);
-    if (typeof key !== 'string') return new SluiceError('SEND_INVALID', `App "${this.name}": send(${show(name)}): key must be a string, got ${show(key)}`);
+    if (!this.names.has(name))
+      return new SluiceError('UNKNOWN_SUBSCRIBER', `App "${this.name}": no subscriber is named ${show(name)}`);
+    if (!this.paces.has(name))
+      return new SluiceError(
+        'CONFIG_INVALID',
+        `App "${this.name}": subscriber ${show(name)} is not paced; send() starts paced subscribers only`,
+      );
+    if (this.state !== 'running')
+      return new SluiceError('APP_STATE', `App "${this.name}": send() needs a running app, it is ${this.state}`);
+    if (typeof key !== 'string')
+      return new SluiceError(
+        'SEND_INVALID',
+        `App "${this.name}": send(${show(name)}): key must be a string, got ${show(key)}`,
+      );
     if (eventId !== undefined && (typeof eventId !== 'string' || eventId === '')) {
-      return new SluiceError('SEND_INVALID', `App "${this.name}": send(${show(name)}): eventId must be a non-empty string, got ${show(eventId)}`);
+      return new SluiceError(
+        'SEND_INVALID',
+        `App "${this.name}": send(${show(name)}): eventId must be a non-empty string, got ${show(eventId)}`,
+      );
     }
     return undefined;
   }
-
 
   private readonly progress = (): void => {
     if (this.progressWaiters.length > 0) for (const wake of this.progressWaiters.splice(0)) wake();

@@ -1,6 +1,13 @@
 import { sleep } from '../core/clock.js';
 import { SluiceError, reasonOf } from '../core/errors.js';
-import { ERROR_HEADER, messageId, rawOf, type Headers, type InboundMessage, type PublishOptions } from '../core/message.js';
+import {
+  ERROR_HEADER,
+  messageId,
+  rawOf,
+  type Headers,
+  type InboundMessage,
+  type PublishOptions,
+} from '../core/message.js';
 import { HandlerOutcome } from '../core/outcome.js';
 import type { Clock, Logger } from '../core/ports.js';
 import { backoffMs } from '../dispatch/backoff.js';
@@ -50,7 +57,9 @@ export function callingHandlerHost(): ExecutorHost | undefined {
 /** What the executor needs from its subscription. */
 export interface ExecutorHost extends ContextHost {
   readonly clock: Clock;
-  /** Aborted when the subscription stops: a dead letter's publish stops being retried, its delivery stays uncommitted. */
+  /**
+   * Aborted when the subscription stops: a dead letter's publish stops being retried, its delivery stays uncommitted.
+   */
   readonly stopSignal: AbortSignal;
   /** True once the subscription stops taking new work: queued jobs are abandoned. */
   readonly stopping: boolean;
@@ -108,7 +117,8 @@ export class Executor {
    */
   readonly end = (job: Job, slot: Slot<Job>, result: unknown, failed: boolean): Promise<void> | void => {
     if (result === ABANDONED) return;
-    if (!failed && job.undecodable === undefined && (result === undefined || result === null || result === ACK)) return this.host.settle(job);
+    if (!failed && job.undecodable === undefined && (result === undefined || result === null || result === ACK))
+      return this.host.settle(job);
     return this.slowPath(job, slot, result, failed);
   };
 
@@ -135,7 +145,8 @@ export class Executor {
       return this.failed(job, slot, reasonOf(result), undefined);
     }
     if (result === undefined || result === null || result === ACK) return this.host.settle(job);
-    if (!(result instanceof HandlerOutcome)) return this.failed(job, slot, `handler returned ${typeof result}, not a HandlerOutcome`, undefined);
+    if (!(result instanceof HandlerOutcome))
+      return this.failed(job, slot, `handler returned ${typeof result}, not a HandlerOutcome`, undefined);
     if (result.kind === 'reject') return this.deadLetterAndSettle(job, slot, result.reason ?? 'rejected');
     if (result.kind === 'retry') return this.failed(job, slot, 'retry requested', result.delayMs);
     this.host.settle(job);
@@ -175,14 +186,25 @@ export class Executor {
   private async failed(job: Job, slot: Slot<Job>, reason: string, delayMs: number | undefined): Promise<void> {
     const { attempts, initialMs, maxMs } = this.sub.retry;
     if (job.attempt >= attempts) {
-      return this.deadLetterAndSettle(job, slot, `exhausted ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`);
+      return this.deadLetterAndSettle(
+        job,
+        slot,
+        `exhausted ${attempts} ${attempts === 1 ? 'attempt' : 'attempts'}: ${reason}`,
+      );
     }
     this.host.retryLater(job, slot, delayMs ?? backoffMs(job.attempt, initialMs, maxMs));
   }
 
   private async deadLetterAndSettle(job: Job, slot: Slot<Job>, reason: string): Promise<void> {
     const messages = job.batch ?? [job.delivery];
-    if (await this.deadLetter(job, slot, messages.map((m) => [m, reason]))) this.host.settle(job);
+    if (
+      await this.deadLetter(
+        job,
+        slot,
+        messages.map((m) => [m, reason]),
+      )
+    )
+      this.host.settle(job);
   }
 
   /**
@@ -208,15 +230,27 @@ export class Executor {
       const raw = rawOf(m);
       const ours = deadLetterHeaders(m, reason, job.attempt);
       const key = raw.key ?? undefined;
-      const whole = await this.publish(slot, target, raw.value, { key, headers: { ...raw.headers, ...ours }, tombstone: raw.value === null });
+      const whole = await this.publish(slot, target, raw.value, {
+        key,
+        headers: { ...raw.headers, ...ours },
+        tombstone: raw.value === null,
+      });
       if (whole === 'stopped') return this.abandoned(job);
       if (whole === 'published') {
         this.counts.published++;
         this.log.warn('delivery dead-lettered', { ...where, topic: target });
         continue;
       }
-      this.log.error('dead letter refused by the broker; sending it stripped of its value and headers', { ...where, topic: target, error: whole });
-      const stripped = { ...ours, [STRIPPED_HEADER]: reasonOf(whole), 'x-sluice-original-value-bytes': String(raw.value?.byteLength ?? 0) };
+      this.log.error('dead letter refused by the broker; sending it stripped of its value and headers', {
+        ...where,
+        topic: target,
+        error: whole,
+      });
+      const stripped = {
+        ...ours,
+        [STRIPPED_HEADER]: reasonOf(whole),
+        'x-sluice-original-value-bytes': String(raw.value?.byteLength ?? 0),
+      };
       const retry = await this.publish(slot, target, NO_BYTES, { key, headers: stripped });
       if (retry === 'stopped') return this.abandoned(job);
       if (retry === 'published') {
@@ -241,7 +275,12 @@ export class Executor {
    * Publishes one dead letter, retrying with backoff what may pass later. Returns `published`, `stopped` when
    * the subscription stopped first, or the broker's refusal when it refuses the message for good.
    */
-  private async publish(slot: Slot<Job>, topic: string, value: unknown, options: PublishOptions): Promise<'published' | 'stopped' | SluiceError> {
+  private async publish(
+    slot: Slot<Job>,
+    topic: string,
+    value: unknown,
+    options: PublishOptions,
+  ): Promise<'published' | 'stopped' | SluiceError> {
     for (let tries = 1; ; tries++) {
       try {
         await this.host.publish(topic, value, options);
@@ -250,7 +289,8 @@ export class Executor {
         if (error instanceof SluiceError && error.code === 'PUBLISH_REFUSED') return error;
         this.log.error('dead-letter publish failed', { subscriber: this.sub.name, topic, error });
         slot.waiting = true;
-        if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal, { keepAlive: true }))) return 'stopped';
+        if (!(await sleep(this.host.clock, backoffMs(tries, 100, 30_000), this.host.stopSignal, { keepAlive: true })))
+          return 'stopped';
       }
     }
   }

@@ -4,7 +4,18 @@ import type { Clock, Faults, Logger, Store } from '../core/ports.js';
 import { MAX_KEY_BYTES, type CompiledPace } from '../pace/config.js';
 import { withoutIds } from '../pace/ids.js';
 import { jsonValue } from '../pace/json-value.js';
-import { coordinatorKey, DONE, EVENT, needsRunId, paceRules, type EventData, type PaceOutput, type PaceReply, type PaceRun, type PaceState } from '../pace/rules.js';
+import {
+  coordinatorKey,
+  DONE,
+  EVENT,
+  needsRunId,
+  paceRules,
+  type EventData,
+  type PaceOutput,
+  type PaceReply,
+  type PaceRun,
+  type PaceState,
+} from '../pace/rules.js';
 import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
 import { ShardHost } from '../store/shard-host.js';
@@ -69,7 +80,11 @@ export class Pacer {
       for (const host of this.hosts) await host.recover();
     } catch (error) {
       await Promise.all(this.hosts.map((h) => h.close()));
-      await this.store.close().catch((closing: unknown) => this.log.warn('pace: the store did not close after a failed recovery', { error: closing }));
+      await this.store
+        .close()
+        .catch((closing: unknown) =>
+          this.log.warn('pace: the store did not close after a failed recovery', { error: closing }),
+        );
       this.storeOpen = false;
       throw error;
     }
@@ -90,7 +105,8 @@ export class Pacer {
       },
       onSettled: this.onProgress,
       snapshotEvery: this.store.snapshotEvery,
-      onSnapshotError: (error) => this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
+      onSnapshotError: (error) =>
+        this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
       faults: this.faults,
     });
   }
@@ -139,7 +155,11 @@ export class Pacer {
     // Checked before anything happens: a key past the limit is refused, never journaled.
     if (start.key.length > MAX_KEY_BYTES / 3) {
       const bytes = Buffer.byteLength(start.key);
-      if (bytes > MAX_KEY_BYTES) throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": a key may take at most MAX_KEY_BYTES (${MAX_KEY_BYTES}) bytes as UTF-8, got ${bytes}`);
+      if (bytes > MAX_KEY_BYTES)
+        throw new SluiceError(
+          'SEND_INVALID',
+          `subscriber "${subscriber}": a key may take at most MAX_KEY_BYTES (${MAX_KEY_BYTES}) bytes as UTF-8, got ${bytes}`,
+        );
     }
     const pace = this.paces.get(subscriber);
     const key = coordinatorKey(subscriber, start.key);
@@ -156,25 +176,37 @@ export class Pacer {
       // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
       if (e === undefined) throw new TypeError(`${typeof start.event} is not a JSON value`);
     } catch (error) {
-      throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`);
+      throw new SluiceError(
+        'SEND_INVALID',
+        `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`,
+      );
     }
     let data: EventData = { e, r };
     if (pace?.order !== undefined) {
       const o = orderOf(pace.order, start, subscriber);
       if (o !== 0) data = { ...data, o };
     }
-    const full = src ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset } : start.eventId !== undefined ? { ...data, id: start.eventId } : data;
+    const full = src
+      ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset }
+      : start.eventId !== undefined
+        ? { ...data, id: start.eventId }
+        : data;
     try {
       return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data: full });
     } catch (error) {
       if (!(error instanceof SluiceError && error.code === 'SEND_INVALID')) throw error;
-      throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(start.key.slice(0, 40))}: ${error.message}`, { cause: error });
+      throw new SluiceError(
+        'SEND_INVALID',
+        `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(start.key.slice(0, 40))}: ${error.message}`,
+        { cause: error },
+      );
     }
   }
 
   /** Records that a run finished: it never runs again. */
   async done(run: PaceRun): Promise<void> {
-    if (!this.opened) throw new SluiceError('APP_STATE', `pace: the end of run ${run.id} cannot be recorded, the store is not open`);
+    if (!this.opened)
+      throw new SluiceError('APP_STATE', `pace: the end of run ${run.id} cannot be recorded, the store is not open`);
     const key = coordinatorKey(run.subscriber, run.key);
     await this.host(key).submit({ key, type: DONE, data: run.id });
   }
@@ -198,7 +230,8 @@ export class Pacer {
     // segments deleted under it, or its snapshot replaced by an older one). The store's close waits for
     // its appends the same way.
     await snapshots;
-    if (late) this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
+    if (late)
+      this.log.warn('pace: appends still under way at the shutdown timeout; what is not durable is not acknowledged');
     if (this.storeOpen) await this.store.close();
     this.storeOpen = false;
     this.opened = false;
@@ -214,25 +247,45 @@ export class Pacer {
   }
 
   private readonly deliver = (out: PaceOutput): void => {
-    if ('dropped' in out) return this.log.info('pace: a start was dropped (over its drop rate)', { subscriber: out.subscriber, key: out.key, at: out.at, eventId: out.eventId });
+    if ('dropped' in out)
+      return this.log.info('pace: a start was dropped (over its drop rate)', {
+        subscriber: out.subscriber,
+        key: out.key,
+        at: out.at,
+        eventId: out.eventId,
+      });
     const run = out;
     const target = this.targets.get(run.subscriber);
     if (target) target(run);
-    else this.log.warn('pace: a run of a subscriber that is not mounted waits for it', { subscriber: run.subscriber, runId: run.id });
+    else
+      this.log.warn('pace: a run of a subscriber that is not mounted waits for it', {
+        subscriber: run.subscriber,
+        runId: run.id,
+      });
   };
 }
 
-
-
 /** Asks `pace.order` for a start's number: a finite number, or the start is refused with `SEND_INVALID`. */
-function orderOf(order: (start: { event: unknown; key: string }) => number, start: PaceStart, subscriber: string): number {
+function orderOf(
+  order: (start: { event: unknown; key: string }) => number,
+  start: PaceStart,
+  subscriber: string,
+): number {
   let o: unknown;
   try {
     o = order({ event: start.event, key: start.key });
   } catch (error) {
-    throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": pace.order threw for key ${show(start.key)}: ${reasonOf(error)}`, { cause: error });
+    throw new SluiceError(
+      'SEND_INVALID',
+      `subscriber "${subscriber}": pace.order threw for key ${show(start.key)}: ${reasonOf(error)}`,
+      { cause: error },
+    );
   }
-  if (typeof o !== 'number' || !Number.isFinite(o)) throw new SluiceError('SEND_INVALID', `subscriber "${subscriber}": pace.order must return a finite number, got ${show(o)} for key ${show(start.key)}`);
+  if (typeof o !== 'number' || !Number.isFinite(o))
+    throw new SluiceError(
+      'SEND_INVALID',
+      `subscriber "${subscriber}": pace.order must return a finite number, got ${show(o)} for key ${show(start.key)}`,
+    );
   return o;
 }
 

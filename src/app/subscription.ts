@@ -72,9 +72,15 @@ export class Subscription implements ExecutorHost {
     this.clock = settings.clock;
     this.log = settings.logger.child({ subscriber: sub.name, topic: sub.topic });
     this.executor = new Executor(sub, this, this.log);
-    // A paced subscriber's runs wait for a worker by their order (and turns); a plain one's deliveries in arrival order.
+    // A paced subscriber's runs wait for a worker by their order (and turns); a plain one's deliveries in arrival
+    // order.
     const pace = sub.pace !== undefined ? settings.pacer?.paceOf(sub.name) : undefined;
-    const strategy = pace !== undefined ? ranked(sub.workers, { byKey: sub.byKey, turns: pace.turns === true }) : sub.byKey ? lanes(sub.workers) : pool(sub.workers);
+    const strategy =
+      pace !== undefined
+        ? ranked(sub.workers, { byKey: sub.byKey, turns: pace.turns === true })
+        : sub.byKey
+          ? lanes(sub.workers)
+          : pool(sub.workers);
     this.workers = new Workers(strategy, this.executor, this.pump); // a finished job frees room: read again
     if (sub.pace !== undefined) {
       this.pacer = settings.pacer;
@@ -105,7 +111,9 @@ export class Subscription implements ExecutorHost {
 
   /** True when nothing is in flight and nothing fetched waits to be taken. */
   idle(): boolean {
-    return this.workers.inFlight === 0 && this.appending === 0 && (this.stopping || (this.consumer?.backlog() ?? 0) === 0);
+    return (
+      this.workers.inFlight === 0 && this.appending === 0 && (this.stopping || (this.consumer?.backlog() ?? 0) === 0)
+    );
   }
 
   /** Messages in the broker that this member has not taken yet (0 once stopped). */
@@ -125,12 +133,13 @@ export class Subscription implements ExecutorHost {
     try {
       const batchMax = this.sub.batchMax;
       if (this.pacer) this.intake(consumer, this.pacer);
-      else for (let room = this.workers.room(); room > 0; room = this.workers.room()) {
-        const taken = consumer.take(batchMax === undefined ? room : batchMax);
-        if (taken.length === 0) break;
-        if (batchMax === undefined) for (const m of taken) this.dispatch(m);
-        else this.dispatchBatch(taken);
-      }
+      else
+        for (let room = this.workers.room(); room > 0; room = this.workers.room()) {
+          const taken = consumer.take(batchMax === undefined ? room : batchMax);
+          if (taken.length === 0) break;
+          if (batchMax === undefined) for (const m of taken) this.dispatch(m);
+          else this.dispatchBatch(taken);
+        }
     } finally {
       this.pumping = false;
     }
@@ -173,7 +182,8 @@ export class Subscription implements ExecutorHost {
       (error: unknown) => {
         this.appending--;
         if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
-          // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset is committed.
+          // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset is
+          // committed.
           job.undecodable = [[m, `DECODE_FAILED: the delivery cannot be journaled for pace: ${error.message}`]];
           return this.push(job); // the executor dead-letters it
         }
@@ -248,7 +258,12 @@ export class Subscription implements ExecutorHost {
       job.undecodable = this.executor.decode(job);
       job.decoded = true;
       if (job.undecodable !== undefined) return job.delivery.key;
-      const key: unknown = keyFn({ value: job.payload, key: job.delivery.key, headers: job.delivery.headers, topic: job.delivery.topic });
+      const key: unknown = keyFn({
+        value: job.payload,
+        key: job.delivery.key,
+        headers: job.delivery.headers,
+        topic: job.delivery.topic,
+      });
       if (typeof key === 'string' || key === undefined || key === null) return key ?? undefined;
       if (typeof key === 'number' || typeof key === 'bigint' || typeof key === 'boolean') return String(key);
       throw new TypeError(`the key must be a string, got ${typeof key}`);
@@ -302,7 +317,12 @@ export class Subscription implements ExecutorHost {
 
   /** A run ended (handled, or dead-lettered): record it, so that it never runs again. */
   private finishRun(run: PaceRun): void {
-    this.pacer!.done(run).catch((error: unknown) => this.log.error('pace: a finished run was not recorded; it may run again after a restart', { runId: run.id, error }));
+    this.pacer!.done(run).catch((error: unknown) =>
+      this.log.error('pace: a finished run was not recorded; it may run again after a restart', {
+        runId: run.id,
+        error,
+      }),
+    );
   }
 
   /** Tells the consumer when nothing of the partition runs or waits for a worker any more. */
@@ -339,13 +359,18 @@ export class Subscription implements ExecutorHost {
     if (busy()) {
       let timedOut = false;
       // A rebalance (another member's join, or a stop) waits for this: it keeps the process alive.
-      const timer = this.clock.setTimer(this.settings.revokeTimeoutMs, () => {
-        timedOut = true;
-        this.wakeRevoke();
-      }, { keepAlive: true });
+      const timer = this.clock.setTimer(
+        this.settings.revokeTimeoutMs,
+        () => {
+          timedOut = true;
+          this.wakeRevoke();
+        },
+        { keepAlive: true },
+      );
       while (busy() && !timedOut) await new Promise<void>((resolve) => this.revokeWaiters.push(resolve));
       timer.cancel();
-      if (timedOut) this.log.warn('revoke: in-flight work did not finish in time; it will be delivered again', { partitions });
+      if (timedOut)
+        this.log.warn('revoke: in-flight work did not finish in time; it will be delivered again', { partitions });
     }
     for (const marks of revoked) this.consumer?.commit(marks.partition, marks.watermark());
     await this.consumer?.flush();
@@ -365,24 +390,31 @@ export class Subscription implements ExecutorHost {
     const every = Math.max(1, Math.min(1000, Math.ceil(this.sub.timeoutMs / 4)));
     // While an attempt runs, the watchdog holds the process (a hung one must still time out); idle, it does not.
     this.sweepHeld = this.workers.inFlight > 0;
-    this.sweepTimer = this.clock.setTimer(every, () => {
-      if (this.stopping) return;
-      const now = this.clock.now();
-      for (const slot of this.workers.slots) {
-        const job = slot.job;
-        if (!job || slot.waiting) continue;
-        if (slot.seenAttempt !== slot.attempts) {
-          slot.seenAttempt = slot.attempts;
-          slot.seenAtMs = now;
-          continue;
+    this.sweepTimer = this.clock.setTimer(
+      every,
+      () => {
+        if (this.stopping) return;
+        const now = this.clock.now();
+        for (const slot of this.workers.slots) {
+          const job = slot.job;
+          if (!job || slot.waiting) continue;
+          if (slot.seenAttempt !== slot.attempts) {
+            slot.seenAttempt = slot.attempts;
+            slot.seenAtMs = now;
+            continue;
+          }
+          if (now - slot.seenAtMs < this.sub.timeoutMs) continue;
+          this.log.warn('handler timed out; its attempt counts as failed', {
+            id: messageId(job.delivery),
+            timeoutMs: this.sub.timeoutMs,
+          });
+          job.abort(new Error(`handler timed out after ${this.sub.timeoutMs} ms`));
+          this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));
         }
-        if (now - slot.seenAtMs < this.sub.timeoutMs) continue;
-        this.log.warn('handler timed out; its attempt counts as failed', { id: messageId(job.delivery), timeoutMs: this.sub.timeoutMs });
-        job.abort(new Error(`handler timed out after ${this.sub.timeoutMs} ms`));
-        this.workers.replace(slot, (fresh) => this.executor.resumeAfterTimeout(job, fresh));
-      }
-      this.scheduleSweep();
-    }, { keepAlive: this.sweepHeld });
+        this.scheduleSweep();
+      },
+      { keepAlive: this.sweepHeld },
+    );
   }
 
   /** Work went to the workers: a watchdog timer that does not hold the process is set again, holding it. */
@@ -404,7 +436,10 @@ export class Subscription implements ExecutorHost {
     for (const job of [...this.backoffs.keys()]) this.dropRetry(job); // they stay uncommitted
     const finished = await Promise.race([this.workers.drained().then(() => true), deadline.then(() => false)]);
     if (!finished) {
-      this.log.warn('shutdown timeout: aborting handlers still running; their deliveries stay uncommitted (a handler that awaits app.stop() after an await waits for itself: it should call void app.stop())', { inFlight: this.workers.inFlight });
+      this.log.warn(
+        'shutdown timeout: aborting handlers still running; their deliveries stay uncommitted (a handler that awaits app.stop() after an await waits for itself: it should call void app.stop())',
+        { inFlight: this.workers.inFlight },
+      );
       this.shutdownController.abort(new Error('shutdown timeout'));
       for (const slot of this.workers.slots) slot.job?.abort(this.shutdownSignal.reason);
       // A handler that honours the signal ends now; one that does not is left behind.

@@ -16,7 +16,10 @@ export interface RunInfo {
   readonly key: string;
   /** How many events the run carries (for `debounce`, how many starts it collapsed). */
   readonly size: number;
-  /** When the run started (ms since the epoch): its window closed and its rate let it go. Fixed across retries and restarts. */
+  /**
+   * When the run started (ms since the epoch): its window closed and its rate let it go. Fixed across retries and
+   * restarts.
+   */
   readonly startedAt: number;
 }
 

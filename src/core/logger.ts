@@ -25,7 +25,9 @@ export function parseLogLevel(text: string | undefined, fallback: LogLevel): Log
  *
  * @category Time and logs
  */
-export function jsonLogger(options: { level?: LogLevel; fields?: LogFields; write?: (line: string) => void } = {}): Logger {
+export function jsonLogger(
+  options: { level?: LogLevel; fields?: LogFields; write?: (line: string) => void } = {},
+): Logger {
   const level = options.level ?? parseLogLevel(process.env.SLUICE_LOG_LEVEL, 'info');
   const write = options.write ?? ((line: string) => void process.stderr.write(line + '\n'));
   return new JsonLogger(RANK[level], options.fields ?? {}, write);
@@ -65,10 +67,18 @@ class JsonLogger implements Logger {
     private readonly write: (line: string) => void,
   ) {}
 
-  debug(message: string, fields?: LogFields): void { this.log('debug', message, fields); }
-  info(message: string, fields?: LogFields): void { this.log('info', message, fields); }
-  warn(message: string, fields?: LogFields): void { this.log('warn', message, fields); }
-  error(message: string, fields?: LogFields): void { this.log('error', message, fields); }
+  debug(message: string, fields?: LogFields): void {
+    this.log('debug', message, fields);
+  }
+  info(message: string, fields?: LogFields): void {
+    this.log('info', message, fields);
+  }
+  warn(message: string, fields?: LogFields): void {
+    this.log('warn', message, fields);
+  }
+  error(message: string, fields?: LogFields): void {
+    this.log('error', message, fields);
+  }
 
   child(fields: LogFields): Logger {
     return new JsonLogger(this.min, { ...this.bound, ...plain(fields) }, this.write);
@@ -78,9 +88,16 @@ class JsonLogger implements Logger {
     if (RANK[level] < this.min) return;
     let text: string;
     try {
-      text = JSON.stringify(loggable({ time: new Date().toISOString(), level, msg: String(message), ...this.bound, ...plain(fields) }, []));
+      text = JSON.stringify(
+        loggable({ time: new Date().toISOString(), level, msg: String(message), ...this.bound, ...plain(fields) }, []),
+      );
     } catch (error) {
-      text = JSON.stringify({ time: new Date().toISOString(), level, msg: String(message), logError: `fields could not be written: ${describe(error)}` });
+      text = JSON.stringify({
+        time: new Date().toISOString(),
+        level,
+        msg: String(message),
+        logError: `fields could not be written: ${describe(error)}`,
+      });
     }
     try {
       this.write(text);

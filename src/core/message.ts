@@ -104,7 +104,10 @@ export interface MessageInfo {
   readonly timestamp: number;
   /** 1 on the first delivery, 2 on the first retry, and so on. */
   readonly attempt: number;
-  /** The message exactly as the broker holds it: key, value and header bytes, repeated headers, a tombstone's null value. */
+  /**
+   * The message exactly as the broker holds it: key, value and header bytes, repeated headers, a tombstone's null
+   * value.
+   */
   readonly raw: RawMessage;
 }
 
@@ -152,7 +155,8 @@ export function textHeaders(raw: RawHeaders | undefined): Headers {
     if (last === undefined || last === null) continue;
     const text = typeof last === 'string' ? last : utf8(last);
     // A header named `__proto__` is a header like any other: an own property, as JSON.parse makes it.
-    if (name === '__proto__') Object.defineProperty(out, name, { value: text, enumerable: true, writable: true, configurable: true });
+    if (name === '__proto__')
+      Object.defineProperty(out, name, { value: text, enumerable: true, writable: true, configurable: true });
     else out[name] = text;
   }
   return out;
@@ -171,7 +175,9 @@ const NO_HEADERS: Headers = Object.freeze({});
 
 /** Bytes read as UTF-8 text, without copying them. */
 export function utf8(bytes: Uint8Array): string {
-  return (bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('utf8');
+  return (bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString(
+    'utf8',
+  );
 }
 
 /** The broker identity of a message: `topic/partition/offset`. */

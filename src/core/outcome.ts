@@ -40,7 +40,8 @@ export class HandlerOutcome {
    */
   static retry(options: { delayMs?: number } = {}): HandlerOutcome {
     const d = options.delayMs;
-    if (d !== undefined && !(Number.isFinite(d) && d >= 0)) throw new RangeError(`HandlerOutcome.retry: delayMs must be a finite number >= 0, got ${d}`);
+    if (d !== undefined && !(Number.isFinite(d) && d >= 0))
+      throw new RangeError(`HandlerOutcome.retry: delayMs must be a finite number >= 0, got ${d}`);
     return new HandlerOutcome('retry', d, undefined);
   }
 

@@ -270,7 +270,8 @@ export interface Faults {
 }
 
 /** The faults injected into options (see {@link Faults}); none when the key is not set. */
-export const faultsOf = (options: object): Faults => (options as { [key: symbol]: Faults | undefined })[Symbol.for('sluice.faults')] ?? {};
+export const faultsOf = (options: object): Faults =>
+  (options as { [key: symbol]: Faults | undefined })[Symbol.for('sluice.faults')] ?? {};
 
 /**
  * Severity of a log line. `silent` logs nothing.

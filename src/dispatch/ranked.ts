@@ -103,8 +103,10 @@ class Heap<T> {
   }
 }
 
-const entryBefore = <J>(a: Entry<J>, b: Entry<J>): boolean => a.order > b.order || (a.order === b.order && a.seq < b.seq);
-const groupBefore = <J>(a: Group<J>, b: Group<J>): boolean => a.order > b.order || (a.order === b.order && a.turn < b.turn);
+const entryBefore = <J>(a: Entry<J>, b: Entry<J>): boolean =>
+  a.order > b.order || (a.order === b.order && a.seq < b.seq);
+const groupBefore = <J>(a: Group<J>, b: Group<J>): boolean =>
+  a.order > b.order || (a.order === b.order && a.turn < b.turn);
 
 /** Settings of a {@link RankedScheduler}. */
 export interface RankedOptions {
@@ -187,5 +189,9 @@ export class RankedScheduler<J extends Ranked> implements Scheduler<J> {
  * run of highest `order` first; among equal order the oldest, or with `turns` the keys in turn.
  */
 export function ranked(n: number, options: RankedOptions): DispatchStrategy {
-  return { name: options.byKey ? 'lanes' : 'pool', workers: n, scheduler: <J extends Keyed>() => new RankedScheduler<J>(options) };
+  return {
+    name: options.byKey ? 'lanes' : 'pool',
+    workers: n,
+    scheduler: <J extends Keyed>() => new RankedScheduler<J>(options),
+  };
 }

@@ -129,7 +129,12 @@ export class Workers<J extends Keyed> {
       try {
         result = this.runner.begin(job, slot);
         /* eslint-disable @typescript-eslint/await-thenable -- checked to be a thenable (TypeScript cannot tell) */
-        if (result !== null && typeof result === 'object' && typeof (result as PromiseLike<unknown>).then === 'function') result = await result;
+        if (
+          result !== null &&
+          typeof result === 'object' &&
+          typeof (result as PromiseLike<unknown>).then === 'function'
+        )
+          result = await result;
         /* eslint-enable @typescript-eslint/await-thenable */
       } catch (error) {
         result = error;

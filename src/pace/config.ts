@@ -65,35 +65,55 @@ export type CompiledPace =
 export function compilePace(pace: PaceOptions, who: string): CompiledPace {
   const dedupMs = pace.dedup === undefined ? DEFAULT_DEDUP_MS : parseDuration(pace.dedup, `${who}: pace.dedup`);
   if (pace.debounce !== undefined && pace.batch !== undefined) {
-    throw new SluiceError('CONFIG_INVALID', `${who}: pace.debounce and pace.batch exclude each other (a debounced run gets the latest event, a batch every event); choose one`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `${who}: pace.debounce and pace.batch exclude each other (a debounced run gets the latest event, a batch every event); choose one`,
+    );
   }
   if (pace.perMinute !== undefined && pace.drop !== undefined) {
-    throw new SluiceError('CONFIG_INVALID', `${who}: pace.perMinute and pace.drop exclude each other (starts over the rate wait under perMinute, and are dropped under drop); choose one, got perMinute ${show(pace.perMinute)} and drop ${show(pace.drop)}`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `${who}: pace.perMinute and pace.drop exclude each other (starts over the rate wait under perMinute, and are dropped under drop); choose one, got perMinute ${show(pace.perMinute)} and drop ${show(pace.drop)}`,
+    );
   }
   const common: Common = {
     dedupMs,
     ...(pace.perMinute !== undefined ? { rate: { max: pace.perMinute, perMs: MINUTE_MS, drop: false } } : {}),
-    ...(pace.drop !== undefined ? { rate: { max: pace.drop.max, perMs: parseDuration(pace.drop.per, `${who}: pace.drop.per`), drop: true } } : {}),
+    ...(pace.drop !== undefined
+      ? { rate: { max: pace.drop.max, perMs: parseDuration(pace.drop.per, `${who}: pace.drop.per`), drop: true } }
+      : {}),
     ...(pace.order !== undefined ? { order: pace.order } : {}),
     ...(pace.turns === 'key' ? { turns: true as const } : {}),
   };
   if (common.rate !== undefined && common.rate.perMs === 0) {
-    throw new SluiceError('CONFIG_INVALID', `${who}: pace.drop.per must be longer than 0 ms, got ${show(pace.drop!.per)}`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `${who}: pace.drop.per must be longer than 0 ms, got ${show(pace.drop!.per)}`,
+    );
   }
   if (pace.debounce !== undefined) {
     const d = pace.debounce;
     const spec = typeof d === 'object' && d !== null ? d : { window: d };
     const windowMs = parseDuration(spec.window, `${who}: pace.debounce.window`);
-    const maxWaitMs = spec.maxWait === undefined ? undefined : parseDuration(spec.maxWait, `${who}: pace.debounce.maxWait`);
+    const maxWaitMs =
+      spec.maxWait === undefined ? undefined : parseDuration(spec.maxWait, `${who}: pace.debounce.maxWait`);
     if (maxWaitMs !== undefined && maxWaitMs < windowMs) {
-      throw new SluiceError('CONFIG_INVALID', `${who}: pace.debounce.maxWait must be at least the window (${windowMs} ms), got ${show(spec.maxWait)}`);
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `${who}: pace.debounce.maxWait must be at least the window (${windowMs} ms), got ${show(spec.maxWait)}`,
+      );
     }
     return Object.freeze({ ...common, kind: 'debounce', windowMs, maxWaitMs });
   }
   if (pace.batch !== undefined) {
     const max = pace.batch.max ?? MAX_BATCH;
-    if (max > MAX_BATCH) throw new SluiceError('CONFIG_INVALID', `${who}: pace.batch.max must be at most MAX_BATCH (${MAX_BATCH}), got ${show(max)}`);
-    const waitMs = pace.batch.wait === undefined ? DEFAULT_BATCH_WAIT_MS : parseDuration(pace.batch.wait, `${who}: pace.batch.wait`);
+    if (max > MAX_BATCH)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `${who}: pace.batch.max must be at most MAX_BATCH (${MAX_BATCH}), got ${show(max)}`,
+      );
+    const waitMs =
+      pace.batch.wait === undefined ? DEFAULT_BATCH_WAIT_MS : parseDuration(pace.batch.wait, `${who}: pace.batch.wait`);
     return Object.freeze({ ...common, kind: 'batch', max, waitMs });
   }
   return Object.freeze({ ...common, kind: 'each' });

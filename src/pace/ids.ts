@@ -20,7 +20,9 @@ export function own<V>(o: Readonly<Record<string, V>> | undefined, k: string): V
   return o !== undefined && Object.hasOwn(o, k) ? o[k] : undefined;
 }
 
-/** `o` as a null-prototype object that may be changed: itself when it is one, else a copy (a state read back from JSON). */
+/**
+ * `o` as a null-prototype object that may be changed: itself when it is one, else a copy (a state read back from JSON).
+ */
 function owned<V>(o: Readonly<Record<string, V>> | undefined): Record<string, V> {
   if (o !== undefined && Object.getPrototypeOf(o) === null) return o;
   const out = Object.create(null) as Record<string, V>;
@@ -35,7 +37,9 @@ function upgrade(s: PaceState): PaceState {
   const order = rest.ids === undefined ? [] : Object.keys(rest.ids);
   return {
     ...rest,
-    ...(order.length > 0 ? { ids: owned(rest.ids), idOrder: order, idUntil: order.map(() => idsUntil!), idHead: 0 } : { ids: undefined }),
+    ...(order.length > 0
+      ? { ids: owned(rest.ids), idOrder: order, idUntil: order.map(() => idsUntil!), idHead: 0 }
+      : { ids: undefined }),
     ...(rest.seen !== undefined ? { seen: owned(rest.seen), seenUntil: idsUntil } : {}),
   };
 }
@@ -48,7 +52,8 @@ export function forgetAt(s: PaceState): number | undefined {
 }
 
 /** True when the state remembers no ID and no offset. */
-export const remembersNothing = (s: PaceState): boolean => s.idOrder === undefined && s.seen === undefined && s.idsUntil === undefined;
+export const remembersNothing = (s: PaceState): boolean =>
+  s.idOrder === undefined && s.seen === undefined && s.idsUntil === undefined;
 
 /** The IDs and offsets whose time is up at `at` are forgotten. */
 export function forget(s: PaceState, at: number): PaceState {
@@ -94,4 +99,13 @@ export function rememberOffset(s: PaceState, src: string, offset: number, until:
 }
 
 /** The state without its remembered IDs and offsets (a fault the simulator injects). */
-export const withoutIds = (s: PaceState): PaceState => ({ ...s, ids: undefined, idOrder: undefined, idUntil: undefined, idHead: undefined, seen: undefined, seenUntil: undefined, idsUntil: undefined });
+export const withoutIds = (s: PaceState): PaceState => ({
+  ...s,
+  ids: undefined,
+  idOrder: undefined,
+  idUntil: undefined,
+  idHead: undefined,
+  seen: undefined,
+  seenUntil: undefined,
+  idsUntil: undefined,
+});

@@ -41,13 +41,15 @@ function copy(value: unknown, key: string, path: object[], top: boolean): unknow
       return out;
     }
     // Boxed primitives read as their value, as in JSON.stringify.
-    if (object instanceof Number || object instanceof String || object instanceof Boolean) return copy(object.valueOf(), key, path, top);
+    if (object instanceof Number || object instanceof String || object instanceof Boolean)
+      return copy(object.valueOf(), key, path, top);
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(object)) {
       const v = copy((object as Record<string, unknown>)[k], k, path, false);
       if (v === SKIP) continue;
       // `__proto__` as an own key, as JSON.parse makes it (an assignment would set the prototype)
-      if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+      if (k === '__proto__')
+        Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
       else out[k] = v;
     }
     return out;

@@ -16,9 +16,31 @@
 import { TIMER, type Effects, type Rules, type ShardRecord } from '../shard/rules.js';
 import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId } from './ids.js';
 import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace, type CompiledRate } from './config.js';
-import { DONE, EVENT, runOf, splitKey, type EventData, type PaceOutput, type PaceReply, type PaceState, type Start, type Window } from './state.js';
+import {
+  DONE,
+  EVENT,
+  runOf,
+  splitKey,
+  type EventData,
+  type PaceOutput,
+  type PaceReply,
+  type PaceState,
+  type Start,
+  type Window,
+} from './state.js';
 
-export { coordinatorKey, DONE, EVENT, type EventData, type PaceDrop, type PaceOutput, type PaceReceipt, type PaceReply, type PaceRun, type PaceState } from './state.js';
+export {
+  coordinatorKey,
+  DONE,
+  EVENT,
+  type EventData,
+  type PaceDrop,
+  type PaceOutput,
+  type PaceReceipt,
+  type PaceReply,
+  type PaceRun,
+  type PaceState,
+} from './state.js';
 
 /**
  * For records of a subscriber no longer mounted: waiting starts start at once (no rate holds them), a window
@@ -36,14 +58,17 @@ interface Ctx {
   readonly fx: Effects<PaceOutput>;
 }
 
-/** True when a start appended to `state` at `now` needs a run ID of its own (it opens a window, or is a run by itself). */
+/**
+ * True when a start appended to `state` at `now` needs a run ID of its own (it opens a window, or is a run by itself).
+ */
 export function needsRunId(state: PaceState | undefined, pace: CompiledPace, now: number): boolean {
   if (pace.kind === 'each') return true;
   const w = state?.w;
   return !(w !== undefined && w.due > now);
 }
 
-const min = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+const min = (a: number | undefined, b: number | undefined): number | undefined =>
+  a === undefined ? b : b === undefined ? a : Math.min(a, b);
 
 /**
  * When the coordinator needs its timer: its window's end; the next waiting start's time; when its start
@@ -71,14 +96,15 @@ function prune(s: PaceState, rate: CompiledRate | undefined, at: number): PaceSt
 }
 
 /** True when the rate lets one more run of the key start now (`prune` ran at this time). */
-const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean => rate === undefined || (s.starts?.length ?? 0) < rate.max;
+const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean =>
+  rate === undefined || (s.starts?.length ?? 0) < rate.max;
 
 /** A run starts: out to dispatch (once durable), into `runs` until done, into the rate's history. */
 function begin(s: PaceState, start: Start, c: Ctx): PaceState {
   const run = { ...start, at: c.at };
   c.fx.output(runOf(c.subscriber, c.key, run));
   const rate = c.pace.rate;
-  // Stryker disable next-line MethodExpression: a run begins only while fewer than `max` starts are kept (but under the test-only ignoreRates fault), so the cut never cuts
+  // Stryker disable next-line MethodExpression: a run begins only while fewer than `max` starts are kept, so the cut never cuts
   const starts = rate === undefined ? s.starts : [...(s.starts ?? []), c.at].slice(-rate.max);
   return { ...s, runs: [...(s.runs ?? []), run], starts };
 }
@@ -121,7 +147,8 @@ function done(s: PaceState, runId: string): PaceState {
 export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceState, PaceOutput> {
   return {
     initial: () => ({}),
-    retired: (s) => s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && remembersNothing(s),
+    retired: (s) =>
+      s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && remembersNothing(s),
     // A snapshot carries the open window, the waiting starts, the runs not done, the rate's history and the
     // remembered IDs: all of the state, so there is no `rebase`.
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
@@ -177,7 +204,13 @@ function event(s: PaceState, data: EventData, c: Ctx): PaceState {
   const w = s.w;
   // `drop`: a start that would make a run (it opens a window, or is a run by itself) over the rate is dropped.
   if (pace.rate?.drop === true && (pace.kind === 'each' || w === undefined) && !allowed(s, pace.rate)) {
-    c.fx.output({ subscriber: c.subscriber, key, dropped: true, at, ...(data.id !== undefined ? { eventId: data.id } : {}) });
+    c.fx.output({
+      subscriber: c.subscriber,
+      key,
+      dropped: true,
+      at,
+      ...(data.id !== undefined ? { eventId: data.id } : {}),
+    });
     reply(c, { dropped: true });
     return remember(s, data, '', c);
   }
@@ -192,11 +225,21 @@ function event(s: PaceState, data: EventData, c: Ctx): PaceState {
     // The run gets the latest start's event, and its order.
     const first = w?.first ?? at;
     const cap = pace.maxWaitMs === undefined ? Number.POSITIVE_INFINITY : first + pace.maxWaitMs;
-    next = { id: w?.id ?? `${key}@${data.r}`, first, due: Math.min(at + pace.windowMs, cap), events: [data.e], size: (w?.size ?? 0) + 1, ...(o !== undefined ? { o } : {}) };
+    next = {
+      id: w?.id ?? `${key}@${data.r}`,
+      first,
+      due: Math.min(at + pace.windowMs, cap),
+      events: [data.e],
+      size: (w?.size ?? 0) + 1,
+      ...(o !== undefined ? { o } : {}),
+    };
   } else {
     // A batch goes as early as its most urgent start (a start without an order counts as order 0).
     const top = w === undefined ? o : Math.max(o ?? 0, w.o ?? 0);
-    const base = w === undefined ? { id: `${key}@${data.r}`, first: at, due: at + pace.waitMs, events: [data.e], size: 1 } : { ...w, events: [...w.events, data.e], size: w.size + 1 };
+    const base =
+      w === undefined
+        ? { id: `${key}@${data.r}`, first: at, due: at + pace.waitMs, events: [data.e], size: 1 }
+        : { ...w, events: [...w.events, data.e], size: w.size + 1 };
     const { o: _old, ...rest } = base as Window;
     next = top ? { ...rest, o: top } : rest; // an order of 0, or none, is left out
   }

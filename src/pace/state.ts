@@ -22,7 +22,10 @@ export interface EventData {
   readonly o?: number;
 }
 
-/** A start that is gathered, waits or runs: its run ID, its events (debounce: the latest), how many starts it took, its order. */
+/**
+ * A start that is gathered, waits or runs: its run ID, its events (debounce: the latest), how many starts it took, its
+ * order.
+ */
 export interface Start {
   readonly id: string;
   readonly events: readonly unknown[];
@@ -90,7 +93,10 @@ export interface PaceRun {
   readonly key: string;
   /** The run ID, `<key>@<uuid>`: fixed when its window's first start arrived, and in every receipt of it. */
   readonly id: string;
-  /** The events it carries, as JSON gives them back: the latest start's (debounce), every one in arrival order (batch), or the start's own. */
+  /**
+   * The events it carries, as JSON gives them back: the latest start's (debounce), every one in arrival order (batch),
+   * or the start's own.
+   */
   readonly events: readonly unknown[];
   /** How many starts it carries (for `debounce`, how many it collapsed). */
   readonly size: number;
@@ -139,4 +145,12 @@ export function splitKey(key: string): [string, string] {
 }
 
 /** A started run as its subscriber's dispatch gets it. */
-export const runOf = (subscriber: string, key: string, r: Started): PaceRun => ({ subscriber, key, id: r.id, events: r.events, size: r.size, startedAt: r.at, order: r.o ?? 0 });
+export const runOf = (subscriber: string, key: string, r: Started): PaceRun => ({
+  subscriber,
+  key,
+  id: r.id,
+  events: r.events,
+  size: r.size,
+  startedAt: r.at,
+  order: r.o ?? 0,
+});

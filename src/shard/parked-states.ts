@@ -21,7 +21,8 @@ export class ParkedStates<S> {
     // Compacted here, not as keys leave: a mass wake unparks many and should not pay for it then.
     if (this.arena.wasteful) this.arena.compact((move) => this.table.remapRefs(move));
     this.table.set(key, this.arena.put(JSON.stringify(state)), timerAtMs ?? Number.NaN);
-    if (timerAtMs !== undefined && this.earliestCache !== null && !(this.earliestCache! <= timerAtMs)) this.earliestCache = timerAtMs;
+    if (timerAtMs !== undefined && this.earliestCache !== null && !(this.earliestCache! <= timerAtMs))
+      this.earliestCache = timerAtMs;
   }
 
   /** Takes a key out, returning its state and timer; undefined when it is not parked. */

@@ -38,7 +38,9 @@ const spanOf = (arena: Buffer, offset: number, length: number): number => {
 function keyOf(arena: Buffer, offset: number, length: number): string {
   if (length !== ESCAPED) return arena.toString('utf8', offset, offset + length);
   const header = arena.readUInt32LE(offset);
-  return header >= WIDE ? arena.toString('utf16le', offset + 4, offset + 4 + header - WIDE) : arena.toString('utf8', offset + 4, offset + 4 + header);
+  return header >= WIDE
+    ? arena.toString('utf16le', offset + 4, offset + 4 + header - WIDE)
+    : arena.toString('utf8', offset + 4, offset + 4 + header);
 }
 
 /** Writes a key's entry (as the arena holds it) into a scratch buffer that grows as needed. */
@@ -99,14 +101,18 @@ export class ParkedTable {
     this.arena = Buffer.allocUnsafe(this.capacity * 16);
   }
 
-  /** Parks (or updates) a key: the reference to its state (a snapshot's LSN, an offset) and its timer (`NaN` for none). */
+  /**
+   * Parks (or updates) a key: the reference to its state (a snapshot's LSN, an offset) and its timer (`NaN` for none).
+   */
   set(key: string, snapshotLsn: number, timerAtMs: number): void {
-    if ((this.used + 1) / this.capacity > MAX_LOAD) this.resize(this.size * 2 + 1 > this.capacity * MAX_LOAD ? this.capacity * 2 : this.capacity);
+    if ((this.used + 1) / this.capacity > MAX_LOAD)
+      this.resize(this.size * 2 + 1 > this.capacity * MAX_LOAD ? this.capacity * 2 : this.capacity);
     const length = this.encoder.encode(key);
     const hash = hashBytes(this.encoder.buf, this.encoder.span);
     let slot = this.find(hash, length);
     if (slot < 0) {
-      if (this.arenaGarbage > ARENA_SLACK && this.arenaGarbage > this.arenaUsed - this.arenaGarbage) this.compactArena();
+      if (this.arenaGarbage > ARENA_SLACK && this.arenaGarbage > this.arenaUsed - this.arenaGarbage)
+        this.compactArena();
       slot = this.freeSlot(hash);
       if (this.tags[slot] === EMPTY) this.used++;
       this.tags[slot] = tagOf(hash);
@@ -196,7 +202,8 @@ export class ParkedTable {
       if (first < 0) return undefined;
       let min = Number.POSITIVE_INFINITY;
       const end = (first + 1) << CHUNK_BITS;
-      for (let slot = first << CHUNK_BITS; slot < end; slot++) if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
+      for (let slot = first << CHUNK_BITS; slot < end; slot++)
+        if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
       if (min === lowest) return min; // exact, and no chunk's bound is lower
       this.chunkMin[first] = min; // tightened: look again
     }
@@ -223,7 +230,8 @@ export class ParkedTable {
     return {
       next(max) {
         const out: string[] = [];
-        for (; slot < tags.length && out.length < max; slot++) if (tags[slot]! >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
+        for (; slot < tags.length && out.length < max; slot++)
+          if (tags[slot]! >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
         return out;
       },
       unread(key) {
@@ -241,7 +249,8 @@ export class ParkedTable {
 
   /** Replaces every parked key's reference by `move(ref)` (its state was moved: an arena compacted). */
   remapRefs(move: (ref: number) => number): void {
-    for (let slot = 0; slot < this.capacity; slot++) if (this.tags[slot]! >= 2) this.setLsn(slot, move(this.lsnAt(slot)));
+    for (let slot = 0; slot < this.capacity; slot++)
+      if (this.tags[slot]! >= 2) this.setLsn(slot, move(this.lsnAt(slot)));
   }
 
   /** Bytes held by the table's arrays and key arena (what a parked key costs). */
@@ -261,7 +270,8 @@ export class ParkedTable {
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const tag = this.tags[slot];
       if (tag === EMPTY) return -1;
-      if (tag === tagOf(hash) && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length)) return slot;
+      if (tag === tagOf(hash) && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length))
+        return slot;
     }
   }
 
@@ -273,7 +283,8 @@ export class ParkedTable {
   }
 
   private setLsn(slot: number, lsn: number): void {
-    if (!(Number.isInteger(lsn) && lsn >= 0 && lsn < 2 ** 48)) throw new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${lsn}`);
+    if (!(Number.isInteger(lsn) && lsn >= 0 && lsn < 2 ** 48))
+      throw new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${lsn}`);
     this.lsnLow[slot] = lsn % 0x1_0000_0000;
     this.lsnHigh[slot] = Math.floor(lsn / 0x1_0000_0000);
   }
@@ -294,7 +305,9 @@ export class ParkedTable {
     return off;
   }
 
-  /** Copies the parked keys' bytes into a fresh arena, leaving the garbage behind (a frozen snapshot keeps the old one). */
+  /**
+   * Copies the parked keys' bytes into a fresh arena, leaving the garbage behind (a frozen snapshot keeps the old one).
+   */
   private compactArena(): void {
     const old = this.arena;
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, 2 * (this.arenaUsed - this.arenaGarbage)));
@@ -332,7 +345,16 @@ export class ParkedTable {
 
   /** Rehashes into `capacity` slots, dropping tombstones and compacting the key arena. */
   private resize(capacity: number): void {
-    const old = { capacity: this.capacity, tags: this.tags, keyOffset: this.keyOffset, keyLength: this.keyLength, lsnLow: this.lsnLow, lsnHigh: this.lsnHigh, timers: this.timers, arena: this.arena };
+    const old = {
+      capacity: this.capacity,
+      tags: this.tags,
+      keyOffset: this.keyOffset,
+      keyLength: this.keyLength,
+      lsnLow: this.lsnLow,
+      lsnHigh: this.lsnHigh,
+      timers: this.timers,
+      arena: this.arena,
+    };
     this.capacity = capacity;
     this.allocate(capacity);
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, this.arenaUsed));

@@ -3,7 +3,9 @@ import { ParkedStates } from './parked-states.js';
 import { TimerWheel } from './timer-wheel.js';
 
 /** Something the core tells its host about, as it happens (for metrics and logs). */
-export type ShardEvent = { readonly type: 'applied'; readonly lsn: number; readonly key: string; readonly record: string } | { readonly type: 'retired'; readonly key: string };
+export type ShardEvent =
+  | { readonly type: 'applied'; readonly lsn: number; readonly key: string; readonly record: string }
+  | { readonly type: 'retired'; readonly key: string };
 
 /** Settings of a {@link ShardCore}. */
 export interface ShardCoreOptions {
@@ -15,7 +17,8 @@ export interface ShardCoreOptions {
   nowMs: number;
   /**
    * Keys kept loaded (their state an object, their timer in the wheel) at most, give or take a quarter: beyond
-   * it the least recently applied are parked — their state as bytes and their timer in a table entry, no object per key — and
+   * it the least recently applied are parked — their state as bytes and their timer in a table entry, no object per key
+   * — and
    * loaded again when a record for them is applied or their timer comes due. @default 10_000
    */
   maxLoadedKeys?: number;
@@ -23,7 +26,10 @@ export interface ShardCoreOptions {
   loseTimers?: boolean;
 }
 
-/** A shard snapshot: every key's state and timer (null for none) as of `lsn`, and the time of the last record applied (`at`). */
+/**
+ * A shard snapshot: every key's state and timer (null for none) as of `lsn`, and the time of the last record applied
+ * (`at`).
+ */
 export interface ShardSnapshot<S> {
   readonly lsn: number;
   readonly at?: number;
@@ -110,7 +116,8 @@ export class ShardCore<S, O> {
     this.wheel = new TimerWheel(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
     this.maxLoaded = options.maxLoadedKeys ?? 10_000;
     this.loseTimers = options.loseTimers === true;
-    if (!(Number.isInteger(this.maxLoaded) && this.maxLoaded >= 1)) throw new RangeError(`ShardCore: maxLoadedKeys must be an integer from 1 up, got ${this.maxLoaded}`);
+    if (!(Number.isInteger(this.maxLoaded) && this.maxLoaded >= 1))
+      throw new RangeError(`ShardCore: maxLoadedKeys must be an integer from 1 up, got ${this.maxLoaded}`);
   }
 
   /**
@@ -126,12 +133,14 @@ export class ShardCore<S, O> {
    * the rules replied to the record's appender, if anything.
    */
   apply(lsn: number, record: ShardRecord): unknown {
-    if (!(lsn > this.lastLsn)) throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
+    if (!(lsn > this.lastLsn))
+      throw new RangeError(`ShardCore.apply: LSN ${lsn} after ${this.lastLsn}; records apply once, in order`);
     this.lastLsn = lsn;
     if (this.lastAt === undefined || record.at > this.lastAt) this.lastAt = record.at;
     const key = record.key;
     const c = this.capture;
-    if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key))) c.before.set(key, this.entryJson(key));
+    if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key)))
+      c.before.set(key, this.entryJson(key));
     this.load(key, record.at);
     // One effects object for every apply (no closures per record): reset here, read back below.
     const fx = this.fx;
@@ -169,7 +178,15 @@ export class ShardCore<S, O> {
   beginSnapshot(): { readonly lsn: number; readonly at: number | undefined } {
     if (this.capture) throw new Error('ShardCore.beginSnapshot: a snapshot is under way');
     const loaded = [...this.states.keys()];
-    this.capture = { lsn: this.lastLsn, at: this.lastAt, loaded, loadedUnread: new Set(loaded), parked: this.parked.frozenKeys(), next: 0, before: new Map() };
+    this.capture = {
+      lsn: this.lastLsn,
+      at: this.lastAt,
+      loaded,
+      loadedUnread: new Set(loaded),
+      parked: this.parked.frozenKeys(),
+      next: 0,
+      before: new Map(),
+    };
     return this.capture;
   }
 
@@ -251,7 +268,11 @@ export class ShardCore<S, O> {
         }
       }
       if (got.length === 0) break;
-      for (const key of got) if (!named.has(key)) { named.add(key); out.push(key); }
+      for (const key of got)
+        if (!named.has(key)) {
+          named.add(key);
+          out.push(key);
+        }
     }
     return out;
   }
@@ -275,7 +296,10 @@ export class ShardCore<S, O> {
     return next;
   }
 
-  /** The key's state (a parked key's decoded afresh), or undefined when it has none. Read it before the next `apply`, which may change it. */
+  /**
+   * The key's state (a parked key's decoded afresh), or undefined when it has none. Read it before the next `apply`,
+   * which may change it.
+   */
   state(key: string): S | undefined {
     return this.states.get(key) ?? this.parked.state(key);
   }

@@ -1,5 +1,13 @@
 import { SluiceError, show } from '../core/errors.js';
-import type { Decoder, Handler, HandlerObject, KeyFn, PaceOptions, RetryOptions, SubscriberOptions } from './options.js';
+import type {
+  Decoder,
+  Handler,
+  HandlerObject,
+  KeyFn,
+  PaceOptions,
+  RetryOptions,
+  SubscriberOptions,
+} from './options.js';
 import { SubscriberSpec } from './spec.js';
 import { validateOptions } from './validate.js';
 
@@ -32,27 +40,58 @@ export class SubscriberBuilder<T = any> {
   ) {}
 
   /** The subscriber's name, unique in the app: in logs, and for `app.send`. */
-  name(name: string): SubscriberBuilder<T> { return this.with({ name }); }
+  name(name: string): SubscriberBuilder<T> {
+    return this.with({ name });
+  }
   /** n long-lived workers (a pool): at most n deliveries in flight, completing in any order. */
-  workers(n: number): SubscriberBuilder<T> { return this.with({ workers: n, byKey: false }); }
+  workers(n: number): SubscriberBuilder<T> {
+    return this.with({ workers: n, byKey: false });
+  }
   /** n sequential lanes by partition key: one key never reorders, different keys run at once. */
-  workersByKey(n: number): SubscriberBuilder<T> { return this.with({ workers: n, byKey: true }); }
+  workersByKey(n: number): SubscriberBuilder<T> {
+    return this.with({ workers: n, byKey: true });
+  }
   /** The partition key. It reads one message, so under `pace.batch` (payload `V[]`) type it `KeyFn<V>`. */
-  key<V = T>(fn: KeyFn<V>): SubscriberBuilder<T> { return this.with({ key: fn as KeyFn }); }
+  key<V = T>(fn: KeyFn<V>): SubscriberBuilder<T> {
+    return this.with({ key: fn as KeyFn });
+  }
   /** The consumer group (default: the app's name). */
-  group(group: string): SubscriberBuilder<T> { return this.with({ group }); }
-  /** How the message value becomes the payload: a function of the raw bytes, or an object with `parse` of the JSON value (a zod schema fits). */
-  decode<U>(decoder: Decoder<U>): SubscriberBuilder<U> { return this.with({ decode: decoder as unknown as Decoder<T> }) as unknown as SubscriberBuilder<U>; }
-  /** The handler gets arrays of up to `max` payloads: what the broker has ready when a worker is free. Not with `workersByKey` or `pace`. */
-  batch(batch: { max: number }): SubscriberBuilder<T> { return this.with({ batch }); }
+  group(group: string): SubscriberBuilder<T> {
+    return this.with({ group });
+  }
+  /**
+   * How the message value becomes the payload: a function of the raw bytes, or an object with `parse` of the JSON value
+   * (a zod schema fits).
+   */
+  decode<U>(decoder: Decoder<U>): SubscriberBuilder<U> {
+    return this.with({ decode: decoder as unknown as Decoder<T> }) as unknown as SubscriberBuilder<U>;
+  }
+  /**
+   * The handler gets arrays of up to `max` payloads: what the broker has ready when a worker is free. Not with
+   * `workersByKey` or `pace`.
+   */
+  batch(batch: { max: number }): SubscriberBuilder<T> {
+    return this.with({ batch });
+  }
   /** The retry policy: attempts in all and the backoff between them. */
-  retry(retry: RetryOptions): SubscriberBuilder<T> { return this.with({ retry }); }
+  retry(retry: RetryOptions): SubscriberBuilder<T> {
+    return this.with({ retry });
+  }
   /** The dead-letter topic, or `false` to drop rejected and exhausted deliveries (with a warning in the log). */
-  deadLetter(topic: string | false): SubscriberBuilder<T> { return this.with({ deadLetter: topic }); }
-  /** Durable flow control per key: see {@link PaceOptions}. Its parts are checked by `build()`, their combinations when the app mounts the subscriber. */
-  pace(pace: PaceOptions): SubscriberBuilder<T> { return this.with({ pace }); }
+  deadLetter(topic: string | false): SubscriberBuilder<T> {
+    return this.with({ deadLetter: topic });
+  }
+  /**
+   * Durable flow control per key: see {@link PaceOptions}. Its parts are checked by `build()`, their combinations when
+   * the app mounts the subscriber.
+   */
+  pace(pace: PaceOptions): SubscriberBuilder<T> {
+    return this.with({ pace });
+  }
   /** How long one attempt may take, in milliseconds, before `ctx.signal` aborts and it counts as failed. */
-  timeout(ms: number): SubscriberBuilder<T> { return this.with({ timeoutMs: ms }); }
+  timeout(ms: number): SubscriberBuilder<T> {
+    return this.with({ timeoutMs: ms });
+  }
 
   /**
    * Checks every setting and returns the frozen spec, for `include`.
@@ -79,7 +118,10 @@ export function startBuilder<T>(topic: string, handler: Handler<T> | HandlerObje
     const name = ctorName && ctorName !== 'Object' ? `${ctorName}.handle` : topic;
     return new SubscriberBuilder(topic, handler.handle.bind(handler), name);
   }
-  throw new SluiceError('CONFIG_INVALID', `subscriber(${show(topic)}): the handler must be a function or an object with handle(), got ${show(handler)}`);
+  throw new SluiceError(
+    'CONFIG_INVALID',
+    `subscriber(${show(topic)}): the handler must be a function or an object with handle(), got ${show(handler)}`,
+  );
 }
 
 /** A topic is a non-empty string. */

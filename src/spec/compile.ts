@@ -80,11 +80,15 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
   const name = spec.name;
   checkName(`subscriber ${show(name)}`, name); // a default name (a method's or function's) too
   if (!(typeof topic === 'string' && topic !== '' && !topic.includes('\u0000'))) {
-    throw new SluiceError('CONFIG_INVALID', `subscriber ${show(name)}: topic must be a non-empty string without NUL, got ${show(topic)}`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `subscriber ${show(name)}: topic must be a non-empty string without NUL, got ${show(topic)}`,
+    );
   }
   // retry merges field by field: a subscriber's attempts keep its router's backoff.
   const retries = chain.map((o) => o.retry).filter((r) => r !== undefined);
-  const retryField = <T>(get: (r: NonNullable<SharedOptions['retry']>) => T | undefined): T | undefined => retries.map(get).find((v) => v !== undefined);
+  const retryField = <T>(get: (r: NonNullable<SharedOptions['retry']>) => T | undefined): T | undefined =>
+    retries.map(get).find((v) => v !== undefined);
   const merged = validateOptions<SubscriberOptions>(
     {
       ...own,
@@ -92,7 +96,10 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
       byKey: (own.workers !== undefined ? own.byKey : pick('byKey')) ?? false,
       group: pick('group'),
       decode: pick('decode'),
-      retry: { attempts: retryField((r) => r.attempts), backoff: { initialMs: retryField((r) => r.backoff?.initialMs), maxMs: retryField((r) => r.backoff?.maxMs) } },
+      retry: {
+        attempts: retryField((r) => r.attempts),
+        backoff: { initialMs: retryField((r) => r.backoff?.initialMs), maxMs: retryField((r) => r.backoff?.maxMs) },
+      },
       deadLetter: pick('deadLetter'),
       timeoutMs: pick('timeoutMs'),
     },
@@ -109,14 +116,21 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
     key: merged.key,
     decode: decoderOf(merged.decode),
     batchMax: merged.batch?.max,
-    retry: Object.freeze({ attempts: merged.retry!.attempts ?? DEFAULTS.attempts, initialMs, maxMs: backoff.maxMs ?? Math.max(initialMs, DEFAULTS.maxMs) }),
+    retry: Object.freeze({
+      attempts: merged.retry!.attempts ?? DEFAULTS.attempts,
+      initialMs,
+      maxMs: backoff.maxMs ?? Math.max(initialMs, DEFAULTS.maxMs),
+    }),
     deadLetter: merged.deadLetter ?? `${topic}.dlq`,
     timeoutMs: merged.timeoutMs ?? DEFAULTS.timeoutMs,
     pace: merged.pace,
     handler: spec.handler,
   };
   if (compiled.pace !== undefined && compiled.batchMax !== undefined) {
-    throw new SluiceError('CONFIG_INVALID', `subscriber "${name}": batch must not be combined with pace (a paced run is one key's; use pace.batch), got batch ${show(merged.batch)}`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `subscriber "${name}": batch must not be combined with pace (a paced run is one key's; use pace.batch), got batch ${show(merged.batch)}`,
+    );
   }
   return Object.freeze(compiled);
 }

@@ -73,19 +73,26 @@ export function subscriber<T = any>(topic: string, handler: Handler<T> | Handler
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
 export function subscriber(topic: string, second?: unknown): SubscriberBuilder | SubscriberDecorator {
-  if (typeof second === 'function' || (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')) {
+  if (
+    typeof second === 'function' ||
+    (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')
+  ) {
     return startBuilder(topic, second as Handler<unknown>);
   }
   checkTopic(topic);
   if (second !== undefined && (second === null || typeof second !== 'object' || Array.isArray(second))) {
-    throw new SluiceError('CONFIG_INVALID', `subscriber(${show(topic)}): the second argument must be a handler (a function or an object with handle()) or decorator options, got ${show(second)}`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `subscriber(${show(topic)}): the second argument must be a handler (a function or an object with handle()) or decorator options, got ${show(second)}`,
+    );
   }
   const raw = (second ?? {}) as SubscriberOptions;
   // Checked when the decorator is applied, when the method (and, for legacy decorators, the class) is known.
   return ((target: unknown, context: unknown) => {
     if (typeof target === 'function' && typeof context === 'object' && context !== null && 'kind' in context) {
       const { kind, name } = context as { kind: string; name: string | symbol };
-      if (kind !== 'method') throw new SluiceError('CONFIG_INVALID', `@subscriber(${show(topic)}) decorates methods only`);
+      if (kind !== 'method')
+        throw new SluiceError('CONFIG_INVALID', `@subscriber(${show(topic)}) decorates methods only`);
       // A standard decorator sees the method, not its class: the subscriber is named by the method alone.
       const declared: Declared = { topic, options: validateOptions(raw, whoIs(raw, String(name), topic)) };
       declaredByFunction.set(target, [...(declaredByFunction.get(target) ?? []), declared]);
@@ -93,13 +100,19 @@ export function subscriber(topic: string, second?: unknown): SubscriberBuilder |
     }
     const method = String(context);
     const className = (target as { constructor?: { name?: string } }).constructor?.name;
-    const declared: Declared = { topic, options: validateOptions(raw, whoIs(raw, className ? `${className}.${method}` : method, topic)) };
-    const list = (Reflect.getOwnMetadata(METADATA_KEY, target as object) as Record<string, Declared[]> | undefined) ?? {};
+    const declared: Declared = {
+      topic,
+      options: validateOptions(raw, whoIs(raw, className ? `${className}.${method}` : method, topic)),
+    };
+    const list =
+      (Reflect.getOwnMetadata(METADATA_KEY, target as object) as Record<string, Declared[]> | undefined) ?? {};
     Reflect.defineMetadata(METADATA_KEY, { ...list, [method]: [...(list[method] ?? []), declared] }, target as object);
   }) as SubscriberDecorator;
 }
 
-/** Names a decorated subscriber in errors as the builder does: its `name` option, else `Class.method`; and its topic. */
+/**
+ * Names a decorated subscriber in errors as the builder does: its `name` option, else `Class.method`; and its topic.
+ */
 function whoIs(raw: SubscriberOptions, defaultName: string, topic: string): string {
   const named = typeof raw.name === 'string' && raw.name.trim() !== '' ? raw.name : defaultName;
   return `subscriber "${named}" (@subscriber(${show(topic)}))`;
@@ -107,7 +120,10 @@ function whoIs(raw: SubscriberOptions, defaultName: string, topic: string): stri
 
 /** True when the class (or the instance's class) has `@subscriber` methods. */
 export function hasSubscribers(target: object): boolean {
-  const proto = typeof target === 'function' ? (target as { prototype: object }).prototype : (Object.getPrototypeOf(target) as object | null);
+  const proto =
+    typeof target === 'function'
+      ? (target as { prototype: object }).prototype
+      : (Object.getPrototypeOf(target) as object | null);
   return proto !== null && proto !== undefined && declaredOn(proto).length > 0;
 }
 
@@ -118,10 +134,12 @@ export function specsOf(target: object): SubscriberSpec[] {
   const found = declaredOn(Object.getPrototypeOf(instance) as object);
   // `Class.method`; where one method carries several unnamed @subscriber, `Class.method@topic` each.
   const unnamed = new Map<string, number>();
-  for (const { method, declared } of found) if (!declared.options.name) unnamed.set(method, (unnamed.get(method) ?? 0) + 1);
+  for (const { method, declared } of found)
+    if (!declared.options.name) unnamed.set(method, (unnamed.get(method) ?? 0) + 1);
   return found.map(({ method, declared }) => {
     const fn = (instance as Record<string, unknown>)[method] as Handler;
-    const defaultName = (unnamed.get(method) ?? 0) > 1 ? `${className}.${method}@${declared.topic}` : `${className}.${method}`;
+    const defaultName =
+      (unnamed.get(method) ?? 0) > 1 ? `${className}.${method}@${declared.topic}` : `${className}.${method}`;
     return new SubscriberSpec(declared.topic, fn.bind(instance), declared.options, defaultName);
   });
 }
@@ -134,7 +152,10 @@ function declaredOn(proto: object): { method: string; declared: Declared }[] {
     for (const method of Object.getOwnPropertyNames(p)) {
       if (method === 'constructor' || seen.has(method)) continue;
       const value: unknown = Object.getOwnPropertyDescriptor(p, method)?.value;
-      const list = [...(legacy[method] ?? []), ...(typeof value === 'function' ? declaredByFunction.get(value) ?? [] : [])];
+      const list = [
+        ...(legacy[method] ?? []),
+        ...(typeof value === 'function' ? (declaredByFunction.get(value) ?? []) : []),
+      ];
       if (list.length > 0) seen.add(method);
       for (const declared of list) found.push({ method, declared });
     }

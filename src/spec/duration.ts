@@ -1,11 +1,29 @@
 import { SluiceError, show } from '../core/errors.js';
 
 const UNIT_MS: Record<string, number> = {
-  ms: 1, msec: 1, msecs: 1, millisecond: 1, milliseconds: 1,
-  s: 1000, sec: 1000, secs: 1000, second: 1000, seconds: 1000,
-  m: 60_000, min: 60_000, mins: 60_000, minute: 60_000, minutes: 60_000,
-  h: 3_600_000, hr: 3_600_000, hrs: 3_600_000, hour: 3_600_000, hours: 3_600_000,
-  d: 86_400_000, day: 86_400_000, days: 86_400_000,
+  ms: 1,
+  msec: 1,
+  msecs: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1000,
+  sec: 1000,
+  secs: 1000,
+  second: 1000,
+  seconds: 1000,
+  m: 60_000,
+  min: 60_000,
+  mins: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+  h: 3_600_000,
+  hr: 3_600_000,
+  hrs: 3_600_000,
+  hour: 3_600_000,
+  hours: 3_600_000,
+  d: 86_400_000,
+  day: 86_400_000,
+  days: 86_400_000,
 };
 const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$/i;
 
@@ -46,5 +64,8 @@ export function parseDuration(value: unknown, where: string): number {
       if (Number.isSafeInteger(ms)) return ms;
     }
   }
-  throw new SluiceError('PACE_BAD_DURATION', `${where}: ${show(value)} is not a duration (milliseconds, or text such as '500 ms', '10s', '2 minutes', '1 hour')`);
+  throw new SluiceError(
+    'PACE_BAD_DURATION',
+    `${where}: ${show(value)} is not a duration (milliseconds, or text such as '500 ms', '10s', '2 minutes', '1 hour')`,
+  );
 }

@@ -142,9 +142,14 @@ export interface PaceOptions {
         /** The longest a window stays open after its first start; at least `window`. */
         maxWait?: Duration;
       };
-  /** Events of a key gather until `max` have arrived (the run starts at once) or `wait` has passed since the first; the run gets every event, in arrival order. */
+  /**
+   * Events of a key gather until `max` have arrived (the run starts at once) or `wait` has passed since the first; the
+   * run gets every event, in arrival order.
+   */
   batch?: {
-    /** The most events a run carries: a positive integer up to {@link MAX_BATCH}. @default `1_000`, {@link MAX_BATCH} */
+    /**
+     * The most events a run carries: a positive integer up to {@link MAX_BATCH}. @default `1_000`, {@link MAX_BATCH}
+     */
     max?: number;
     /** How long a batch gathers after its first event. @default '10 seconds' */
     wait?: Duration;
@@ -170,9 +175,14 @@ export interface PaceOptions {
    * with `SEND_INVALID` (a broker delivery is dead-lettered).
    */
   order?: (start: { event: unknown; key: string }) => number;
-  /** `'key'`: among waiting runs of equal order, keys take turns at the workers (round-robin) instead of oldest first. */
+  /**
+   * `'key'`: among waiting runs of equal order, keys take turns at the workers (round-robin) instead of oldest first.
+   */
   turns?: 'key';
-  /** How long an event ID (and, for broker deliveries, an offset) is remembered to join a duplicate once. @default '10 minutes' */
+  /**
+   * How long an event ID (and, for broker deliveries, an offset) is remembered to join a duplicate once. @default '10
+   * minutes'
+   */
   dedup?: Duration;
 }
 
@@ -203,7 +213,10 @@ export interface SubscriberOptions<T = any> {
    * {@link MAX_WORKERS}; anything else throws `WORKERS_INVALID`. @default 1
    */
   workers?: number;
-  /** Make the workers sequential lanes by partition key: one key's deliveries in order, different keys at once. @default false */
+  /**
+   * Make the workers sequential lanes by partition key: one key's deliveries in order, different keys at once. @default
+   * false
+   */
   byKey?: boolean;
   /** The partition key, for lanes and pace. @default the broker's key (memory broker: header `partition-key`) */
   key?: KeyFn<T>;
@@ -211,14 +224,23 @@ export interface SubscriberOptions<T = any> {
   group?: string;
   /** How the message value becomes the payload. @default `JSON.parse` of the value as UTF-8 text */
   decode?: Decoder<T>;
-  /** Hand the handler arrays of up to `max` payloads: what the broker has ready when a worker is free. Not with `byKey` or `pace`. */
+  /**
+   * Hand the handler arrays of up to `max` payloads: what the broker has ready when a worker is free. Not with `byKey`
+   * or `pace`.
+   */
   batch?: {
     /** The most messages a batch holds: a positive integer. */
     max: number;
   };
-  /** How often a failed delivery is tried, and the backoff in between. @default `{ attempts: 5, backoff: { initialMs: 100, maxMs: 30_000 } }` */
+  /**
+   * How often a failed delivery is tried, and the backoff in between. @default `{ attempts: 5, backoff: { initialMs:
+   * 100, maxMs: 30_000 } }`
+   */
   retry?: RetryOptions;
-  /** Dead-letter topic (non-empty), or `false` to drop rejected and exhausted deliveries, with a warning. @default `<topic>.dlq`, router prefix included */
+  /**
+   * Dead-letter topic (non-empty), or `false` to drop rejected and exhausted deliveries, with a warning. @default
+   * `<topic>.dlq`, router prefix included
+   */
   deadLetter?: string | false;
   /** Durable flow control per key. @default `undefined`: no pace */
   pace?: PaceOptions;
@@ -236,12 +258,33 @@ export interface SubscriberOptions<T = any> {
  *
  * @category Subscribers
  */
-export type SharedOptions = Pick<SubscriberOptions, 'workers' | 'byKey' | 'group' | 'retry' | 'deadLetter' | 'timeoutMs' | 'decode'>;
+export type SharedOptions = Pick<
+  SubscriberOptions,
+  'workers' | 'byKey' | 'group' | 'retry' | 'deadLetter' | 'timeoutMs' | 'decode'
+>;
 
 /** The settings a router (or the app) may give as defaults to what it includes: the keys of {@link SharedOptions}. */
-export const SHARED_OPTION_NAMES = ['workers', 'byKey', 'group', 'retry', 'deadLetter', 'timeoutMs', 'decode'] as const satisfies readonly (keyof SharedOptions)[];
+export const SHARED_OPTION_NAMES = [
+  'workers',
+  'byKey',
+  'group',
+  'retry',
+  'deadLetter',
+  'timeoutMs',
+  'decode',
+] as const satisfies readonly (keyof SharedOptions)[];
 
 /** Every option name, for rejecting misspelled ones. */
 export const OPTION_NAMES: ReadonlySet<string> = new Set([
-  'name', 'workers', 'byKey', 'key', 'group', 'decode', 'batch', 'retry', 'deadLetter', 'pace', 'timeoutMs',
+  'name',
+  'workers',
+  'byKey',
+  'key',
+  'group',
+  'decode',
+  'batch',
+  'retry',
+  'deadLetter',
+  'pace',
+  'timeoutMs',
 ]);

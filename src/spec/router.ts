@@ -21,7 +21,8 @@ export interface RouterOptions extends SharedOptions {
  *
  * @category Subscribers
  */
-export type Includable = SubscriberSpec | SubscriberBuilder | Router | (abstract new (...args: never[]) => object) | object;
+export type Includable =
+  SubscriberSpec | SubscriberBuilder | Router | (abstract new (...args: never[]) => object) | object;
 
 /** A subscriber with the router layers it was included through, outermost last. */
 export interface Mounted {
@@ -79,20 +80,37 @@ export class Router {
     return this;
   }
 
-  /** Default workers: a pool of n. Throws `WORKERS_INVALID` for a bad n, `APP_STATE` once mounted (as every setting method does). */
-  workers(n: number): this { return this.set({ workers: n, byKey: false }); }
+  /**
+   * Default workers: a pool of n. Throws `WORKERS_INVALID` for a bad n, `APP_STATE` once mounted (as every setting
+   * method does).
+   */
+  workers(n: number): this {
+    return this.set({ workers: n, byKey: false });
+  }
   /** Default lanes by key: n of them. */
-  workersByKey(n: number): this { return this.set({ workers: n, byKey: true }); }
+  workersByKey(n: number): this {
+    return this.set({ workers: n, byKey: true });
+  }
   /** Default consumer group. */
-  group(group: string): this { return this.set({ group }); }
+  group(group: string): this {
+    return this.set({ group });
+  }
   /** Default retry policy; a subscriber's own `retry` merges over it field by field. */
-  retry(retry: RetryOptions): this { return this.set({ retry }); }
+  retry(retry: RetryOptions): this {
+    return this.set({ retry });
+  }
   /** Default dead-letter topic, one for all that it includes, or `false` to drop. */
-  deadLetter(topic: string | false): this { return this.set({ deadLetter: topic }); }
+  deadLetter(topic: string | false): this {
+    return this.set({ deadLetter: topic });
+  }
   /** Default attempt timeout, in milliseconds. */
-  timeout(ms: number): this { return this.set({ timeoutMs: ms }); }
+  timeout(ms: number): this {
+    return this.set({ timeoutMs: ms });
+  }
   /** The default decoder: a function of the raw bytes, or an object with `parse` (a zod schema fits). */
-  decode(decoder: Decoder): this { return this.set({ decode: decoder }); }
+  decode(decoder: Decoder): this {
+    return this.set({ decode: decoder });
+  }
 
   /**
    * @internal Every subscriber below this router, with the layers of defaults above it. `app` names the
@@ -117,16 +135,23 @@ export class Router {
   private assertOpen(what: string): void {
     if (this.mountedBy === undefined) return;
     const { prefix } = this.settings;
-    throw new SluiceError('APP_STATE', `router${prefix ? ` "${prefix}"` : ''}: ${what} after App "${this.mountedBy}" mounted it with withBroker() would be ignored; include everything inside withBroker's callback`);
+    throw new SluiceError(
+      'APP_STATE',
+      `router${prefix ? ` "${prefix}"` : ''}: ${what} after App "${this.mountedBy}" mounted it with withBroker() would be ignored; include everything inside withBroker's callback`,
+    );
   }
 
   private static check(options: RouterOptions): Readonly<RouterOptions> {
     const { prefix, ...rest } = options ?? {};
     const who = `router${prefix ? ` "${prefix}"` : ''}`;
-    if (prefix !== undefined && typeof prefix !== 'string') throw new SluiceError('CONFIG_INVALID', `${who}: prefix must be a string, got ${show(prefix)}`);
+    if (prefix !== undefined && typeof prefix !== 'string')
+      throw new SluiceError('CONFIG_INVALID', `${who}: prefix must be a string, got ${show(prefix)}`);
     for (const field of Object.keys(rest)) {
       if (!(SHARED_OPTION_NAMES as readonly string[]).includes(field)) {
-        throw new SluiceError('CONFIG_INVALID', `${who}: ${field} is not a router setting (prefix, ${SHARED_OPTION_NAMES.join(', ')}), got ${show((rest as Record<string, unknown>)[field])}`);
+        throw new SluiceError(
+          'CONFIG_INVALID',
+          `${who}: ${field} is not a router setting (prefix, ${SHARED_OPTION_NAMES.join(', ')}), got ${show((rest as Record<string, unknown>)[field])}`,
+        );
       }
     }
     return Object.freeze({ ...validateOptions(rest, who), ...(prefix !== undefined ? { prefix } : {}) });
@@ -136,7 +161,11 @@ export class Router {
 /** Turns anything `include` takes into specs and routers; throws on anything else. */
 export function resolve(item: Includable): (SubscriberSpec | Router)[] {
   if (item instanceof SubscriberSpec || item instanceof Router) return [item];
-  if (item !== null && (typeof item === 'function' || typeof item === 'object') && hasSubscribers(item)) return specsOf(item);
+  if (item !== null && (typeof item === 'function' || typeof item === 'object') && hasSubscribers(item))
+    return specsOf(item);
   if (item instanceof SubscriberBuilder) return [item.build()];
-  throw new SluiceError('CONFIG_INVALID', `include: expected a subscriber spec, a router, or a class with @subscriber methods (or an instance of one), got ${show(item)}`);
+  throw new SluiceError(
+    'CONFIG_INVALID',
+    `include: expected a subscriber spec, a router, or a class with @subscriber methods (or an instance of one), got ${show(item)}`,
+  );
 }

@@ -1,6 +1,12 @@
 import { SluiceError, show, type ErrorCode } from '../core/errors.js';
 import { parseDuration } from './duration.js';
-import { OPTION_NAMES, SHARED_OPTION_NAMES, type PaceOptions, type SharedOptions, type SubscriberOptions } from './options.js';
+import {
+  OPTION_NAMES,
+  SHARED_OPTION_NAMES,
+  type PaceOptions,
+  type SharedOptions,
+  type SubscriberOptions,
+} from './options.js';
 
 /**
  * The most workers (or lanes) a subscriber may have, 10,000: each is a long-lived slot, made at start. More
@@ -30,9 +36,17 @@ const NESTED_FIELDS = {
  * `subscriber "Billing.bill"`. Throws `SluiceError` naming the field and the value.
  */
 export function validateOptions<T extends SubscriberOptions>(raw: T, who: string): Readonly<T> {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) fail('CONFIG_INVALID', who, 'options', raw, 'an object');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    fail('CONFIG_INVALID', who, 'options', raw, 'an object');
   for (const field of Object.keys(raw)) {
-    if (!OPTION_NAMES.has(field)) fail('CONFIG_INVALID', who, field, (raw as Record<string, unknown>)[field], `a known setting (${[...OPTION_NAMES].join(', ')})`);
+    if (!OPTION_NAMES.has(field))
+      fail(
+        'CONFIG_INVALID',
+        who,
+        field,
+        (raw as Record<string, unknown>)[field],
+        `a known setting (${[...OPTION_NAMES].join(', ')})`,
+      );
   }
   const o = raw as SubscriberOptions;
   if (o.name !== undefined) checkName(who, o.name);
@@ -40,10 +54,17 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
     positiveInt('WORKERS_INVALID', who, 'workers', o.workers);
     if (o.workers > MAX_WORKERS) fail('WORKERS_INVALID', who, 'workers', o.workers, `at most ${MAX_WORKERS}`);
   }
-  if (o.byKey !== undefined && typeof o.byKey !== 'boolean') fail('CONFIG_INVALID', who, 'byKey', o.byKey, 'true or false');
-  if (o.key !== undefined && typeof o.key !== 'function') fail('CONFIG_INVALID', who, 'key', o.key, 'a function (message) => string | undefined');
-  if (o.group !== undefined && !(typeof o.group === 'string' && o.group !== '' && !o.group.includes('\u0000'))) fail('CONFIG_INVALID', who, 'group', o.group, 'a non-empty string without NUL');
-  if (o.decode !== undefined && typeof o.decode !== 'function' && typeof (o.decode as { parse?: unknown })?.parse !== 'function') {
+  if (o.byKey !== undefined && typeof o.byKey !== 'boolean')
+    fail('CONFIG_INVALID', who, 'byKey', o.byKey, 'true or false');
+  if (o.key !== undefined && typeof o.key !== 'function')
+    fail('CONFIG_INVALID', who, 'key', o.key, 'a function (message) => string | undefined');
+  if (o.group !== undefined && !(typeof o.group === 'string' && o.group !== '' && !o.group.includes('\u0000')))
+    fail('CONFIG_INVALID', who, 'group', o.group, 'a non-empty string without NUL');
+  if (
+    o.decode !== undefined &&
+    typeof o.decode !== 'function' &&
+    typeof (o.decode as { parse?: unknown })?.parse !== 'function'
+  ) {
     fail('CONFIG_INVALID', who, 'decode', o.decode, 'a function or an object with parse()');
   }
   if (o.batch !== undefined) {
@@ -63,7 +84,11 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
       }
     }
   }
-  if (o.deadLetter !== undefined && o.deadLetter !== false && !(typeof o.deadLetter === 'string' && o.deadLetter !== '')) {
+  if (
+    o.deadLetter !== undefined &&
+    o.deadLetter !== false &&
+    !(typeof o.deadLetter === 'string' && o.deadLetter !== '')
+  ) {
     fail('CONFIG_INVALID', who, 'deadLetter', o.deadLetter, 'a topic name or false');
   }
   if (o.timeoutMs !== undefined && !(Number.isFinite(o.timeoutMs) && o.timeoutMs > 0)) {
@@ -71,7 +96,13 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
   }
   if (o.pace !== undefined) validatePace(o.pace, who);
   if (o.byKey === true && o.batch !== undefined) {
-    fail('CONFIG_INVALID', who, 'batch', o.batch, 'left out when byKey is set (a batch spans keys; use pace.batch for per-key batches)');
+    fail(
+      'CONFIG_INVALID',
+      who,
+      'batch',
+      o.batch,
+      'left out when byKey is set (a batch spans keys; use pace.batch for per-key batches)',
+    );
   }
   return frozenCopy(raw);
 }
@@ -81,17 +112,33 @@ export function validateOptions<T extends SubscriberOptions>(raw: T, who: string
  * (`SHARED_OPTION_NAMES`), each checked as a subscriber's. Returns a deeply frozen copy.
  */
 export function validateDefaults(raw: unknown, who: string): Readonly<SharedOptions> {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new SluiceError('CONFIG_INVALID', `${who} must be an object, got ${show(raw)}`);
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new SluiceError('CONFIG_INVALID', `${who} must be an object, got ${show(raw)}`);
   for (const field of Object.keys(raw)) {
-    if (!SHARED_NAMES.has(field)) fail('CONFIG_INVALID', who, field, (raw as Record<string, unknown>)[field], `a setting given as a default (${SHARED_OPTION_NAMES.join(', ')})`);
+    if (!SHARED_NAMES.has(field))
+      fail(
+        'CONFIG_INVALID',
+        who,
+        field,
+        (raw as Record<string, unknown>)[field],
+        `a setting given as a default (${SHARED_OPTION_NAMES.join(', ')})`,
+      );
   }
   return validateOptions(raw as SharedOptions, who);
 }
 
 function validatePace(pace: PaceOptions, who: string): void {
-  if (pace === null || typeof pace !== 'object' || Array.isArray(pace)) fail('CONFIG_INVALID', who, 'pace', pace, 'an object');
+  if (pace === null || typeof pace !== 'object' || Array.isArray(pace))
+    fail('CONFIG_INVALID', who, 'pace', pace, 'an object');
   for (const part of Object.keys(pace)) {
-    if (!PACE_PARTS.has(part)) fail('PACE_UNKNOWN_PART', who, `pace.${part}`, (pace as Record<string, unknown>)[part], `a pace part (${[...PACE_PARTS].join(', ')})`);
+    if (!PACE_PARTS.has(part))
+      fail(
+        'PACE_UNKNOWN_PART',
+        who,
+        `pace.${part}`,
+        (pace as Record<string, unknown>)[part],
+        `a pace part (${[...PACE_PARTS].join(', ')})`,
+      );
   }
   const where = (f: string): string => `${who}: pace.${f}`;
   const d = pace.debounce;
@@ -113,17 +160,26 @@ function validatePace(pace: PaceOptions, who: string): void {
     positiveInt('CONFIG_INVALID', who, 'pace.drop.max', pace.drop.max);
     parseDuration(pace.drop.per, where('drop.per'));
   }
-  if (pace.order !== undefined && typeof pace.order !== 'function') fail('CONFIG_INVALID', who, 'pace.order', pace.order, 'a function');
+  if (pace.order !== undefined && typeof pace.order !== 'function')
+    fail('CONFIG_INVALID', who, 'pace.order', pace.order, 'a function');
   if (pace.turns !== undefined && pace.turns !== 'key') fail('CONFIG_INVALID', who, 'pace.turns', pace.turns, "'key'");
   if (pace.dedup !== undefined) parseDuration(pace.dedup, where('dedup'));
 }
 
 /** A nested setting is an object (not null, not an array) with no key but its known fields. */
 function fields(who: string, path: keyof typeof NESTED_FIELDS, value: unknown, shape: string): void {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail('CONFIG_INVALID', who, path, value, `an object ${shape}`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    fail('CONFIG_INVALID', who, path, value, `an object ${shape}`);
   const known: readonly string[] = NESTED_FIELDS[path];
   for (const k of Object.keys(value)) {
-    if (!known.includes(k)) fail('CONFIG_INVALID', who, `${path}.${k}`, (value as Record<string, unknown>)[k], `a known field of ${path} (${known.join(', ')})`);
+    if (!known.includes(k))
+      fail(
+        'CONFIG_INVALID',
+        who,
+        `${path}.${k}`,
+        (value as Record<string, unknown>)[k],
+        `a known field of ${path} (${known.join(', ')})`,
+      );
   }
 }
 
@@ -133,7 +189,10 @@ function frozenCopy<T extends SubscriberOptions>(o: T): Readonly<T> {
   if (o.batch !== undefined) copy.batch = Object.freeze({ ...o.batch });
   if (o.retry !== undefined) {
     const backoff = o.retry.backoff;
-    copy.retry = Object.freeze({ ...o.retry, ...(backoff !== undefined ? { backoff: Object.freeze({ ...backoff }) } : {}) });
+    copy.retry = Object.freeze({
+      ...o.retry,
+      ...(backoff !== undefined ? { backoff: Object.freeze({ ...backoff }) } : {}),
+    });
   }
   if (o.pace !== undefined) {
     const p = o.pace;
@@ -151,17 +210,20 @@ function frozenCopy<T extends SubscriberOptions>(o: T): Readonly<T> {
  * NUL after it). Checked for a given name and for the default one alike.
  */
 export function checkName(who: string, name: unknown): void {
-  if (!(typeof name === 'string' && name.trim() !== '' && !name.includes('\u0000'))) fail('CONFIG_INVALID', who, 'name', name, 'a non-empty string without NUL');
+  if (!(typeof name === 'string' && name.trim() !== '' && !name.includes('\u0000')))
+    fail('CONFIG_INVALID', who, 'name', name, 'a non-empty string without NUL');
 }
 
-// Number.isInteger and Number.isFinite are false for anything but a number (they do not convert "5" as the global isFinite does).
+// Number.isInteger and Number.isFinite are false for anything but a number (they do not convert "5" as the global
+// isFinite does).
 
 function positiveInt(code: ErrorCode, who: string, field: string, value: unknown): void {
   if (!(Number.isInteger(value) && (value as number) >= 1)) fail(code, who, field, value, 'a positive integer');
 }
 
 function nonNegative(who: string, field: string, value: unknown): void {
-  if (!(Number.isFinite(value) && (value as number) >= 0)) fail('CONFIG_INVALID', who, field, value, 'a finite number >= 0');
+  if (!(Number.isFinite(value) && (value as number) >= 0))
+    fail('CONFIG_INVALID', who, field, value, 'a finite number >= 0');
 }
 
 /** Throws the standard settings error: `<who>: <field> must be <expected>, got <value>`. */

@@ -4,7 +4,15 @@ import type { Faults, ShardLog } from '../core/ports.js';
 import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
 import type { FileSystem, StoreFile } from './fs.js';
 import { MANIFEST, emptyManifest, readManifest, storeDamaged, writeManifest } from './manifest.js';
-import { SEGMENT_HEADER_BYTES, cutTornTail, listSegments, scanSegments, segmentHeader, segmentName, type Segment } from './segments.js';
+import {
+  SEGMENT_HEADER_BYTES,
+  cutTornTail,
+  listSegments,
+  scanSegments,
+  segmentHeader,
+  segmentName,
+  type Segment,
+} from './segments.js';
 import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
 
 interface Pending {
@@ -64,30 +72,47 @@ export class FileShardLog implements ShardLog {
       const first = segments[0];
       if (first && readFrame(await fs.readFile(first.file), 0, first.firstLsn).ok) {
         // A record where the header should be: a store made before segments had headers and shards manifests.
-        throw new SluiceError('STORE_CORRUPT', `store ${path.dirname(this.dir)} was made by an earlier version of Sluice, whose files this version does not read (${path.basename(this.dir)} has no ${MANIFEST}, and its segments no header): let that version drain it, or move it aside to start an empty store`);
+        throw new SluiceError(
+          'STORE_CORRUPT',
+          `store ${path.dirname(this.dir)} was made by an earlier version of Sluice, whose files this version does not read (${path.basename(this.dir)} has no ${MANIFEST}, and its segments no header): let that version drain it, or move it aside to start an empty store`,
+        );
       }
       throw storeDamaged(this.dir, `its ${MANIFEST} is missing`);
     }
     const snapshot = await readSnapshotFile(fs, this.dir);
     const snapshotLsn = snapshot?.lsn ?? 0;
     if (snapshotLsn < manifest.snapshot) {
-      throw storeDamaged(this.dir, snapshot ? `its snapshot is of LSN ${snapshotLsn}, older than the one of LSN ${manifest.snapshot} it wrote last` : `its snapshot (of the records up to LSN ${manifest.snapshot}) is missing`);
+      throw storeDamaged(
+        this.dir,
+        snapshot
+          ? `its snapshot is of LSN ${snapshotLsn}, older than the one of LSN ${manifest.snapshot} it wrote last`
+          : `its snapshot (of the records up to LSN ${manifest.snapshot}) is missing`,
+      );
     }
     if (manifest.segment > 0 && !segments.some((s) => s.firstLsn === manifest.segment)) {
-      throw storeDamaged(this.dir, `its newest segment, ${segmentName(manifest.segment)}, is missing (records from LSN ${manifest.segment} on are lost)`);
+      throw storeDamaged(
+        this.dir,
+        `its newest segment, ${segmentName(manifest.segment)}, is missing (records from LSN ${manifest.segment} on are lost)`,
+      );
     }
     const oldest = segments[0];
     if (oldest && oldest.firstLsn > snapshotLsn + 1) {
       const before = snapshotLsn > 0 ? `the snapshot ends at LSN ${snapshotLsn}` : 'there is no snapshot';
-      throw storeDamaged(this.dir, `records ${snapshotLsn + 1} to ${oldest.firstLsn - 1} are missing: ${before}, and the oldest segment, ${path.basename(oldest.file)}, starts at LSN ${oldest.firstLsn}`);
+      throw storeDamaged(
+        this.dir,
+        `records ${snapshotLsn + 1} to ${oldest.firstLsn - 1} are missing: ${before}, and the oldest segment, ${path.basename(oldest.file)}, starts at LSN ${oldest.firstLsn}`,
+      );
     }
     const scan = await scanSegments(fs, this.dir, segments, { namedSegment: manifest.segment }, !this.faults.skipCrc);
     const durable = Math.max(manifest.durable, snapshotLsn);
     if (scan.nextLsn - 1 < durable) {
       const newest = segments.at(-1);
-      throw storeDamaged(this.dir, newest
-        ? `records ${scan.nextLsn} to ${durable} are missing: they were durable, but the newest segment, ${path.basename(newest.file)}, ends at LSN ${scan.nextLsn - 1} (it was cut, emptied or zeroed)`
-        : `every segment is missing (records ${snapshotLsn + 1} to ${durable} at least, and any after them)`);
+      throw storeDamaged(
+        this.dir,
+        newest
+          ? `records ${scan.nextLsn} to ${durable} are missing: they were durable, but the newest segment, ${path.basename(newest.file)}, ends at LSN ${scan.nextLsn - 1} (it was cut, emptied or zeroed)`
+          : `every segment is missing (records ${snapshotLsn + 1} to ${durable} at least, and any after them)`,
+      );
     }
     // The checks passed: repair what a crash leaves.
     if (scan.cut) await cutTornTail(fs, this.dir, scan.cut);
@@ -117,8 +142,12 @@ export class FileShardLog implements ShardLog {
   append(record: Uint8Array): Promise<number> {
     if (this.failed !== undefined) throw this.failed;
     // Checked before an LSN is given: a refused record must not leave a gap.
-    if (!(record instanceof Uint8Array)) throw new TypeError(`ShardLog.append: a record is a Uint8Array, got ${typeof record}`);
-    if (record.length > MAX_RECORD_BYTES) throw new RangeError(`ShardLog.append: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${record.length}`);
+    if (!(record instanceof Uint8Array))
+      throw new TypeError(`ShardLog.append: a record is a Uint8Array, got ${typeof record}`);
+    if (record.length > MAX_RECORD_BYTES)
+      throw new RangeError(
+        `ShardLog.append: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${record.length}`,
+      );
     const lsn = this.nextLsn++;
     const frame = encodeFrame(lsn, record);
     return new Promise((resolve, reject) => {
@@ -141,7 +170,8 @@ export class FileShardLog implements ShardLog {
       let expected = segments[i]!.firstLsn;
       for (let pos = SEGMENT_HEADER_BYTES; pos < buf.length && expected <= this.durable; expected++) {
         const frame = readFrame(buf, pos, expected, expected, !this.faults.skipCrc);
-        if (!frame.ok) throw new SluiceError('STORE_CORRUPT', `store ${this.dir}: bad record at LSN ${expected} during replay`);
+        if (!frame.ok)
+          throw new SluiceError('STORE_CORRUPT', `store ${this.dir}: bad record at LSN ${expected} during replay`);
         if (frame.lsn >= fromLsn) visit(frame.lsn, frame.payload);
         pos = frame.next;
       }
@@ -153,7 +183,8 @@ export class FileShardLog implements ShardLog {
    * dead: those whose records all lie at or below `lsn`. The segment being written is always kept.
    */
   async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
-    if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
+    if (!(lsn <= this.durable))
+      throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
     const fs = this.fs;
     await writeSnapshotFile(fs, this.dir, lsn, state);
     this.snapshotAtOpen = undefined;
@@ -188,7 +219,11 @@ export class FileShardLog implements ShardLog {
         this.pending = [];
         const bytes = batch.length === 1 ? batch[0]!.frame : Buffer.concat(batch.map((p) => p.frame));
         try {
-          if (!this.handle || (this.tailBytes > SEGMENT_HEADER_BYTES && this.tailBytes + bytes.length > this.segmentBytes)) await this.roll(batch[0]!.lsn);
+          if (
+            !this.handle ||
+            (this.tailBytes > SEGMENT_HEADER_BYTES && this.tailBytes + bytes.length > this.segmentBytes)
+          )
+            await this.roll(batch[0]!.lsn);
           await writeAll(this.handle!, bytes);
           await this.handle!.datasync();
         } catch (error) {
@@ -204,7 +239,9 @@ export class FileShardLog implements ShardLog {
     }
   }
 
-  /** A new segment: created with its header, its name made durable, then named in the manifest before a record goes in. */
+  /**
+   * A new segment: created with its header, its name made durable, then named in the manifest before a record goes in.
+   */
   private roll(firstLsn: number): Promise<void> {
     return this.exclusive(async () => {
       await this.handle?.close();
@@ -232,7 +269,11 @@ export class FileShardLog implements ShardLog {
 
   /** Writes the manifest from what is durable now. Call inside {@link exclusive}, or before the log is in use. */
   private saveManifest(): Promise<void> {
-    return writeManifest(this.fs, this.dir, { segment: this.newestSegment, durable: this.durable, snapshot: this.snapshotLsn });
+    return writeManifest(this.fs, this.dir, {
+      segment: this.newestSegment,
+      durable: this.durable,
+      snapshot: this.snapshotLsn,
+    });
   }
 
   /** Runs `run` after every earlier one has finished: rolls, snapshots and close change the manifest one at a time. */
@@ -243,7 +284,11 @@ export class FileShardLog implements ShardLog {
   }
 
   private fail(error: unknown, batch: Pending[]): void {
-    const fatal = new SluiceError('STORE_CORRUPT', `store ${this.dir}: a write or fsync failed; the log refuses further appends (restart to recover)`, { cause: error });
+    const fatal = new SluiceError(
+      'STORE_CORRUPT',
+      `store ${this.dir}: a write or fsync failed; the log refuses further appends (restart to recover)`,
+      { cause: error },
+    );
     this.failed = fatal;
     for (const p of [...batch, ...this.pending.splice(0)]) p.reject(fatal);
     this.onFatal(fatal);
@@ -251,5 +296,5 @@ export class FileShardLog implements ShardLog {
 }
 
 async function writeAll(handle: StoreFile, bytes: Buffer): Promise<void> {
-  for (let done = 0; done < bytes.length; ) done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
+  for (let done = 0; done < bytes.length;) done += (await handle.write(bytes, done, bytes.length - done)).bytesWritten;
 }

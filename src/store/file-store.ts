@@ -67,16 +67,34 @@ class FileStore implements Store {
 
   constructor(private readonly options: FileStoreOptions) {
     const shards = options.shards ?? 4;
-    if (!Number.isInteger(shards) || shards < 1) throw new SluiceError('CONFIG_INVALID', `fileStore: shards must be a positive integer, got ${show(shards)}`);
+    if (!Number.isInteger(shards) || shards < 1)
+      throw new SluiceError('CONFIG_INVALID', `fileStore: shards must be a positive integer, got ${show(shards)}`);
     const segmentBytes = options.segmentBytes ?? 64 * 1024 * 1024;
-    if (!Number.isInteger(segmentBytes) || segmentBytes < 1024) throw new SluiceError('CONFIG_INVALID', `fileStore: segmentBytes must be an integer >= 1024, got ${show(segmentBytes)}`);
+    if (!Number.isInteger(segmentBytes) || segmentBytes < 1024)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `fileStore: segmentBytes must be an integer >= 1024, got ${show(segmentBytes)}`,
+      );
     this.shards = shards;
     const every = options.snapshotEvery;
-    if (every !== undefined && !(Number.isInteger(every) && every >= 1)) throw new SluiceError('CONFIG_INVALID', `fileStore: snapshotEvery must be a positive integer, got ${show(every)}`);
+    if (every !== undefined && !(Number.isInteger(every) && every >= 1))
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `fileStore: snapshotEvery must be a positive integer, got ${show(every)}`,
+      );
     this.snapshotEvery = every;
     this.fs = options.fs ?? nodeFileSystem;
-    const onFatal = options.onFatal ?? ((error: unknown) => process.nextTick(() => { throw error; }));
-    this.logs = Array.from({ length: shards }, (_, i) => new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal, this.fs, faultsOf(options)));
+    const onFatal =
+      options.onFatal ??
+      ((error: unknown) =>
+        process.nextTick(() => {
+          throw error;
+        }));
+    this.logs = Array.from(
+      { length: shards },
+      (_, i) =>
+        new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal, this.fs, faultsOf(options)),
+    );
   }
 
   async open(): Promise<void> {
@@ -119,9 +137,16 @@ class FileStore implements Store {
    */
   private async checkShardCount(): Promise<boolean> {
     const dir = this.options.dir;
-    const found = await this.fs.readFile(path.join(dir, SHARDS)).then((b) => b.toString(), () => undefined);
+    const found = await this.fs.readFile(path.join(dir, SHARDS)).then(
+      (b) => b.toString(),
+      () => undefined,
+    );
     if (found !== undefined && /^\s*[1-9]\d*\s*$/.test(found)) {
-      if (Number(found) !== this.shards) throw new SluiceError('CONFIG_INVALID', `fileStore: ${dir} was made with ${found.trim()} shards, got shards ${this.shards}`);
+      if (Number(found) !== this.shards)
+        throw new SluiceError(
+          'CONFIG_INVALID',
+          `fileStore: ${dir} was made with ${found.trim()} shards, got shards ${this.shards}`,
+        );
       return true;
     }
     const holding = await this.shardsHoldingRecords();

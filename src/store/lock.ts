@@ -13,10 +13,17 @@ export async function lockDirectory(fs: FileSystem, dir: string): Promise<() => 
   const taken = await fs.lock(dir);
   const file = path.join(dir, 'LOCK');
   if ('heldBy' in taken) {
-    if (taken.heldBy === 'this process') throw new SluiceError('CONFIG_INVALID', `store ${dir} is already open in this process`);
-    const text = await fs.readFile(file).then((b) => b.toString().trim(), () => '');
+    if (taken.heldBy === 'this process')
+      throw new SluiceError('CONFIG_INVALID', `store ${dir} is already open in this process`);
+    const text = await fs.readFile(file).then(
+      (b) => b.toString().trim(),
+      () => '',
+    );
     const holder = /^\d+$/.test(text) ? `process ${text}` : 'another process';
-    throw new SluiceError('CONFIG_INVALID', `store ${dir} is in use by ${holder}; two processes must never open one store`);
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `store ${dir} is in use by ${holder}; two processes must never open one store`,
+    );
   }
   try {
     await writeFileAtomic(fs, dir, 'LOCK', `${fs.pid}\n`);

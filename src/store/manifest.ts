@@ -41,7 +41,13 @@ export async function readManifest(fs: FileSystem, dir: string): Promise<Manifes
     parsed = undefined;
   }
   const count = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-  if (!parsed || parsed.format !== FORMAT || !count(parsed.segment) || !count(parsed.durable) || !count(parsed.snapshot)) {
+  if (
+    !parsed ||
+    parsed.format !== FORMAT ||
+    !count(parsed.segment) ||
+    !count(parsed.durable) ||
+    !count(parsed.snapshot)
+  ) {
     throw storeDamaged(dir, `its ${MANIFEST} is damaged (it reads ${JSON.stringify(buf.subarray(0, 80).toString())})`);
   }
   return { segment: parsed.segment, durable: parsed.durable, snapshot: parsed.snapshot };

@@ -21,7 +21,8 @@ export interface MemoryStore extends Store {
    * await first.start();
    * await first.send('reindex', { key: 'row-7', event: { rowId: 'row-7' } });
    * // The process "dies": the first app is abandoned, never stopped.
-   * const second = new App({ name: 't', clock, store: store.crash() }).withBroker(new MemoryBroker(), (b) => b.include(reindex));
+   * const second = new App({ name: 't', clock, store: store.crash() }).withBroker(new MemoryBroker(), (b) =>
+   * b.include(reindex));
    * await second.start(); // the acknowledged start is there: its window runs when the clock reaches it
    * ```
    */
@@ -54,10 +55,16 @@ export interface MemoryStoreOptions {
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const shards = options.shards ?? 4;
-  if (!Number.isInteger(shards) || shards < 1) throw new SluiceError('CONFIG_INVALID', `memoryStore: shards must be a positive integer, got ${show(shards)}`);
+  if (!Number.isInteger(shards) || shards < 1)
+    throw new SluiceError('CONFIG_INVALID', `memoryStore: shards must be a positive integer, got ${show(shards)}`);
   const seed = options.ioSeed;
-  if (seed !== undefined && !Number.isInteger(seed)) throw new SluiceError('CONFIG_INVALID', `memoryStore: ioSeed must be an integer, got ${show(seed)}`);
-  return new InMemoryStore(Array.from({ length: shards }, () => []), [], seed === undefined ? () => 1 : turnsOf(seed));
+  if (seed !== undefined && !Number.isInteger(seed))
+    throw new SluiceError('CONFIG_INVALID', `memoryStore: ioSeed must be an integer, got ${show(seed)}`);
+  return new InMemoryStore(
+    Array.from({ length: shards }, () => []),
+    [],
+    seed === undefined ? () => 1 : turnsOf(seed),
+  );
 }
 
 /** Turns a read takes, 1 to 4, from a seed (mulberry32). */
@@ -102,7 +109,11 @@ class InMemoryStore implements MemoryStore {
 
   crash(): MemoryStore {
     for (const l of this.logs) l.lost = true;
-    return new InMemoryStore(this.logs.map((l) => l.durableRecords()), this.logs.map((l) => l.snapshotForCrash()), this.turns);
+    return new InMemoryStore(
+      this.logs.map((l) => l.durableRecords()),
+      this.logs.map((l) => l.snapshotForCrash()),
+      this.turns,
+    );
   }
 }
 
@@ -190,7 +201,8 @@ class MemoryShardLog implements ShardLog {
   private snapshot: { lsn: number; state: Uint8Array } | undefined;
 
   async writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
-    if (!(lsn <= this.durable)) throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
+    if (!(lsn <= this.durable))
+      throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
     await new Promise<void>((resolve) => setImmediate(resolve)); // not in the caller's turn, as a file's write is not
     this.snapshot = { lsn, state: Buffer.from(state) }; // a copy (memcpy), as a file would be
   }

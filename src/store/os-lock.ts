@@ -5,7 +5,8 @@ import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 
 /** What {@link osLock} found: the lock, taken, or who holds it. */
-export type LockResult = { readonly release: () => Promise<void> } | { readonly heldBy: 'this process' | 'another process' };
+export type LockResult =
+  { readonly release: () => Promise<void> } | { readonly heldBy: 'this process' | 'another process' };
 
 /** Directories (by device and inode) whose lock this process holds. */
 const held = new Set<string>();
@@ -54,7 +55,9 @@ function take(dir: string, id: string): Promise<(() => Promise<void>) | undefine
 function listen(name: string): Promise<(() => Promise<void>) | undefined> {
   return new Promise((resolve, reject) => {
     const server = net.createServer((socket) => socket.destroy());
-    server.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' ? resolve(undefined) : reject(error)));
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'EADDRINUSE' ? resolve(undefined) : reject(error),
+    );
     // `exclusive`: a cluster worker binds the name itself, instead of sharing the primary's handle.
     server.listen({ path: name, exclusive: true }, () => {
       server.unref(); // the lock does not keep the process alive
@@ -65,7 +68,8 @@ function listen(name: string): Promise<(() => Promise<void>) | undefined> {
 
 async function flock(file: string): Promise<(() => Promise<void>) | undefined> {
   const exlock = (constants as Record<string, number | undefined>).O_EXLOCK;
-  if (exlock === undefined) throw new SluiceError('CONFIG_INVALID', `fileStore: no directory lock on platform ${process.platform}`);
+  if (exlock === undefined)
+    throw new SluiceError('CONFIG_INVALID', `fileStore: no directory lock on platform ${process.platform}`);
   try {
     const handle = await fs.open(file, constants.O_RDWR | constants.O_CREAT | exlock | constants.O_NONBLOCK);
     return () => handle.close();

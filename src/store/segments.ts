@@ -28,7 +28,8 @@ export function segmentHeader(firstLsn: number): Buffer {
   return header;
 }
 
-const headerOk = (buf: Buffer, firstLsn: number): boolean => buf.length >= SEGMENT_HEADER_BYTES && buf.subarray(0, SEGMENT_HEADER_BYTES).equals(segmentHeader(firstLsn));
+const headerOk = (buf: Buffer, firstLsn: number): boolean =>
+  buf.length >= SEGMENT_HEADER_BYTES && buf.subarray(0, SEGMENT_HEADER_BYTES).equals(segmentHeader(firstLsn));
 export const segmentName = (firstLsn: number): string => `${String(firstLsn).padStart(20, '0')}${SUFFIX}`;
 
 /** The segments of a shard directory, oldest first. */
@@ -63,19 +64,33 @@ export interface ScanBounds {
  * after its LSN is corruption: `STORE_CORRUPT`. So is a segment that does not start where the one before
  * it ended.
  */
-export async function scanSegments(fs: FileSystem, dir: string, segments: readonly Segment[], bounds: ScanBounds, checkCrc = true): Promise<Scan> {
+export async function scanSegments(
+  fs: FileSystem,
+  dir: string,
+  segments: readonly Segment[],
+  bounds: ScanBounds,
+  checkCrc = true,
+): Promise<Scan> {
   let expected = segments[0]?.firstLsn ?? 1;
   let tailBytes = 0;
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
     if (segment.firstLsn !== expected) {
-      throw storeDamaged(dir, `segment ${path.basename(segment.file)} starts at LSN ${segment.firstLsn}, but the one before it ends at LSN ${expected - 1}: records ${expected} to ${segment.firstLsn - 1} are missing (a segment was deleted)`);
+      throw storeDamaged(
+        dir,
+        `segment ${path.basename(segment.file)} starts at LSN ${segment.firstLsn}, but the one before it ends at LSN ${expected - 1}: records ${expected} to ${segment.firstLsn - 1} are missing (a segment was deleted)`,
+      );
     }
     const buf = await fs.readFile(segment.file);
     if (!headerOk(buf, segment.firstLsn)) {
       // A segment that a roll created but did not name in the manifest before the process died holds no record.
-      const leftover = i === segments.length - 1 && segment.firstLsn > bounds.namedSegment && !anyFrameAfter(buf, 0, expected);
-      if (!leftover) throw storeDamaged(dir, `segment ${path.basename(segment.file)} has no header: it was ${buf.length === 0 ? 'emptied' : 'zeroed or overwritten'}`);
+      const leftover =
+        i === segments.length - 1 && segment.firstLsn > bounds.namedSegment && !anyFrameAfter(buf, 0, expected);
+      if (!leftover)
+        throw storeDamaged(
+          dir,
+          `segment ${path.basename(segment.file)} has no header: it was ${buf.length === 0 ? 'emptied' : 'zeroed or overwritten'}`,
+        );
       return { nextLsn: expected, tailBytes, cut: { later: [segment] } }; // the one before it ended whole
     }
     let pos = SEGMENT_HEADER_BYTES;
@@ -90,13 +105,19 @@ export async function scanSegments(fs: FileSystem, dir: string, segments: readon
     // A bad frame at `pos`.
     const later = segments.slice(i + 1);
     if (anyFrameAfter(buf, pos + 1, expected) || (await anyGoodSegment(fs, later, expected))) {
-      throw new SluiceError('STORE_CORRUPT', `store ${dir}: bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}) with good records after it`);
+      throw new SluiceError(
+        'STORE_CORRUPT',
+        `store ${dir}: bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}) with good records after it`,
+      );
     }
     // A segment is made only once every record before its first LSN is durable: one named after this
     // record proves it was durable, so it is damaged, not torn.
     const proof = later.find((s) => s.firstLsn > expected);
     if (proof) {
-      throw storeDamaged(dir, `bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}), which was durable: segment ${path.basename(proof.file)} was made after it`);
+      throw storeDamaged(
+        dir,
+        `bad record at byte ${pos} of ${path.basename(segment.file)} (LSN ${expected}), which was durable: segment ${path.basename(proof.file)} was made after it`,
+      );
     }
     return { nextLsn: expected, tailBytes, cut: { file: segment.file, at: pos, later } };
   }

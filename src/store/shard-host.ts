@@ -17,7 +17,10 @@ export interface ShardHostOptions<S, O> {
    * outputs are not handed out again, since they may have left before the crash; this says what must.
    */
   readonly resume?: (key: string, state: S) => O[];
-  /** Timers fired per turn of the event loop at most (a wake starts at a sixteenth and doubles), so a mass wake starts its first runs before loading the rest. @default 1_000 */
+  /**
+   * Timers fired per turn of the event loop at most (a wake starts at a sixteenth and doubles), so a mass wake starts
+   * its first runs before loading the rest. @default 1_000
+   */
   readonly chunk?: number;
   readonly tickMs?: number;
   readonly horizonMs?: number;
@@ -25,7 +28,8 @@ export interface ShardHostOptions<S, O> {
   readonly maxLoadedKeys?: number;
   /**
    * Take a snapshot (whole-shard state, JSON) after this many records (and at least twice as many records
-   * as keys held, and at least as many bytes of records as the last snapshot took), at the next moment when everything applied is durable and handed out; the log then
+   * as keys held, and at least as many bytes of records as the last snapshot took), at the next moment when everything
+   * applied is durable and handed out; the log then
    * deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
@@ -75,7 +79,13 @@ export class ShardHost<S, O> {
   private burst = 0;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
-    this.core = new ShardCore(options.rules, { nowMs: options.clock.now(), tickMs: options.tickMs, horizonMs: options.horizonMs, maxLoadedKeys: options.maxLoadedKeys, loseTimers: options.faults?.loseTimers });
+    this.core = new ShardCore(options.rules, {
+      nowMs: options.clock.now(),
+      tickMs: options.tickMs,
+      horizonMs: options.horizonMs,
+      maxLoadedKeys: options.maxLoadedKeys,
+      loseTimers: options.faults?.loseTimers,
+    });
   }
 
   /** Where the host is: records are taken only while it is `serving`. */
@@ -95,12 +105,17 @@ export class ShardHost<S, O> {
    * once and journal its end in another shard) leaves while a shard has not replayed.
    */
   async recover(): Promise<void> {
-    if (this.stage !== 'new') throw new SluiceError('APP_STATE', `ShardHost: shard ${this.options.log.shard} recovers once, and it is ${this.stage}`);
+    if (this.stage !== 'new')
+      throw new SluiceError(
+        'APP_STATE',
+        `ShardHost: shard ${this.options.log.shard} recovers once, and it is ${this.stage}`,
+      );
     this.stage = 'recovering';
     const snapshot = await this.options.log.readSnapshot();
     if (snapshot) {
       const { lsn, at, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
-      if (lsn !== snapshot.lsn) throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
+      if (lsn !== snapshot.lsn)
+        throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
       this.core.importState(at === undefined ? { lsn, keys } : { lsn, at, keys }, this.options.clock.now());
       this.snapshotLsn = lsn;
     }
@@ -114,10 +129,15 @@ export class ShardHost<S, O> {
 
   /** Hands out what recovered keys still owe (`resume`) and arms the timers. */
   serve(): void {
-    if (this.stage !== 'recovered') throw new SluiceError('APP_STATE', `ShardHost: shard ${this.options.log.shard} serves once, after recover(), and it is ${this.stage}`);
+    if (this.stage !== 'recovered')
+      throw new SluiceError(
+        'APP_STATE',
+        `ShardHost: shard ${this.options.log.shard} serves once, after recover(), and it is ${this.stage}`,
+      );
     this.stage = 'serving';
     if (this.options.resume) {
-      for (const key of [...this.core.keys()]) for (const o of this.options.resume(key, this.core.state(key)!)) this.options.onOutput(o);
+      for (const key of [...this.core.keys()])
+        for (const o of this.options.resume(key, this.core.state(key)!)) this.options.onOutput(o);
     }
     this.arm();
   }
@@ -135,7 +155,8 @@ export class ShardHost<S, O> {
   }
 
   /**
-   * Appends a record (stamped with `now()` unless it has a time; never one before the last record's) and applies it. Resolves with its
+   * Appends a record (stamped with `now()` unless it has a time; never one before the last record's) and applies it.
+   * Resolves with its
    * LSN once it is durable, after its outputs were handed out.
    */
   async append(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<number> {
@@ -146,10 +167,18 @@ export class ShardHost<S, O> {
    * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable.
    * Throws `SEND_INVALID` at once for a record over `MAX_RECORD_BYTES` (64 MiB) encoded: no store takes it.
    */
-  submit(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<{ readonly lsn: number; readonly reply: unknown }> {
+  submit(
+    record: Omit<ShardRecord, 'at'> & { at?: number },
+  ): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
     // Before replay, a record would take an LSN that a journaled record holds; after close, go to a closed log.
-    if (this.stage !== 'serving') return Promise.reject(new SluiceError('APP_STATE', `ShardHost: shard ${this.options.log.shard} takes records while it serves (after recover() and serve(), until close()), and it is ${this.stage}`));
+    if (this.stage !== 'serving')
+      return Promise.reject(
+        new SluiceError(
+          'APP_STATE',
+          `ShardHost: shard ${this.options.log.shard} takes records while it serves (after recover() and serve(), until close()), and it is ${this.stage}`,
+        ),
+      );
     const last = this.core.time;
     const at = record.at === undefined ? this.now() : last === undefined || record.at > last ? record.at : last;
     const stamped: ShardRecord = { ...record, at };
@@ -159,20 +188,33 @@ export class ShardHost<S, O> {
     try {
       bytes = encode(stamped);
     } catch (error) {
-      if (error instanceof RangeError) throw new SluiceError('SEND_INVALID', `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got one too long to encode (${error.message})`, { cause: error });
+      if (error instanceof RangeError)
+        throw new SluiceError(
+          'SEND_INVALID',
+          `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got one too long to encode (${error.message})`,
+          { cause: error },
+        );
       throw error;
     }
-    if (bytes.length > MAX_RECORD_BYTES) throw new SluiceError('SEND_INVALID', `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${bytes.length}`);
+    if (bytes.length > MAX_RECORD_BYTES)
+      throw new SluiceError(
+        'SEND_INVALID',
+        `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${bytes.length}`,
+      );
     return this.commit(stamped, bytes);
   }
 
-  private async commit(stamped: ShardRecord, bytes: Buffer): Promise<{ readonly lsn: number; readonly reply: unknown }> {
+  private async commit(
+    stamped: ShardRecord,
+    bytes: Buffer,
+  ): Promise<{ readonly lsn: number; readonly reply: unknown }> {
     const log = this.options.log;
     const durable = log.append(bytes);
     this.appendedBytes += bytes.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), stamped);
-    if (this.options.faults?.releaseEarly) for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
+    if (this.options.faults?.releaseEarly)
+      for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
     this.arm();
     try {
       const lsn = await durable;
@@ -209,7 +251,11 @@ export class ShardHost<S, O> {
    */
   private snapshotDue(): boolean {
     const since = this.core.appliedLsn - this.snapshotLsn;
-    return since >= (this.options.snapshotEvery ?? 10_000) && since >= 2 * this.core.keyCount && this.appendedBytes - this.snapshotAtBytes >= this.snapshotBytes;
+    return (
+      since >= (this.options.snapshotEvery ?? 10_000) &&
+      since >= 2 * this.core.keyCount &&
+      this.appendedBytes - this.snapshotAtBytes >= this.snapshotBytes
+    );
   }
 
   /**
@@ -226,7 +272,11 @@ export class ShardHost<S, O> {
       const atBytes = this.appendedBytes;
       const parts: Buffer[] = [Buffer.from(`{"lsn":${lsn},${at === undefined ? '' : `"at":${at},`}"keys":[`)];
       try {
-        for (let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK); chunk.length > 0; chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)) {
+        for (
+          let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK);
+          chunk.length > 0;
+          chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)
+        ) {
           parts.push(Buffer.from((parts.length > 1 ? ',' : '') + chunk.join(',')));
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
@@ -251,7 +301,10 @@ export class ShardHost<S, O> {
     // store's close, and its lock) go while the first still writes and deletes files.
     if (this.stage === 'closed' || this.snapshotRun !== undefined) return;
     const running: Promise<void> = this.snapshot()
-      .then(() => undefined, (error: unknown) => this.options.onSnapshotError?.(error))
+      .then(
+        () => undefined,
+        (error: unknown) => this.options.onSnapshotError?.(error),
+      )
       .finally(() => {
         if (this.snapshotRun === running) this.snapshotRun = undefined;
       });

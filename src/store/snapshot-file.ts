@@ -23,13 +23,17 @@ export async function writeSnapshotFile(fs: FileSystem, dir: string, lsn: number
 }
 
 /** Reads the snapshot; a damaged one is `STORE_CORRUPT` (it was renamed into place whole, so it never tears). */
-export async function readSnapshotFile(fs: FileSystem, dir: string): Promise<{ lsn: number; state: Buffer } | undefined> {
+export async function readSnapshotFile(
+  fs: FileSystem,
+  dir: string,
+): Promise<{ lsn: number; state: Buffer } | undefined> {
   const buf = await fs.readFile(path.join(dir, NAME)).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
   if (!buf) return undefined;
-  const ok = buf.length >= HEADER && buf.readUInt32LE(12) === buf.length - HEADER && checksum(buf) === buf.readUInt32LE(8);
+  const ok =
+    buf.length >= HEADER && buf.readUInt32LE(12) === buf.length - HEADER && checksum(buf) === buf.readUInt32LE(8);
   if (!ok) throw new SluiceError('STORE_CORRUPT', `store ${dir}: the snapshot is damaged`);
   return { lsn: buf.readUInt32LE(0) + buf.readUInt32LE(4) * 0x1_0000_0000, state: buf.subarray(HEADER) };
 }

@@ -98,7 +98,8 @@ export class ManualClock implements Clock {
   private earliest(): Pending | undefined {
     this.timers = this.timers.filter((t) => !t.cancelled);
     let best: Pending | undefined;
-    for (const t of this.timers) if (!best || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.seq < best.seq)) best = t;
+    for (const t of this.timers)
+      if (!best || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.seq < best.seq)) best = t;
     return best;
   }
 }

@@ -5,7 +5,16 @@
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, ERROR_HEADER, HandlerOutcome, ManualClock, silentLogger, subscriber, type Broker, type Context } from '../../src/index.js';
+import {
+  App,
+  ERROR_HEADER,
+  HandlerOutcome,
+  ManualClock,
+  silentLogger,
+  subscriber,
+  type Broker,
+  type Context,
+} from '../../src/index.js';
 import { Concurrency, Counter, Gate, seeded, turns } from '../helpers.js';
 import { SpyBroker } from './spy.js';
 
@@ -35,8 +44,18 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       await Promise.all(apps.splice(0).map((a) => a.stop()));
     });
 
-    const makeApp = (appName: string, broker: Broker, include: Parameters<App['withBroker']>[1], extra: { clock?: ManualClock; shutdownTimeoutMs?: number } = {}): App => {
-      const app = new App({ name: appName, clock: extra.clock ?? new ManualClock(), logger: silentLogger, shutdownTimeoutMs: extra.shutdownTimeoutMs ?? 1_000 }).withBroker(broker, include);
+    const makeApp = (
+      appName: string,
+      broker: Broker,
+      include: Parameters<App['withBroker']>[1],
+      extra: { clock?: ManualClock; shutdownTimeoutMs?: number } = {},
+    ): App => {
+      const app = new App({
+        name: appName,
+        clock: extra.clock ?? new ManualClock(),
+        logger: silentLogger,
+        shutdownTimeoutMs: extra.shutdownTimeoutMs ?? 1_000,
+      }).withBroker(broker, include);
       apps.push(app);
       return app;
     };
@@ -47,10 +66,17 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const broker = fixture.connect();
       const seen: { key: string | undefined; n: number; h: string | undefined }[] = [];
       const app = makeApp(uniqueGroup('g-order'), broker, (b) =>
-        b.include(subscriber(topic, (v: { n: number }, ctx: Context) => void seen.push({ key: ctx.message.key, n: v.n, h: ctx.message.headers['x-test'] })).build()),
+        b.include(
+          subscriber(
+            topic,
+            (v: { n: number }, ctx: Context) =>
+              void seen.push({ key: ctx.message.key, n: v.n, h: ctx.message.headers['x-test'] }),
+          ).build(),
+        ),
       );
       await app.start();
-      for (let n = 0; n < 60; n++) await broker.publish(topic, { n }, { key: `k${n % 5}`, headers: { 'x-test': `h${n}` } });
+      for (let n = 0; n < 60; n++)
+        await broker.publish(topic, { n }, { key: `k${n % 5}`, headers: { 'x-test': `h${n}` } });
       await app.idle();
       expect(seen.map((s) => s.n).sort((a, b) => a - b)).toEqual([...Array(60).keys()]);
       for (const s of seen) expect(s).toMatchObject({ key: `k${s.n % 5}`, h: `h${s.n}` });
@@ -64,7 +90,10 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const topic = uniqueTopic('groups');
       await fixture.createTopic(topic, 4);
       const byMember = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
-      const sub = (i: number) => subscriber(topic, (v: { n: number }, ctx: Context) => void byMember[i]!.set(v.n, ctx.message.partition)).name(`m${i}`).build();
+      const sub = (i: number) =>
+        subscriber(topic, (v: { n: number }, ctx: Context) => void byMember[i]!.set(v.n, ctx.message.partition))
+          .name(`m${i}`)
+          .build();
       const sharedGroup = uniqueGroup('g-shared');
       const a1 = makeApp(sharedGroup, fixture.connect(), (b) => b.include(sub(0)));
       const a2 = makeApp(sharedGroup, fixture.connect(), (b) => b.include(sub(1)));
@@ -100,7 +129,9 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
             gates.push(g);
             await g.promise;
             c.leave();
-          }).workers(4).build(),
+          })
+            .workers(4)
+            .build(),
         ),
       );
       await app.start();
@@ -137,13 +168,16 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
             list.push(v.n);
             seen.set(v.key, list);
             c.leave();
-          }).workersByKey(8).build(),
+          })
+            .workersByKey(8)
+            .build(),
         ),
       );
       await app.start();
       const keys = 100;
       const perKey = 10;
-      for (let n = 0; n < perKey; n++) for (let k = 0; k < keys; k++) await broker.publish(topic, { key: `c${k}`, n }, { key: `c${k}` });
+      for (let n = 0; n < perKey; n++)
+        for (let k = 0; k < keys; k++) await broker.publish(topic, { key: `c${k}`, n }, { key: `c${k}` });
       await app.idle();
       expect(seen.size).toBe(keys);
       for (const list of seen.values()) expect(list).toEqual([...Array(perKey).keys()]);
@@ -158,7 +192,15 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const c = new Concurrency();
       const gate = new Gate();
       const app = makeApp(uniqueGroup('g-keyless'), broker, (b) =>
-        b.include(subscriber(topic, async () => { c.enter(); await gate.promise; c.leave(); }).workersByKey(3).build()),
+        b.include(
+          subscriber(topic, async () => {
+            c.enter();
+            await gate.promise;
+            c.leave();
+          })
+            .workersByKey(3)
+            .build(),
+        ),
       );
       await app.start();
       for (let n = 0; n < 6; n++) await broker.publish(topic, { n });
@@ -177,14 +219,19 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const clock = new ManualClock();
       const attempts: number[] = [];
       const calls = new Counter();
-      const app = makeApp(uniqueGroup('g-retry'), broker, (b) =>
-        b.include(
-          subscriber(topic, (_v: unknown, ctx: Context) => {
-            attempts.push(ctx.message.attempt);
-            calls.add();
-            if (ctx.message.attempt < 3) throw new Error('payment provider down');
-          }).retry({ attempts: 5, backoff: { initialMs: 100, maxMs: 1_000 } }).build(),
-        ),
+      const app = makeApp(
+        uniqueGroup('g-retry'),
+        broker,
+        (b) =>
+          b.include(
+            subscriber(topic, (_v: unknown, ctx: Context) => {
+              attempts.push(ctx.message.attempt);
+              calls.add();
+              if (ctx.message.attempt < 3) throw new Error('payment provider down');
+            })
+              .retry({ attempts: 5, backoff: { initialMs: 100, maxMs: 1_000 } })
+              .build(),
+          ),
         { clock },
       );
       await app.start();
@@ -217,10 +264,16 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
             if (v.kind === 'rejects') return HandlerOutcome.reject('not ours');
             handled.push(v.kind);
             return HandlerOutcome.ack();
-          }).retry({ attempts: 2, backoff: { initialMs: 0, maxMs: 0 } }).build(),
+          })
+            .retry({ attempts: 2, backoff: { initialMs: 0, maxMs: 0 } })
+            .build(),
         );
         b.include(
-          subscriber(`${topic}.dlq`, (raw: Uint8Array, ctx: Context) => void dead.push({ value: Buffer.from(raw).toString(), reason: ctx.message.headers[ERROR_HEADER] }))
+          subscriber(
+            `${topic}.dlq`,
+            (raw: Uint8Array, ctx: Context) =>
+              void dead.push({ value: Buffer.from(raw).toString(), reason: ctx.message.headers[ERROR_HEADER] }),
+          )
             .decode((raw) => raw)
             .build(),
         );
@@ -255,7 +308,9 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
           if (v.n < 2) await gate.promise; // the first two are in flight when stop() begins
           done.push(v.n);
           c.leave();
-        }).workers(2).build();
+        })
+          .workers(2)
+          .build();
       const group = uniqueGroup('g-stop');
       const first = makeApp(group, broker, (b) => b.include(sub()));
       await first.start();
@@ -280,14 +335,17 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const started = new Counter();
       let aborted = false;
       const group = uniqueGroup('g-hang');
-      const hanging = makeApp(group, fixture.connect(), (b) =>
-        b.include(
-          subscriber(topic, (_v: unknown, ctx: Context) => {
-            started.add();
-            ctx.signal.addEventListener('abort', () => (aborted = true));
-            return new Promise<void>(() => {}); // never settles
-          }).build(),
-        ),
+      const hanging = makeApp(
+        group,
+        fixture.connect(),
+        (b) =>
+          b.include(
+            subscriber(topic, (_v: unknown, ctx: Context) => {
+              started.add();
+              ctx.signal.addEventListener('abort', () => (aborted = true));
+              return new Promise<void>(() => {}); // never settles
+            }).build(),
+          ),
         { clock, shutdownTimeoutMs: 5_000 },
       );
       await hanging.start();
@@ -301,7 +359,9 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       await stopped;
       expect(aborted).toBe(true);
       const redelivered: number[] = [];
-      const next = makeApp(group, fixture.connect(), (b) => b.include(subscriber(topic, (v: { n: number }) => void redelivered.push(v.n)).build()));
+      const next = makeApp(group, fixture.connect(), (b) =>
+        b.include(subscriber(topic, (v: { n: number }) => void redelivered.push(v.n)).build()),
+      );
       await next.start();
       await next.idle();
       expect(redelivered).toEqual([1]);
@@ -314,16 +374,23 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const clock = new ManualClock();
       const done: string[] = [];
       const firstTry = new Counter();
-      const app = makeApp(uniqueGroup('g-timeout'), broker, (b) =>
-        b.include(
-          subscriber(topic, (v: { key: string }, ctx: Context) => {
-            if (v.key === 'stuck' && ctx.message.attempt === 1) {
-              firstTry.add();
-              return new Promise<void>(() => {});
-            }
-            done.push(`${v.key}#${ctx.message.attempt}`);
-          }).workersByKey(2).timeout(500).retry({ attempts: 3, backoff: { initialMs: 10, maxMs: 10 } }).build(),
-        ),
+      const app = makeApp(
+        uniqueGroup('g-timeout'),
+        broker,
+        (b) =>
+          b.include(
+            subscriber(topic, (v: { key: string }, ctx: Context) => {
+              if (v.key === 'stuck' && ctx.message.attempt === 1) {
+                firstTry.add();
+                return new Promise<void>(() => {});
+              }
+              done.push(`${v.key}#${ctx.message.attempt}`);
+            })
+              .workersByKey(2)
+              .timeout(500)
+              .retry({ attempts: 3, backoff: { initialMs: 10, maxMs: 10 } })
+              .build(),
+          ),
         { clock },
       );
       await app.start();
@@ -345,7 +412,12 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const sizes: number[] = [];
       const seen: number[] = [];
       const app = makeApp(uniqueGroup('g-batch'), broker, (b) =>
-        b.include(subscriber(topic, (vs: { n: number }[]) => void (sizes.push(vs.length), seen.push(...vs.map((v) => v.n)))).batch({ max: 5 }).workers(2).build()),
+        b.include(
+          subscriber(topic, (vs: { n: number }[]) => void (sizes.push(vs.length), seen.push(...vs.map((v) => v.n))))
+            .batch({ max: 5 })
+            .workers(2)
+            .build(),
+        ),
       );
       for (let n = 0; n < 23; n++) await broker.publish(topic, { n });
       await app.start();
@@ -361,13 +433,26 @@ export function brokerContract(name: string, fixture: BrokerFixture): void {
       const broker = fixture.connect();
       const out: { n: number; key: string | undefined }[] = [];
       const app = makeApp(uniqueGroup('g-onward'), broker, (b) => {
-        b.include(subscriber(topic, (v: { n: number }, ctx: Context) => ctx.publish(`${topic}.out`, { n: v.n * 10 }, { key: `k${v.n}` })).build());
-        b.include(subscriber(`${topic}.out`, (v: { n: number }, ctx: Context) => void out.push({ n: v.n, key: ctx.message.key })).build());
+        b.include(
+          subscriber(topic, (v: { n: number }, ctx: Context) =>
+            ctx.publish(`${topic}.out`, { n: v.n * 10 }, { key: `k${v.n}` }),
+          ).build(),
+        );
+        b.include(
+          subscriber(
+            `${topic}.out`,
+            (v: { n: number }, ctx: Context) => void out.push({ n: v.n, key: ctx.message.key }),
+          ).build(),
+        );
       });
       await app.start();
       for (let n = 1; n <= 3; n++) await broker.publish(topic, { n });
       await app.idle();
-      expect(out.sort((a, b) => a.n - b.n)).toEqual([{ n: 10, key: 'k1' }, { n: 20, key: 'k2' }, { n: 30, key: 'k3' }]);
+      expect(out.sort((a, b) => a.n - b.n)).toEqual([
+        { n: 10, key: 'k1' },
+        { n: 20, key: 'k2' },
+        { n: 30, key: 'k3' },
+      ]);
     });
   });
 }

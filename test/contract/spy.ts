@@ -10,8 +10,12 @@ export class SpyBroker implements Broker {
     this.kind = inner.kind;
   }
 
-  connect(): Promise<void> { return this.inner.connect(); }
-  close(): Promise<void> { return this.inner.close(); }
+  connect(): Promise<void> {
+    return this.inner.connect();
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
   publish(topic: string, value: unknown, options?: Parameters<Broker['publish']>[2]): Promise<void> {
     return this.inner.publish(topic, value, options);
   }

@@ -34,46 +34,55 @@ describe('Watermark', () => {
     );
     let longest = 0;
     fc.assert(
-      fc.property(fc.nat({ max: 1_000 }), fc.array(op, { minLength: 1, maxLength: 4_000, size: 'max' }), (start, ops) => {
-        const w = new Watermark(0, start);
-        const m = new Model(start);
-        const inFlight: number[] = [];
-        let next = start;
-        let outstanding = 0;
-        const take = (pick: number): number | undefined => {
-          if (inFlight.length === 0) return undefined;
-          const i = pick % inFlight.length;
-          const offset = inFlight[i]!;
-          inFlight[i] = inFlight[inFlight.length - 1]!;
-          inFlight.pop();
-          return offset;
-        };
-        for (const o of ops) {
-          if (o.t === 'deliver') {
-            w.delivered(next);
-            m.delivered.push(next);
-            inFlight.push(next);
-            outstanding++;
-            next += o.gap;
-          } else if (o.t === 'abandon') {
-            if (take(o.pick) === undefined) continue;
-            w.abandon(); // it stays in flight for the watermark: never committed past
-            outstanding--;
-          } else {
-            const offset = o.t === 'oldest' ? (inFlight.length > 0 ? Math.min(...inFlight.slice(0, 64)) : undefined) : take(o.pick);
-            if (offset === undefined) continue;
-            if (o.t === 'oldest') inFlight.splice(inFlight.indexOf(offset), 1);
-            const before = m.watermark();
-            m.finished.add(offset);
-            expect(w.complete(offset)).toBe(m.watermark() !== before);
-            outstanding--;
+      fc.property(
+        fc.nat({ max: 1_000 }),
+        fc.array(op, { minLength: 1, maxLength: 4_000, size: 'max' }),
+        (start, ops) => {
+          const w = new Watermark(0, start);
+          const m = new Model(start);
+          const inFlight: number[] = [];
+          let next = start;
+          let outstanding = 0;
+          const take = (pick: number): number | undefined => {
+            if (inFlight.length === 0) return undefined;
+            const i = pick % inFlight.length;
+            const offset = inFlight[i]!;
+            inFlight[i] = inFlight[inFlight.length - 1]!;
+            inFlight.pop();
+            return offset;
+          };
+          for (const o of ops) {
+            if (o.t === 'deliver') {
+              w.delivered(next);
+              m.delivered.push(next);
+              inFlight.push(next);
+              outstanding++;
+              next += o.gap;
+            } else if (o.t === 'abandon') {
+              if (take(o.pick) === undefined) continue;
+              w.abandon(); // it stays in flight for the watermark: never committed past
+              outstanding--;
+            } else {
+              const offset =
+                o.t === 'oldest'
+                  ? inFlight.length > 0
+                    ? Math.min(...inFlight.slice(0, 64))
+                    : undefined
+                  : take(o.pick);
+              if (offset === undefined) continue;
+              if (o.t === 'oldest') inFlight.splice(inFlight.indexOf(offset), 1);
+              const before = m.watermark();
+              m.finished.add(offset);
+              expect(w.complete(offset)).toBe(m.watermark() !== before);
+              outstanding--;
+            }
+            expect(w.watermark()).toBe(m.watermark());
+            expect(w.window()).toBe(m.window());
+            expect(w.outstanding).toBe(outstanding);
+            longest = Math.max(longest, m.delivered.length);
           }
-          expect(w.watermark()).toBe(m.watermark());
-          expect(w.window()).toBe(m.window());
-          expect(w.outstanding).toBe(outstanding);
-          longest = Math.max(longest, m.delivered.length);
-        }
-      }),
+        },
+      ),
       { numRuns: 20 },
     );
     // The runs reached what the name claims: long runs, over a thousand deliveries.

@@ -236,7 +236,15 @@ describe('Workers', () => {
     expect(w.slots).toHaveLength(4);
     expect(new Set(w.slots).size).toBe(4);
     for (const slot of [...w.slots, new Slot<J>()]) {
-      expect({ ...slot }).toEqual({ job: undefined, attempts: 0, waiting: false, away: false, seenAttempt: -1, seenAtMs: 0, abandoned: false });
+      expect({ ...slot }).toEqual({
+        job: undefined,
+        attempts: 0,
+        waiting: false,
+        away: false,
+        seenAttempt: -1,
+        seenAtMs: 0,
+        abandoned: false,
+      });
     }
     expect(w.inFlight).toBe(0);
     expect(w.away).toBe(0);

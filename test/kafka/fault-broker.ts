@@ -12,7 +12,8 @@ import path from 'node:path';
 const POM = path.resolve('scripts/kafka/pom.xml');
 
 /** Whether this machine can run a broker of a test's own (Java on PATH). Under CI it must. */
-export const canRunOwnBroker = spawnSync('java', ['-version'], { stdio: 'ignore' }).error === undefined || process.env.CI === 'true';
+export const canRunOwnBroker =
+  spawnSync('java', ['-version'], { stdio: 'ignore' }).error === undefined || process.env.CI === 'true';
 
 function alive(pid: number): boolean {
   try {
@@ -35,7 +36,8 @@ export function ownBrokerPort(name: string, fallback: number): number {
   const set = process.env[name];
   if (set === undefined || set === '') return fallback;
   const port = Number(set);
-  if (!Number.isInteger(port) || port < 1 || port > 65_534) throw new Error(`${name}=${set} is not a port (the controller takes port + 1)`);
+  if (!Number.isInteger(port) || port < 1 || port > 65_534)
+    throw new Error(`${name}=${set} is not a port (the controller takes port + 1)`);
   return port;
 }
 
@@ -49,7 +51,10 @@ export class FaultBroker {
   constructor(readonly port: number) {
     this.env = { ...process.env, KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(port + 1) };
     const version = /<kafka\.version>([^<]+)</.exec(fs.readFileSync(POM, 'utf8'))![1];
-    const cache = path.join(process.env.SLUICE_CACHE || path.join(os.homedir(), '.cache', 'sluice'), `kafka-${version}`);
+    const cache = path.join(
+      process.env.SLUICE_CACHE || path.join(os.homedir(), '.cache', 'sluice'),
+      `kafka-${version}`,
+    );
     this.pidFile = path.join(cache, `broker-${port}`, 'kafka.pid');
   }
 
@@ -60,8 +65,14 @@ export class FaultBroker {
   async start(fresh = false): Promise<string> {
     // Not execFileSync: the apps under test go on running in this process while the broker starts.
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['scripts/kafka/start.mjs', ...(fresh ? ['--fresh'] : [])], { env: this.env, encoding: 'utf8' }, (error, stdout, stderr) =>
-        error ? reject(new Error(`start.mjs failed: ${stderr.trim().split('\n').slice(-5).join(' | ')}`)) : resolve(stdout),
+      execFile(
+        process.execPath,
+        ['scripts/kafka/start.mjs', ...(fresh ? ['--fresh'] : [])],
+        { env: this.env, encoding: 'utf8' },
+        (error, stdout, stderr) =>
+          error
+            ? reject(new Error(`start.mjs failed: ${stderr.trim().split('\n').slice(-5).join(' | ')}`))
+            : resolve(stdout),
       ),
     );
     this.address = /KAFKA_BROKERS=(\S+)/.exec(out)![1]!;
@@ -102,7 +113,10 @@ export class FaultBroker {
   /** Stops the broker for good (at the end of a suite). */
   stop(): void {
     this.resume();
-    execFileSync(process.execPath, ['scripts/kafka/stop.mjs'], { env: { ...this.env, KAFKA_STOP_TIMEOUT_MS: '5000' }, stdio: 'ignore' });
+    execFileSync(process.execPath, ['scripts/kafka/stop.mjs'], {
+      env: { ...this.env, KAFKA_STOP_TIMEOUT_MS: '5000' },
+      stdio: 'ignore',
+    });
   }
 
   private signal(pid: number, signal: NodeJS.Signals): void {

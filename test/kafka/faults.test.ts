@@ -13,7 +13,8 @@ import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
 import { closeAll, eachConsumer, kafkaBrokers, testKafka } from './fixture.js';
 
 const CI = process.env.CI === 'true';
-if (kafkaBrokers && !canRunOwnBroker) console.warn('skipping the Kafka fault tests: no java on PATH to run a broker of their own');
+if (kafkaBrokers && !canRunOwnBroker)
+  console.warn('skipping the Kafka fault tests: no java on PATH to run a broker of their own');
 
 type Entry = { level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields: Record<string, unknown> };
 
@@ -26,12 +27,24 @@ function recordingLogger(): Logger & { entries: Entry[]; count: Counter } {
       entries.push({ level, message, fields: { ...bound, ...fields } });
       count.add();
     };
-    return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (more) => make({ ...bound, ...more }) };
+    return {
+      debug: at('debug'),
+      info: at('info'),
+      warn: at('warn'),
+      error: at('error'),
+      child: (more) => make({ ...bound, ...more }),
+    };
   };
   return Object.assign(make({}), { entries, count });
 }
 
-const plain = (address: string) => new Kafka({ clientId: 'plain', brokers: [address], logLevel: logLevel.NOTHING, retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 } });
+const plain = (address: string) =>
+  new Kafka({
+    clientId: 'plain',
+    brokers: [address],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 },
+  });
 
 async function withAdmin<T>(address: string, use: (a: Admin) => Promise<T>): Promise<T> {
   const a = plain(address).admin();
@@ -43,16 +56,24 @@ async function withAdmin<T>(address: string, use: (a: Admin) => Promise<T>): Pro
   }
 }
 
-async function produce(address: string, topic: string, messages: { partition?: number; key?: string; value: string }[]): Promise<void> {
+async function produce(
+  address: string,
+  topic: string,
+  messages: { partition?: number; key?: string; value: string }[],
+): Promise<void> {
   const producer = plain(address).producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
-  for (let i = 0; i < messages.length; i += 2_000) await producer.send({ topic, messages: messages.slice(i, i + 2_000) });
+  for (let i = 0; i < messages.length; i += 2_000)
+    await producer.send({ topic, messages: messages.slice(i, i + 2_000) });
   await producer.disconnect();
 }
 
 const committedOffsets = (a: Admin, group: string, topic: string): Promise<Map<number, number>> =>
-  a.fetchOffsets({ groupId: group, topics: [topic] }).then((r) => new Map(r[0]!.partitions.map((p) => [p.partition, Number(p.offset)])));
-const endOffsets = (a: Admin, topic: string): Promise<Map<number, number>> => a.fetchTopicOffsets(topic).then((r) => new Map(r.map((o) => [o.partition, Number(o.high)])));
+  a
+    .fetchOffsets({ groupId: group, topics: [topic] })
+    .then((r) => new Map(r[0]!.partitions.map((p) => [p.partition, Number(p.offset)])));
+const endOffsets = (a: Admin, topic: string): Promise<Map<number, number>> =>
+  a.fetchTopicOffsets(topic).then((r) => new Map(r.map((o) => [o.partition, Number(o.high)])));
 
 /** Asks again until `holds` says yes: waits on a state only the broker knows, for no set time. */
 async function until(holds: () => Promise<boolean> | boolean): Promise<void> {
@@ -66,7 +87,12 @@ const outage = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve
 async function guard<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      work,
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms} ms`)), ms)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -82,7 +108,10 @@ describe.skipIf(!kafkaBrokers)('kafka faults on the shared broker', () => {
     const topic = uniqueTopic('missing');
     const broker = testKafka();
     const refused = broker.consume({ topic, group: `g-${topic}`, onReadable: () => {}, onRevoke: async () => {} });
-    await expect(refused).rejects.toMatchObject({ code: 'TOPIC_MISSING', message: expect.stringContaining(`topic "${topic}"`) });
+    await expect(refused).rejects.toMatchObject({
+      code: 'TOPIC_MISSING',
+      message: expect.stringContaining(`topic "${topic}"`),
+    });
     await expect(refused).rejects.toThrow(/createTopics/);
   });
 
@@ -90,7 +119,10 @@ describe.skipIf(!kafkaBrokers)('kafka faults on the shared broker', () => {
     const topic = uniqueTopic('missing-out');
     const broker = testKafka();
     const refused = broker.publish(topic, { n: 1 });
-    await expect(refused).rejects.toMatchObject({ code: 'TOPIC_MISSING', message: expect.stringContaining(`topic "${topic}"`) });
+    await expect(refused).rejects.toMatchObject({
+      code: 'TOPIC_MISSING',
+      message: expect.stringContaining(`topic "${topic}"`),
+    });
     await expect(refused).rejects.toThrow(/createTopic/);
     await broker.createTopic(topic, 1); // made meanwhile: the next publish goes through
     await broker.publish(topic, { n: 2 });
@@ -114,7 +146,9 @@ describe.skipIf(!kafkaBrokers)('kafka faults on the shared broker', () => {
       };
     });
     const handled = new Counter();
-    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) => b.include(subscriber(topic, () => void handled.add()).build()));
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
+      b.include(subscriber(topic, () => void handled.add()).build()),
+    );
     apps.push(app);
     await app.start();
     for (let n = 0; n < 5; n++) await broker.publish(topic, { n });
@@ -131,8 +165,21 @@ describe.skipIf(!kafkaBrokers)('kafka faults on the shared broker', () => {
     const topic = uniqueTopic('deleted');
     await admin!.createTopic(topic, 1);
     const log = recordingLogger();
-    const broker = new KafkaBroker({ brokers: [kafkaBrokers!], logger: log, consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000, commitIntervalMs: 200 } });
-    const app = new App({ name: `g-${topic}`, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) => b.include(subscriber(topic, () => {}).build()));
+    const broker = new KafkaBroker({
+      brokers: [kafkaBrokers!],
+      logger: log,
+      consumer: {
+        maxWaitTimeMs: 100,
+        heartbeatIntervalMs: 300,
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 15_000,
+        commitIntervalMs: 200,
+      },
+    });
+    const app = new App({ name: `g-${topic}`, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
+      broker,
+      (b) => b.include(subscriber(topic, () => {}).build()),
+    );
     apps.push(app);
     await app.start();
     await broker.publish(topic, { n: 0 });
@@ -162,7 +209,13 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
   const options = (extra: Partial<KafkaBrokerOptions> = {}): KafkaBrokerOptions => ({
     brokers: [`127.0.0.1:${fault.port}`],
     logger: silentLogger,
-    consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000, commitIntervalMs: 200 },
+    consumer: {
+      maxWaitTimeMs: 100,
+      heartbeatIntervalMs: 300,
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 15_000,
+      commitIntervalMs: 200,
+    },
     ...extra,
   });
   const kafka = (extra?: Partial<KafkaBrokerOptions>) => {
@@ -182,7 +235,13 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
 
   /** Counts what the kafkajs consumers `broker` makes do: run() calls (joins begun), joins, crashes, fetches. */
   function watch(broker: KafkaBroker) {
-    const seen = { runs: new Counter(), joins: new Counter(), crashes: new Counter(), fetches: new Counter(), memberIds: [] as string[] };
+    const seen = {
+      runs: new Counter(),
+      joins: new Counter(),
+      crashes: new Counter(),
+      fetches: new Counter(),
+      memberIds: [] as string[],
+    };
     eachConsumer(broker, (consumer) => {
       const run = consumer.run.bind(consumer);
       consumer.run = (config) => (seen.runs.add(), run(config));
@@ -194,80 +253,95 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
   }
 
   /** Message n goes to partition n % partitions. */
-  const spread = (total: number, partitions: number) => Array.from({ length: total }, (_, n) => ({ partition: n % partitions, value: JSON.stringify({ n }) }));
+  const spread = (total: number, partitions: number) =>
+    Array.from({ length: total }, (_, n) => ({ partition: n % partitions, value: JSON.stringify({ n }) }));
 
   // The 30 and 90 s outages run under CI (they take minutes); every run has the 5 s one.
-  it.each(CI ? [5, 30, 90] : [5])('broker killed for %i s mid-consumption: nothing lost, duplicates only from the uncommitted window at the kill, every offset committed after', async (seconds) => {
-    await fault.start(); // up already, unless a test before left it down
-    const topic = uniqueTopic(`outage-${seconds}s`);
-    const group = `g-${topic}`;
-    // A short retry budget: kafkajs gives up on the dead broker (crashes) within the outage, so the member
-    // leaves the group and joins it again once the broker is back.
-    const broker = kafka({ kafkajs: { retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 } } });
-    const seen = watch(broker);
-    await broker.createTopic(topic, 3);
-    const perPartition = 1_000;
-    const later = 300; // per partition, published once the broker is back: read only after the member joined again
-    const total = 3 * (perPartition + later);
-    await produce(fault.address, topic, spread(3 * perPartition, 3));
-    // The app is brought to a standstill before the kill, so that what it handled and what the broker has
-    // committed are known exactly: offset HOLD of each partition is held (its watermark stays there while
-    // later offsets finish: the uncommitted window), and once every partition has ABOVE offsets finished
-    // beyond it, every new delivery is held too, until all 8 workers hold one.
-    const HOLD = 100;
-    const ABOVE = 50;
-    const counts = new Map<string, number>();
-    const delivered = [-1, -1, -1];
-    const beyondHold = [0, 0, 0];
-    const held = new Gate();
-    const holding = new Counter();
-    let freeze = false;
-    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
-      b.include(
-        subscriber(topic, async (_v: unknown, ctx: Context) => {
-          const { partition: p, offset: o } = ctx.message;
-          delivered[p] = Math.max(delivered[p]!, o);
-          if (!held.opened && (o === HOLD || freeze)) {
-            holding.add();
-            await held.promise;
-          } else await turns(1);
-          counts.set(`${p}/${o}`, (counts.get(`${p}/${o}`) ?? 0) + 1);
-          if (o > HOLD && ++beyondHold[p]! >= ABOVE && beyondHold.every((c) => c >= ABOVE)) freeze = true;
-        }).workers(8).build(),
-      ),
-    );
-    try {
-      await app.start();
-      await holding.reach(8);
-      await withAdmin(fault.address, (a) => until(async () => [...(await committedOffsets(a, group, topic)).values()].every((o) => o === HOLD)));
-      const deliveredAtKill = delivered.map((o) => o + 1);
-      await fault.kill();
-      held.open(); // the app goes on with the batches it had fetched, the broker dead
-      await outage(seconds * 1_000);
-      await fault.start();
-      await produce(fault.address, topic, spread(3 * later, 3));
-      await guard(app.idle(), 240_000, 'idle after the outage');
-      const duplicated = [...counts].filter(([, c]) => c > 1).map(([id]) => id.split('/').map(Number) as [number, number]);
-      const window = deliveredAtKill.reduce((sum, d) => sum + d - HOLD, 0);
-      console.log(`broker killed for ${seconds} s: ${duplicated.length} of ${total} handled twice; uncommitted window at the kill ${window}; ${seen.crashes.value} crashes, ${seen.joins.value} joins`);
-      expect(seen.crashes.value).toBeGreaterThan(0);
-      expect(seen.joins.value).toBeGreaterThan(1); // it lost its partitions and joined again
-      expect(counts.size).toBe(total); // nothing lost
-      for (const p of [0, 1, 2]) {
-        const offsets = duplicated.filter(([q]) => q === p).map(([, o]) => o);
-        for (const o of offsets) {
-          expect(o, `partition ${p}: offset ${o} handled twice`).toBeGreaterThanOrEqual(HOLD);
-          expect(o, `partition ${p}: offset ${o} handled twice`).toBeLessThan(deliveredAtKill[p]!);
+  it.each(CI ? [5, 30, 90] : [5])(
+    'broker killed for %i s mid-consumption: nothing lost, duplicates only from the uncommitted window at the kill, every offset committed after',
+    async (seconds) => {
+      await fault.start(); // up already, unless a test before left it down
+      const topic = uniqueTopic(`outage-${seconds}s`);
+      const group = `g-${topic}`;
+      // A short retry budget: kafkajs gives up on the dead broker (crashes) within the outage, so the member
+      // leaves the group and joins it again once the broker is back.
+      const broker = kafka({ kafkajs: { retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1_000 } } });
+      const seen = watch(broker);
+      await broker.createTopic(topic, 3);
+      const perPartition = 1_000;
+      const later = 300; // per partition, published once the broker is back: read only after the member joined again
+      const total = 3 * (perPartition + later);
+      await produce(fault.address, topic, spread(3 * perPartition, 3));
+      // The app is brought to a standstill before the kill, so that what it handled and what the broker has
+      // committed are known exactly: offset HOLD of each partition is held (its watermark stays there while
+      // later offsets finish: the uncommitted window), and once every partition has ABOVE offsets finished
+      // beyond it, every new delivery is held too, until all 8 workers hold one.
+      const HOLD = 100;
+      const ABOVE = 50;
+      const counts = new Map<string, number>();
+      const delivered = [-1, -1, -1];
+      const beyondHold = [0, 0, 0];
+      const held = new Gate();
+      const holding = new Counter();
+      let freeze = false;
+      const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
+        b.include(
+          subscriber(topic, async (_v: unknown, ctx: Context) => {
+            const { partition: p, offset: o } = ctx.message;
+            delivered[p] = Math.max(delivered[p]!, o);
+            if (!held.opened && (o === HOLD || freeze)) {
+              holding.add();
+              await held.promise;
+            } else await turns(1);
+            counts.set(`${p}/${o}`, (counts.get(`${p}/${o}`) ?? 0) + 1);
+            if (o > HOLD && ++beyondHold[p]! >= ABOVE && beyondHold.every((c) => c >= ABOVE)) freeze = true;
+          })
+            .workers(8)
+            .build(),
+        ),
+      );
+      try {
+        await app.start();
+        await holding.reach(8);
+        await withAdmin(fault.address, (a) =>
+          until(async () => [...(await committedOffsets(a, group, topic)).values()].every((o) => o === HOLD)),
+        );
+        const deliveredAtKill = delivered.map((o) => o + 1);
+        await fault.kill();
+        held.open(); // the app goes on with the batches it had fetched, the broker dead
+        await outage(seconds * 1_000);
+        await fault.start();
+        await produce(fault.address, topic, spread(3 * later, 3));
+        await guard(app.idle(), 240_000, 'idle after the outage');
+        const duplicated = [...counts]
+          .filter(([, c]) => c > 1)
+          .map(([id]) => id.split('/').map(Number) as [number, number]);
+        const window = deliveredAtKill.reduce((sum, d) => sum + d - HOLD, 0);
+        console.log(
+          `broker killed for ${seconds} s: ${duplicated.length} of ${total} handled twice; uncommitted window at the kill ${window}; ${seen.crashes.value} crashes, ${seen.joins.value} joins`,
+        );
+        expect(seen.crashes.value).toBeGreaterThan(0);
+        expect(seen.joins.value).toBeGreaterThan(1); // it lost its partitions and joined again
+        expect(counts.size).toBe(total); // nothing lost
+        for (const p of [0, 1, 2]) {
+          const offsets = duplicated.filter(([q]) => q === p).map(([, o]) => o);
+          for (const o of offsets) {
+            expect(o, `partition ${p}: offset ${o} handled twice`).toBeGreaterThanOrEqual(HOLD);
+            expect(o, `partition ${p}: offset ${o} handled twice`).toBeLessThan(deliveredAtKill[p]!);
+          }
         }
+        await guard(app.stop(), 60_000, 'stop');
+        // Every commit the app believes made was made: the group has the end of every partition.
+        expect(await withAdmin(fault.address, (a) => committedOffsets(a, group, topic))).toEqual(
+          await withAdmin(fault.address, (a) => endOffsets(a, topic)),
+        );
+      } finally {
+        held.open();
+        await app.stop();
       }
-      await guard(app.stop(), 60_000, 'stop');
-      // Every commit the app believes made was made: the group has the end of every partition.
-      expect(await withAdmin(fault.address, (a) => committedOffsets(a, group, topic))).toEqual(await withAdmin(fault.address, (a) => endOffsets(a, topic)));
-    } finally {
-      held.open();
-      await app.stop();
-    }
-  }, (CI ? 90 + 240 : 5 + 240) * 1_000);
+    },
+    (CI ? 90 + 240 : 5 + 240) * 1_000,
+  );
 
   it('a stop while the consumer joins again after a crash (broker down) resolves, and no member of it is left in the group', async () => {
     await fault.start(); // the broker a test before may have left down
@@ -280,12 +354,17 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
     await produce(fault.address, topic, spread(total, 3));
     const handled = new Set<number>();
     const started = new Counter();
-    const sub = () => subscriber(topic, async (v: { n: number }) => {
-      started.add();
-      await turns(2);
-      handled.add(v.n);
-    }).workers(2).build();
-    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) => b.include(sub()));
+    const sub = () =>
+      subscriber(topic, async (v: { n: number }) => {
+        started.add();
+        await turns(2);
+        handled.add(v.n);
+      })
+        .workers(2)
+        .build();
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
+      b.include(sub()),
+    );
     await app.start();
     await started.reach(300);
     await fault.kill();
@@ -300,12 +379,16 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
     await fault.start();
     const fresh = kafka();
     const now = watch(fresh);
-    const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(fresh, (b) => b.include(sub()));
+    const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(fresh, (b) =>
+      b.include(sub()),
+    );
     try {
       await again.start();
       await guard(again.idle(), 120_000, 'idle of the fresh app');
       expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]); // the fresh member read every partition
-      const members = await withAdmin(fault.address, async (a) => (await a.describeGroups([group])).groups[0]!.members.map((m) => m.memberId));
+      const members = await withAdmin(fault.address, async (a) =>
+        (await a.describeGroups([group])).groups[0]!.members.map((m) => m.memberId),
+      );
       expect(members).toEqual([now.memberIds.at(-1)]);
       expect(old.runs.value).toBe(runsAtStop); // nothing of the stopped app joined again
       expect(old.fetches.value).toBe(fetchesAtStop); // nor read
@@ -321,7 +404,9 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
     const topic = uniqueTopic('stop-exit');
     await kafka().createTopic(topic, 3);
     await produce(fault.address, topic, spread(8_000, 3));
-    const child = spawn(process.execPath, ['test/fixtures/kafka-stop-child.mjs', fault.address, topic], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['test/fixtures/kafka-stop-child.mjs', fault.address, topic], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     let stoppedAt = 0;
     const stopped = new Gate();
@@ -345,50 +430,63 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
   }, 300_000);
 
   // Paused: every request hangs; killed: refused, kafkajs retrying and not yet given up.
-  it.each(['paused (SIGSTOP)', 'just killed'])('a stop while the broker is %s resolves; once the broker is back, the group is free for the next member', async (state) => {
-    await fault.start();
-    const paused = state.startsWith('paused');
-    const topic = uniqueTopic('stop-fault');
-    const group = `g-${topic}`;
-    const broker = kafka();
-    await broker.createTopic(topic, 2);
-    const total = 2_000;
-    await produce(fault.address, topic, spread(total, 2));
-    const handled = new Set<number>();
-    const started = new Counter();
-    const sub = () => subscriber(topic, async (v: { n: number }) => {
-      started.add();
-      await turns(2);
-      handled.add(v.n);
-    }).workers(2).build();
-    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) => b.include(sub()));
-    await app.start();
-    await started.reach(200);
-    if (paused) fault.pause();
-    else await fault.kill();
-    let stopMs: number;
-    try {
-      const t0 = Date.now();
-      await guard(app.stop(), 60_000, 'stop');
-      stopMs = Date.now() - t0;
-    } finally {
-      if (paused) fault.resume();
-      else await fault.start();
-    }
-    const fresh = kafka();
-    const now = watch(fresh);
-    const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(fresh, (b) => b.include(sub()));
-    try {
-      await again.start();
-      await guard(again.idle(), 120_000, 'idle of the fresh app');
-      expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]);
-      const members = await withAdmin(fault.address, async (a) => (await a.describeGroups([group])).groups[0]!.members.map((m) => m.memberId));
-      expect(members).toEqual([now.memberIds.at(-1)]);
-    } finally {
-      await again.stop();
-    }
-    console.log(`stop with the broker ${state}: ${stopMs} ms (shutdownTimeoutMs 5000)`);
-  }, 300_000);
+  it.each(['paused (SIGSTOP)', 'just killed'])(
+    'a stop while the broker is %s resolves; once the broker is back, the group is free for the next member',
+    async (state) => {
+      await fault.start();
+      const paused = state.startsWith('paused');
+      const topic = uniqueTopic('stop-fault');
+      const group = `g-${topic}`;
+      const broker = kafka();
+      await broker.createTopic(topic, 2);
+      const total = 2_000;
+      await produce(fault.address, topic, spread(total, 2));
+      const handled = new Set<number>();
+      const started = new Counter();
+      const sub = () =>
+        subscriber(topic, async (v: { n: number }) => {
+          started.add();
+          await turns(2);
+          handled.add(v.n);
+        })
+          .workers(2)
+          .build();
+      const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
+        b.include(sub()),
+      );
+      await app.start();
+      await started.reach(200);
+      if (paused) fault.pause();
+      else await fault.kill();
+      let stopMs: number;
+      try {
+        const t0 = Date.now();
+        await guard(app.stop(), 60_000, 'stop');
+        stopMs = Date.now() - t0;
+      } finally {
+        if (paused) fault.resume();
+        else await fault.start();
+      }
+      const fresh = kafka();
+      const now = watch(fresh);
+      const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(fresh, (b) =>
+        b.include(sub()),
+      );
+      try {
+        await again.start();
+        await guard(again.idle(), 120_000, 'idle of the fresh app');
+        expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]);
+        const members = await withAdmin(fault.address, async (a) =>
+          (await a.describeGroups([group])).groups[0]!.members.map((m) => m.memberId),
+        );
+        expect(members).toEqual([now.memberIds.at(-1)]);
+      } finally {
+        await again.stop();
+      }
+      console.log(`stop with the broker ${state}: ${stopMs} ms (shutdownTimeoutMs 5000)`);
+    },
+    300_000,
+  );
 
   // One deadline for the whole stop, on the app's clock: handlers that never end use all of it, and the
   // final commit and the leaving (the broker paused) may not add a timeout of their own. The real wait
@@ -406,9 +504,13 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
     const stuck = subscriber(topic, async (_: { n: number }) => {
       hanging.add();
       await new Promise<never>(() => {}); // ignores ctx.signal
-    }).workers(2).build();
+    })
+      .workers(2)
+      .build();
     const shutdownTimeoutMs = 600_000;
-    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs, clock }).withBroker(broker, (b) => b.include(stuck));
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs, clock }).withBroker(broker, (b) =>
+      b.include(stuck),
+    );
     await app.start();
     await hanging.reach(2);
     fault.pause();
@@ -422,7 +524,8 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
     // What the stuck handlers held was never committed: the next member handles all of it.
     const handled = new Set<number>();
     const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(kafka(), (b) =>
-      b.include(subscriber(topic, (v: { n: number }) => void handled.add(v.n)).build()));
+      b.include(subscriber(topic, (v: { n: number }) => void handled.add(v.n)).build()),
+    );
     try {
       await again.start();
       await guard(again.idle(), 120_000, 'idle of the next app');

@@ -19,7 +19,13 @@ export function testKafka(): KafkaBroker {
     brokers: [kafkaBrokers!],
     clientId: 'sluice-test',
     logger: jsonLogger({ level: 'error' }),
-    consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000, commitIntervalMs: 200 },
+    consumer: {
+      maxWaitTimeMs: 100,
+      heartbeatIntervalMs: 300,
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 15_000,
+      commitIntervalMs: 200,
+    },
   });
   made.push(broker);
   return broker;

@@ -24,7 +24,11 @@ export async function setup(project: TestProject): Promise<void> {
   }
   // start.mjs honours KAFKA_PORT (inherited with the environment) and reuses a broker already answering there;
   // it says on stderr whether it started one, so a broker another run started (or is starting) is never ours.
-  const started = spawnSync(process.execPath, ['scripts/kafka/start.mjs', '--fresh'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 });
+  const started = spawnSync(process.execPath, ['scripts/kafka/start.mjs', '--fresh'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 600_000,
+  });
   const address = /KAFKA_BROKERS=(\S+)/.exec(started.stdout ?? '')?.[1];
   if (started.status === 0 && address) {
     startedHere = /started broker pid \d+/.test(started.stderr ?? '');
@@ -41,5 +45,6 @@ export async function setup(project: TestProject): Promise<void> {
 export async function teardown(): Promise<void> {
   // A broker this run started is stopped again under CI (stop.mjs finds it by the same KAFKA_PORT); on a
   // workstation it stays up for the next run. A broker this run found running is never stopped.
-  if (startedHere && process.env.CI === 'true') spawnSync(process.execPath, ['scripts/kafka/stop.mjs'], { stdio: 'inherit' });
+  if (startedHere && process.env.CI === 'true')
+    spawnSync(process.execPath, ['scripts/kafka/stop.mjs'], { stdio: 'inherit' });
 }

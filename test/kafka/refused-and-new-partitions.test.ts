@@ -4,7 +4,15 @@
  */
 import { Kafka, Partitioners, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, STRIPPED_HEADER, memoryLogger, subscriber, type Context, type LogRecord } from '../../src/index.js';
+import {
+  App,
+  HandlerOutcome,
+  STRIPPED_HEADER,
+  memoryLogger,
+  subscriber,
+  type Context,
+  type LogRecord,
+} from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter } from '../helpers.js';
@@ -26,25 +34,34 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     }
   }
   const createTopic = (topic: string, numPartitions: number, config: Record<string, string> = {}) =>
-    withAdmin((a) => a.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions, configEntries: Object.entries(config).map(([name, value]) => ({ name, value })) }] }));
+    withAdmin((a) =>
+      a.createTopics({
+        waitForLeaders: true,
+        topics: [
+          { topic, numPartitions, configEntries: Object.entries(config).map(([name, value]) => ({ name, value })) },
+        ],
+      }),
+    );
 
   /** An app whose subscriber rejects values starting with "bad" and records the others; its log is kept. */
   async function rejecting(topic: string, records: LogRecord[], deadLetter = `${topic}.dlq`) {
     const handled: string[] = [];
     const done = new Counter();
-    const app = new App({ name: `g-${topic}`, logger: memoryLogger(records), shutdownTimeoutMs: 5_000 }).withBroker(testKafka(), (b) =>
-      b.include(
-        subscriber(topic, (raw: Uint8Array) => {
-          const text = Buffer.from(raw.subarray(0, 16)).toString();
-          if (text.startsWith('bad')) return HandlerOutcome.reject('not ours');
-          handled.push(text);
-          done.add();
-        })
-          .name('sub')
-          .decode((raw) => raw)
-          .deadLetter(deadLetter)
-          .build(),
-      ),
+    const app = new App({ name: `g-${topic}`, logger: memoryLogger(records), shutdownTimeoutMs: 5_000 }).withBroker(
+      testKafka(),
+      (b) =>
+        b.include(
+          subscriber(topic, (raw: Uint8Array) => {
+            const text = Buffer.from(raw.subarray(0, 16)).toString();
+            if (text.startsWith('bad')) return HandlerOutcome.reject('not ours');
+            handled.push(text);
+            done.add();
+          })
+            .name('sub')
+            .decode((raw) => raw)
+            .deadLetter(deadLetter)
+            .build(),
+        ),
     );
     apps.push(app);
     await app.start();
@@ -89,7 +106,13 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     expect(handled).toEqual(['next']);
     expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
     const lost = records.find((r) => r.level === 'error' && /lost/.test(r.message));
-    expect(lost?.fields).toMatchObject({ topic, partition: 0, offset: 0, deadLetterTopic: `${topic}.dlq`, reason: 'not ours' });
+    expect(lost?.fields).toMatchObject({
+      topic,
+      partition: 0,
+      offset: 0,
+      deadLetterTopic: `${topic}.dlq`,
+      reason: 'not ours',
+    });
     await app.stop();
     const committed = await withAdmin((a) => a.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] }));
     expect(committed[0]!.partitions[0]!.offset).toBe('2');
@@ -107,7 +130,12 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     await app.idle();
     expect(handled).toEqual(['next']);
     expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
-    expect(records.find((r) => r.level === 'error' && /lost/.test(r.message))?.fields).toMatchObject({ topic, partition: 0, offset: 0, deadLetterTopic: 'no such topic!' });
+    expect(records.find((r) => r.level === 'error' && /lost/.test(r.message))?.fields).toMatchObject({
+      topic,
+      partition: 0,
+      offset: 0,
+      deadLetterTopic: 'no such topic!',
+    });
   });
 
   it('reads partitions added to a topic while it is consumed, once metadata is read again', async () => {
@@ -119,26 +147,40 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       clientId: 'sluice-test',
       logger: memoryLogger(brokerLog),
       metadataMaxAgeMs: 1_000,
-      consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000, commitIntervalMs: 200 },
+      consumer: {
+        maxWaitTimeMs: 100,
+        heartbeatIntervalMs: 300,
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 15_000,
+        commitIntervalMs: 200,
+      },
     });
     const seen = new Map<number, string[]>();
     const ids: string[] = [];
     const count = new Counter();
-    const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
-      b.include(
-        subscriber(topic, (v: string, ctx: Context) => {
-          seen.set(ctx.message.partition, [...(seen.get(ctx.message.partition) ?? []), v]);
-          ids.push(ctx.message.id);
-          count.add();
-        }).build(),
-      ),
+    const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(
+      broker,
+      (b) =>
+        b.include(
+          subscriber(topic, (v: string, ctx: Context) => {
+            seen.set(ctx.message.partition, [...(seen.get(ctx.message.partition) ?? []), v]);
+            ids.push(ctx.message.id);
+            count.add();
+          }).build(),
+        ),
     );
     apps.push(app);
     await app.start();
-    await produce(topic, [0, 1, 2].map((p) => ({ partition: p, value: JSON.stringify(`old-${p}`) })));
+    await produce(
+      topic,
+      [0, 1, 2].map((p) => ({ partition: p, value: JSON.stringify(`old-${p}`) })),
+    );
     await count.reach(3);
     await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
-    await produce(topic, [3, 4, 5].map((p) => ({ partition: p, value: JSON.stringify(`new-${p}`) })));
+    await produce(
+      topic,
+      [3, 4, 5].map((p) => ({ partition: p, value: JSON.stringify(`new-${p}`) })),
+    );
     await count.reach(6); // the test's timeout bounds the wait; kafkajs's default (5 minutes) would exceed it
     // kafkajs's producer may send a message twice while it learns the new partitions' leaders: each
     // message is still delivered once, and every new partition was read.
@@ -159,7 +201,9 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       message: `kafka: publish to "${topic}": partition must be an integer from 0 to 2, got 3`,
     });
     await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
-    await expect(broker.publish(topic, 'too soon', { partition: 4 })).rejects.toThrow(/partition 4 is new and the producer does not know it yet/);
+    await expect(broker.publish(topic, 'too soon', { partition: 4 })).rejects.toThrow(
+      /partition 4 is new and the producer does not know it yet/,
+    );
     const ends = await withAdmin((a) => untilAnswered(() => a.fetchTopicOffsets(topic))); // the new partitions' leaders may still be starting
     expect(ends.map((e) => [e.partition, e.high]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([
       [0, '0'],
@@ -173,7 +217,10 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
 
   it('metadataMaxAgeMs must be a positive integer', () => {
     expect(() => new KafkaBroker({ brokers: ['127.0.0.1:9092'], metadataMaxAgeMs: 0 })).toThrow(
-      expect.objectContaining({ code: 'CONFIG_INVALID', message: 'KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got 0' }),
+      expect.objectContaining({
+        code: 'CONFIG_INVALID',
+        message: 'KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got 0',
+      }),
     );
   });
 

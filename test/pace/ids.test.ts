@@ -1,13 +1,39 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { App, ManualClock, MemoryBroker, memoryStore, silentLogger, subscriber, type MemoryStore, type Receipt } from '../../src/index.js';
+import {
+  App,
+  ManualClock,
+  MemoryBroker,
+  memoryStore,
+  silentLogger,
+  subscriber,
+  type MemoryStore,
+  type Receipt,
+} from '../../src/index.js';
 import type { CompiledPace } from '../../src/pace/config.js';
-import { coordinatorKey, EVENT, paceRules, type PaceOutput, type PaceReply, type PaceState } from '../../src/pace/rules.js';
+import {
+  coordinatorKey,
+  EVENT,
+  paceRules,
+  type PaceOutput,
+  type PaceReply,
+  type PaceState,
+} from '../../src/pace/rules.js';
 import { ShardHost } from '../../src/store/shard-host.js';
 import { paceCore } from './core.js';
 
 /** Event IDs that are names of Object.prototype's properties, one that is not, and lone surrogates. */
-const PROTO_IDS = ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf', 'isPrototypeOf', 'e1', '\uD800', '\uDC00'];
+const PROTO_IDS = [
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  '__proto__',
+  'valueOf',
+  'isPrototypeOf',
+  'e1',
+  '\uD800',
+  '\uDC00',
+];
 /** Keys that UTF-8 cannot tell apart (lone surrogates become U+FFFD), and U+FFFD itself. */
 const KEYS = ['\uD800', '\uDC00', '\uFFFD', 'a\uDBFFb', 'plain'];
 
@@ -15,19 +41,34 @@ const EACH: CompiledPace = { kind: 'each', dedupMs: 10_000 };
 
 /** A ShardHost with the pace rules of subscriber `p` (each start a run), keeping at most `maxLoadedKeys` loaded. */
 async function paceHost(store: MemoryStore, clock: ManualClock, maxLoadedKeys: number) {
-  const h = new ShardHost<PaceState, PaceOutput>({ log: store.log(0), rules: paceRules(new Map([['p', EACH]])), clock, onOutput: () => {}, maxLoadedKeys });
+  const h = new ShardHost<PaceState, PaceOutput>({
+    log: store.log(0),
+    rules: paceRules(new Map([['p', EACH]])),
+    clock,
+    onOutput: () => {},
+    maxLoadedKeys,
+  });
   await h.open();
   let n = 0;
-  const send = async (key: string, id: string): Promise<PaceReply> => (await h.submit({ key: coordinatorKey('p', key), type: EVENT, data: { e: { key, id }, r: `u${n++}`, id } })).reply as PaceReply;
+  const send = async (key: string, id: string): Promise<PaceReply> =>
+    (await h.submit({ key: coordinatorKey('p', key), type: EVENT, data: { e: { key, id }, r: `u${n++}`, id } }))
+      .reply as PaceReply;
   return { h, send };
 }
 
-describe('pace: event IDs and keys are the user\'s strings, exactly', () => {
+describe("pace: event IDs and keys are the user's strings, exactly", () => {
   it('takes event IDs named like Object.prototype properties as IDs like any other (app.send)', async () => {
     const clock = new ManualClock(0);
     const ran: string[] = [];
-    const app = new App({ name: 'ids', logger: silentLogger, clock, store: memoryStore() }).withBroker(new MemoryBroker(), (b) =>
-      b.include(subscriber('t', (e: { id: string }) => void ran.push(e.id)).name('ev').pace({ debounce: { window: 10 } }).build()),
+    const app = new App({ name: 'ids', logger: silentLogger, clock, store: memoryStore() }).withBroker(
+      new MemoryBroker(),
+      (b) =>
+        b.include(
+          subscriber('t', (e: { id: string }) => void ran.push(e.id))
+            .name('ev')
+            .pace({ debounce: { window: 10 } })
+            .build(),
+        ),
     );
     await app.start();
     const first = new Map<string, Receipt>();
@@ -39,7 +80,11 @@ describe('pace: event IDs and keys are the user\'s strings, exactly', () => {
       await app.idle();
     }
     expect(ran).toEqual(PROTO_IDS);
-    for (const id of PROTO_IDS) expect(await app.send('ev', { key: 'd', event: { id }, eventId: id })).toEqual({ ...first.get(id), duplicate: true });
+    for (const id of PROTO_IDS)
+      expect(await app.send('ev', { key: 'd', event: { id }, eventId: id })).toEqual({
+        ...first.get(id),
+        duplicate: true,
+      });
     await clock.advance(10);
     await app.idle();
     expect(ran).toEqual(PROTO_IDS); // the duplicates added nothing
@@ -62,9 +107,17 @@ describe('pace: event IDs and keys are the user\'s strings, exactly', () => {
       expect([...h.core.keys()].sort(), where).toEqual(KEYS.map((k) => coordinatorKey('p', k)).sort());
       for (const key of KEYS) {
         const state = h.core.state(coordinatorKey('p', key))!;
-        expect(state.runs!.map((r) => (r.events[0] as { key: string }).key), where).toEqual(PROTO_IDS.map(() => key));
+        expect(
+          state.runs!.map((r) => (r.events[0] as { key: string }).key),
+          where,
+        ).toEqual(PROTO_IDS.map(() => key));
       }
-      for (const key of KEYS) for (const id of PROTO_IDS) expect(await send(key, id), `${where} ${JSON.stringify(key)} ${id}`).toEqual({ ...receipts.get(`${key}|${id}`), duplicate: true });
+      for (const key of KEYS)
+        for (const id of PROTO_IDS)
+          expect(await send(key, id), `${where} ${JSON.stringify(key)} ${id}`).toEqual({
+            ...receipts.get(`${key}|${id}`),
+            duplicate: true,
+          });
       expect(h.core.keyCount).toBe(KEYS.length);
     };
     await check('parked');
@@ -111,8 +164,14 @@ describe('pace: event IDs and keys are the user\'s strings, exactly', () => {
     const s = c.state(key)!;
     expect(Object.keys(s.ids!).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `id-${90 + i}`).sort());
     // id-90 arrived at 90 s and is forgotten at 100 s: it is new again; id-91 is still remembered.
-    expect(apply({ key, at: 100_000, type: EVENT, data: { e: 'again', r: 'x1', id: 'id-90' } })).toEqual({ runId: 'hot@x1', duplicate: false });
-    expect(apply({ key, at: 100_000, type: EVENT, data: { e: 'again', r: 'x2', id: 'id-91' } })).toEqual({ runId: 'hot@u91', duplicate: true });
+    expect(apply({ key, at: 100_000, type: EVENT, data: { e: 'again', r: 'x1', id: 'id-90' } })).toEqual({
+      runId: 'hot@x1',
+      duplicate: false,
+    });
+    expect(apply({ key, at: 100_000, type: EVENT, data: { e: 'again', r: 'x2', id: 'id-91' } })).toEqual({
+      runId: 'hot@u91',
+      duplicate: true,
+    });
   });
 
   it('answers duplicates as a model of per-ID expiry does, prototype names included (property)', () => {

@@ -9,11 +9,27 @@ const viaText = (v: unknown): unknown => {
 
 describe('jsonValue', () => {
   it('gives what JSON text would give back, for any value JSON.stringify takes (property)', () => {
-    const odd = fc.oneof(fc.constant(undefined), fc.constant(Number.NaN), fc.constant(Infinity), fc.date({ noInvalidDate: true }), fc.constant(() => 1), fc.constant(Symbol('s')));
+    const odd = fc.oneof(
+      fc.constant(undefined),
+      fc.constant(Number.NaN),
+      fc.constant(Infinity),
+      fc.date({ noInvalidDate: true }),
+      fc.constant(() => 1),
+      fc.constant(Symbol('s')),
+    );
     const { tree } = fc.letrec((tie) => ({
-      tree: fc.oneof({ depthSize: 'small' }, fc.jsonValue(), odd, fc.array(tie('tree')), fc.dictionary(fc.string(), tie('tree'))),
+      tree: fc.oneof(
+        { depthSize: 'small' },
+        fc.jsonValue(),
+        odd,
+        fc.array(tie('tree')),
+        fc.dictionary(fc.string(), tie('tree')),
+      ),
     }));
-    fc.assert(fc.property(tree, (v) => void expect(jsonValue(v)).toStrictEqual(viaText(v))), { numRuns: 2000 });
+    fc.assert(
+      fc.property(tree, (v) => void expect(jsonValue(v)).toStrictEqual(viaText(v))),
+      { numRuns: 2000 },
+    );
   });
 
   it('copies: the result shares nothing with the input', () => {

@@ -43,7 +43,10 @@ interface KeyModel {
   offsetsUntil?: number;
 }
 
-export type ModelRecord = { readonly type: 'event'; readonly data: ModelEventData } | { readonly type: 'timer' } | { readonly type: 'done'; readonly run: string };
+export type ModelRecord =
+  | { readonly type: 'event'; readonly data: ModelEventData }
+  | { readonly type: 'timer' }
+  | { readonly type: 'done'; readonly run: string };
 
 export class PaceModel {
   private readonly keys = new Map<string, KeyModel>();
@@ -71,9 +74,17 @@ export class PaceModel {
   }
 
   /** Applies a shard record of the pace rules' vocabulary (its key a coordinator key). */
-  applyRecord(r: { readonly key: string; readonly at: number; readonly type: string; readonly data?: unknown }): { reply?: PaceReply; out: PaceOutput[] } {
+  applyRecord(r: { readonly key: string; readonly at: number; readonly type: string; readonly data?: unknown }): {
+    reply?: PaceReply;
+    out: PaceOutput[];
+  } {
     const [sub, key] = r.key.split('\u0000') as [string, string];
-    const record: ModelRecord = r.type === 'event' ? { type: 'event', data: r.data as ModelEventData } : r.type === 'done' ? { type: 'done', run: r.data as string } : { type: 'timer' };
+    const record: ModelRecord =
+      r.type === 'event'
+        ? { type: 'event', data: r.data as ModelEventData }
+        : r.type === 'done'
+          ? { type: 'done', run: r.data as string }
+          : { type: 'timer' };
     return this.apply(sub, key, r.at, record);
   }
 
@@ -99,7 +110,14 @@ export class PaceModel {
     const k = this.keys.get(`${sub}/${key}`);
     if (k === undefined) return false;
     const rate = this.paces.get(sub)!.rate;
-    return k.window !== undefined || k.waiting.length > 0 || k.running.length > 0 || k.ids.size > 0 || k.offsets.size > 0 || (rate !== undefined && k.starts.some((t) => t + rate.perMs > at));
+    return (
+      k.window !== undefined ||
+      k.waiting.length > 0 ||
+      k.running.length > 0 ||
+      k.ids.size > 0 ||
+      k.offsets.size > 0 ||
+      (rate !== undefined && k.starts.some((t) => t + rate.perMs > at))
+    );
   }
 
   /** Run IDs of the key that started and are not done, oldest first. */
@@ -109,7 +127,11 @@ export class PaceModel {
 
   private key(sub: string, key: string): KeyModel {
     let k = this.keys.get(`${sub}/${key}`);
-    if (k === undefined) this.keys.set(`${sub}/${key}`, (k = { waiting: [], running: [], starts: [], ids: new Map(), offsets: new Map() }));
+    if (k === undefined)
+      this.keys.set(
+        `${sub}/${key}`,
+        (k = { waiting: [], running: [], starts: [], ids: new Map(), offsets: new Map() }),
+      );
     return k;
   }
 
@@ -140,11 +162,27 @@ export class PaceModel {
       k.waiting = k.waiting.filter((w) => w !== next);
       k.running.push(next.id);
       k.starts.push(at);
-      out.push({ subscriber: sub, key, id: next.id, events: next.events, size: next.size, startedAt: at, order: next.order });
+      out.push({
+        subscriber: sub,
+        key,
+        id: next.id,
+        events: next.events,
+        size: next.size,
+        startedAt: at,
+        order: next.order,
+      });
     }
   }
 
-  private event(sub: string, key: string, k: KeyModel, pace: CompiledPace, at: number, data: ModelEventData, out: PaceOutput[]): PaceReply {
+  private event(
+    sub: string,
+    key: string,
+    k: KeyModel,
+    pace: CompiledPace,
+    at: number,
+    data: ModelEventData,
+    out: PaceOutput[],
+  ): PaceReply {
     const remember = (run: string): void => {
       if (data.id !== undefined) k.ids.set(data.id, { run, until: at + pace.dedupMs });
       else if (data.src !== undefined) {
@@ -157,7 +195,12 @@ export class PaceModel {
       const run = k.ids.get(data.id)!.run;
       return run === '' ? { dropped: true } : { runId: run, duplicate: true };
     }
-    if (data.id === undefined && data.src !== undefined && k.offsets.has(data.src) && data.off! <= k.offsets.get(data.src)!) {
+    if (
+      data.id === undefined &&
+      data.src !== undefined &&
+      k.offsets.has(data.src) &&
+      data.off! <= k.offsets.get(data.src)!
+    ) {
       const latest = k.window?.id ?? this.byTurn(k).at(-1)?.id ?? k.running.at(-1) ?? '';
       return { runId: latest, duplicate: true };
     }

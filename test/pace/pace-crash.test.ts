@@ -79,8 +79,24 @@ function life(n: number, args: readonly string[], kill: KillAt | undefined): Pro
       const str = (s: string): string => JSON.parse(s) as string;
       const id = (s: string): string | undefined => (s === '-' ? undefined : str(s));
       if (word === 'send') result.sends.push([f[0] as Sub, str(f[1]!), f[2]!, id(f[3]!)]);
-      else if (word === 'ack') result.acks.push({ sub: f[0] as Sub, key: str(f[1]!), eventNo: f[2]!, eventId: id(f[3]!), runId: str(f[4]!), duplicate: f[5] === 'true' });
-      else if (word === 'run') result.runs.push({ sub: f[0] as Sub, runId: str(f[1]!), key: str(f[2]!), size: Number(f[3]), events: f.slice(5), life: n });
+      else if (word === 'ack')
+        result.acks.push({
+          sub: f[0] as Sub,
+          key: str(f[1]!),
+          eventNo: f[2]!,
+          eventId: id(f[3]!),
+          runId: str(f[4]!),
+          duplicate: f[5] === 'true',
+        });
+      else if (word === 'run')
+        result.runs.push({
+          sub: f[0] as Sub,
+          runId: str(f[1]!),
+          key: str(f[2]!),
+          size: Number(f[3]),
+          events: f.slice(5),
+          life: n,
+        });
       else if (word === 'finished') result.finished.push([f[0] as Sub, str(f[1]!)]);
       else if (word === 'drained') result.drained = true;
     };
@@ -95,7 +111,12 @@ function life(n: number, args: readonly string[], kill: KillAt | undefined): Pro
         child.kill('SIGKILL');
         return reject(new Error(`child printed a line that does not read: ${String(error)}`));
       }
-      if (kill && !child.killed && (result.acks.length >= kill.acks || (kill.runs !== undefined && result.runs.length >= kill.runs))) child.kill('SIGKILL');
+      if (
+        kill &&
+        !child.killed &&
+        (result.acks.length >= kill.acks || (kill.runs !== undefined && result.runs.length >= kill.runs))
+      )
+        child.kill('SIGKILL');
     });
     child.on('close', (code, signal) => {
       if (kill ? signal === 'SIGKILL' : code === 0 && result.drained) resolve(result);
@@ -131,20 +152,43 @@ describe('pace under SIGKILL', () => {
       const last = i === ITERATIONS;
       // Retries: every unanswered start with an ID, and a few that were acknowledged (their ack was lost to the client).
       const answered = acks.filter((a) => a.eventId !== undefined && !a.duplicate);
-      const again = Array.from({ length: Math.min(answered.length, Math.floor(random() * 6)) }, () => answered[Math.floor(random() * answered.length)]!);
-      const retries: Start[] = [...unanswered.values(), ...again.map((a): Start => [a.sub, a.key, a.eventNo, a.eventId])];
+      const again = Array.from(
+        { length: Math.min(answered.length, Math.floor(random() * 6)) },
+        () => answered[Math.floor(random() * answered.length)]!,
+      );
+      const retries: Start[] = [
+        ...unanswered.values(),
+        ...again.map((a): Start => [a.sub, a.key, a.eventNo, a.eventId]),
+      ];
       writeFileSync(retriesFile, JSON.stringify(retries));
       // What the runs of earlier lives came to: the last life waits for the acknowledged ones not seen to finish.
       const acked = new Map(acks.map((a) => [`${a.sub}/${a.runId}`, [a.sub, a.runId]]));
       writeFileSync(runsFile, JSON.stringify({ acked: [...acked.values()], finished: [...finished.values()] }));
-      const kill: KillAt | undefined = last ? undefined : random() < 0.3 ? { acks: 400, runs: 1 + Math.floor(random() * 30) } : { acks: 1 + Math.floor(random() * 150) };
-      const l = await life(i, [store, String(i), String(Math.floor(random() * 2 ** 31)), retriesFile, runsFile, last ? 'drain' : 'send', String(SHARDS)], kill);
+      const kill: KillAt | undefined = last
+        ? undefined
+        : random() < 0.3
+          ? { acks: 400, runs: 1 + Math.floor(random() * 30) }
+          : { acks: 1 + Math.floor(random() * 150) };
+      const l = await life(
+        i,
+        [
+          store,
+          String(i),
+          String(Math.floor(random() * 2 ** 31)),
+          retriesFile,
+          runsFile,
+          last ? 'drain' : 'send',
+          String(SHARDS),
+        ],
+        kill,
+      );
       if (kill?.runs !== undefined && l.runs.length >= kill.runs && l.acks.length < kill.acks) runKills++;
       sends.push(...l.sends);
       acks.push(...l.acks);
       runs.push(...l.runs);
       for (const [sub, runId] of l.finished) finished.set(`${sub}/${runId}`, [sub, runId]);
-      for (const [sub, key, eventNo, eventId] of l.sends) if (eventId !== undefined) unanswered.set(`${sub}/${key}/${eventId}`, [sub, key, eventNo, eventId]);
+      for (const [sub, key, eventNo, eventId] of l.sends)
+        if (eventId !== undefined) unanswered.set(`${sub}/${key}/${eventId}`, [sub, key, eventNo, eventId]);
       for (const a of l.acks) unanswered.delete(`${a.sub}/${a.key}/${a.eventId}`);
     }
     expect(unanswered.size).toBe(0); // the last life answered every retry
@@ -169,7 +213,8 @@ describe('pace under SIGKILL', () => {
       for (const e of r.events) expect(sent.get(e)?.slice(0, 2)).toEqual([r.sub, r.key]);
       if (r.sub === 'bat') expect(r.events.length).toBe(r.size);
       else expect(r.events.length).toBe(1); // a debounced run gets the latest start's event
-      for (const other of same) expect({ size: other.size, events: other.events }).toEqual({ size: r.size, events: r.events });
+      for (const other of same)
+        expect({ size: other.size, events: other.events }).toEqual({ size: r.size, events: r.events });
     }
     // No event is in two runs (nor twice in one).
     const runOf = new Map<string, string>();
@@ -188,18 +233,25 @@ describe('pace under SIGKILL', () => {
       if (a.sub === 'bat') expect(runOf.get(a.eventNo)).toBe(id);
       else if (runOf.has(a.eventNo)) expect(runOf.get(a.eventNo)).toBe(id);
     }
-    for (const [, same] of groupBy(acks.filter((a) => a.eventId !== undefined), (a) => `${a.sub}/${a.key}/${a.eventId}`)) {
+    for (const [, same] of groupBy(
+      acks.filter((a) => a.eventId !== undefined),
+      (a) => `${a.sub}/${a.key}/${a.eventId}`,
+    )) {
       expect(same.map((a) => a.runId)).toEqual(same.map(() => same[0]!.runId));
       expect(same.slice(1).map((a) => a.duplicate)).toEqual(same.slice(1).map(() => true));
     }
-    for (const [eventNo, same] of groupBy(acks, (a) => a.eventNo)) expect(same.filter((a) => !a.duplicate).length, eventNo).toBeLessThanOrEqual(1);
+    for (const [eventNo, same] of groupBy(acks, (a) => a.eventNo))
+      expect(same.filter((a) => !a.duplicate).length, eventNo).toBeLessThanOrEqual(1);
 
     // A debounced run counts the starts it collapsed: at least those whose receipt named it, and across a key's
     // runs no more than the distinct events sent to it (each counted once, whatever was retried).
     const acked = groupBy([...new Map(acks.map((a) => [a.eventNo, a])).values()], (a) => `${a.sub}/${a.runId}`);
     for (const [id, same] of runsById) expect(same[0]!.size).toBeGreaterThanOrEqual(acked.get(id)?.length ?? 0);
     const sentPerKey = groupBy([...sent.values()], ([sub, key]) => `${sub}/${key}`);
-    for (const [key, keyRuns] of groupBy([...runsById.values()].map((same) => same[0]!), (r) => `${r.sub}/${r.key}`)) {
+    for (const [key, keyRuns] of groupBy(
+      [...runsById.values()].map((same) => same[0]!),
+      (r) => `${r.sub}/${r.key}`,
+    )) {
       expect(keyRuns.reduce((sum, r) => sum + r.size, 0)).toBeLessThanOrEqual(sentPerKey.get(key)?.length ?? 0);
     }
 
@@ -211,7 +263,9 @@ describe('pace under SIGKILL', () => {
     expect(new Set(runs.map((r) => r.key.charCodeAt(0))).has(0xd800)).toBe(true);
     expect(new Set(runs.map((r) => r.key.charCodeAt(0))).has(0xdc00)).toBe(true);
     const protoAcks = acks.filter((a) => a.key.startsWith('p') && !a.eventId!.startsWith('id-'));
-    expect(new Set(protoAcks.map((a) => a.eventId))).toEqual(new Set(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']));
+    expect(new Set(protoAcks.map((a) => a.eventId))).toEqual(
+      new Set(['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf']),
+    );
     expect(protoAcks.some((a) => !a.duplicate) && protoAcks.some((a) => a.duplicate)).toBe(true); // a retried one got its first receipt again
   }, 600_000);
 });

@@ -3,7 +3,21 @@
  * with debounce and batch, and waiting starts across a crash.
  */
 import { describe, expect, it } from 'vitest';
-import { App, ManualClock, MemoryBroker, memoryLogger, memoryStore, subscriber, type Context, type HandlerResult, type LogRecord, type MemoryStore, type PaceOptions, type Receipt, type RunInfo } from '../../src/index.js';
+import {
+  App,
+  ManualClock,
+  MemoryBroker,
+  memoryLogger,
+  memoryStore,
+  subscriber,
+  type Context,
+  type HandlerResult,
+  type LogRecord,
+  type MemoryStore,
+  type PaceOptions,
+  type Receipt,
+  type RunInfo,
+} from '../../src/index.js';
 import { Gate } from '../helpers.js';
 
 const T0 = 1_000_000;
@@ -15,7 +29,17 @@ interface Seen {
   readonly at: number;
 }
 
-function paced(pace: PaceOptions, options: { store?: MemoryStore; clock?: ManualClock; broker?: MemoryBroker; handler?: (payload: unknown, ctx: Context) => HandlerResult | Promise<HandlerResult>; workers?: number; byKey?: number } = {}) {
+function paced(
+  pace: PaceOptions,
+  options: {
+    store?: MemoryStore;
+    clock?: ManualClock;
+    broker?: MemoryBroker;
+    handler?: (payload: unknown, ctx: Context) => HandlerResult | Promise<HandlerResult>;
+    workers?: number;
+    byKey?: number;
+  } = {},
+) {
   const clock = options.clock ?? new ManualClock(T0);
   const store = options.store ?? memoryStore();
   const broker = options.broker ?? new MemoryBroker();
@@ -25,10 +49,15 @@ function paced(pace: PaceOptions, options: { store?: MemoryStore; clock?: Manual
     seen.push({ payload, run: ctx.run!, at: clock.now() });
     return options.handler?.(payload, ctx);
   };
-  let b = subscriber('t', handler).name('p').pace(pace).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } });
+  let b = subscriber('t', handler)
+    .name('p')
+    .pace(pace)
+    .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } });
   if (options.byKey) b = b.workersByKey(options.byKey);
   else if (options.workers) b = b.workers(options.workers);
-  const app = new App({ name: 'pace-ii', logger: memoryLogger(logs), clock, store }).withBroker(broker, (r) => r.include(b.build()));
+  const app = new App({ name: 'pace-ii', logger: memoryLogger(logs), clock, store }).withBroker(broker, (r) =>
+    r.include(b.build()),
+  );
   return { app, clock, store, broker, seen, logs };
 }
 
@@ -68,7 +97,11 @@ describe('pace: perMinute', () => {
     await app.send('p', { key: 'other', event: 'o' }); // another key has its own minute
     await app.idle();
     expect(new Set(receipts.map(runId)).size).toBe(5); // each start is a run of its own
-    expect(seen.map((s) => [s.payload, s.at - T0])).toEqual([[1, 0], [2, 1000], ['o', 5000]]);
+    expect(seen.map((s) => [s.payload, s.at - T0])).toEqual([
+      [1, 0],
+      [2, 1000],
+      ['o', 5000],
+    ]);
     await clock.advance(MIN - 5000 - 1); // 1 ms before the first start's minute is over
     await app.idle();
     expect(seen).toHaveLength(3);
@@ -77,18 +110,36 @@ describe('pace: perMinute', () => {
     expect(seen.map((s) => [s.payload, s.at - T0]).slice(3)).toEqual([[3, MIN]]);
     await clock.advance(3 * MIN);
     await app.idle();
-    expect(seen.filter((s) => s.run.key === 'k').map((s) => [s.payload, s.run.startedAt - T0])).toEqual([[1, 0], [2, 1000], [3, MIN], [4, MIN + 1000], [5, 2 * MIN]]);
-    for (const s of seen) expect(s.run.id).toBe(runId(receipts[(s.payload as number) - 1] ?? { runId: s.run.id, duplicate: false }));
+    expect(seen.filter((s) => s.run.key === 'k').map((s) => [s.payload, s.run.startedAt - T0])).toEqual([
+      [1, 0],
+      [2, 1000],
+      [3, MIN],
+      [4, MIN + 1000],
+      [5, 2 * MIN],
+    ]);
+    for (const s of seen)
+      expect(s.run.id).toBe(runId(receipts[(s.payload as number) - 1] ?? { runId: s.run.id, duplicate: false }));
     await app.stop();
   });
 
   it('lets the waiting start of highest order go first', async () => {
     const { app, clock, seen } = paced({ perMinute: 1, order: ({ event }) => (event as { urgent: number }).urgent });
     await app.start();
-    for (const [name, urgent] of [['first', 0], ['low', -5], ['mid', 0], ['high', 9]] as const) await app.send('p', { key: 'k', event: { name, urgent } });
+    for (const [name, urgent] of [
+      ['first', 0],
+      ['low', -5],
+      ['mid', 0],
+      ['high', 9],
+    ] as const)
+      await app.send('p', { key: 'k', event: { name, urgent } });
     await clock.advance(3 * MIN);
     await app.idle();
-    expect(seen.map((s) => [(s.payload as { name: string }).name, (s.at - T0) / MIN])).toEqual([['first', 0], ['high', 1], ['mid', 2], ['low', 3]]);
+    expect(seen.map((s) => [(s.payload as { name: string }).name, (s.at - T0) / MIN])).toEqual([
+      ['first', 0],
+      ['high', 1],
+      ['mid', 2],
+      ['low', 3],
+    ]);
     await app.stop();
   });
 
@@ -109,7 +160,10 @@ describe('pace: perMinute', () => {
     await second.app.idle();
     await second.clock.advance(MIN);
     await second.app.idle();
-    expect(second.seen.map((s) => [s.payload, s.run.id, s.at - T0])).toEqual([[2, runId(receipts[1]!), MIN], [3, runId(receipts[2]!), 2 * MIN]]);
+    expect(second.seen.map((s) => [s.payload, s.run.id, s.at - T0])).toEqual([
+      [2, runId(receipts[1]!), MIN],
+      [3, runId(receipts[2]!), 2 * MIN],
+    ]);
     await second.app.stop();
   });
 });
@@ -121,13 +175,18 @@ describe('pace: drop', () => {
     const a = await app.send('p', { key: 'k', event: 'a' });
     const b = await app.send('p', { key: 'k', event: 'b' });
     const c = await app.send('p', { key: 'k', event: 'c', eventId: 'c-1' });
-    expect([a, b]).toEqual([{ runId: expect.stringMatching(/^k@/), duplicate: false }, { runId: expect.stringMatching(/^k@/), duplicate: false }]);
+    expect([a, b]).toEqual([
+      { runId: expect.stringMatching(/^k@/), duplicate: false },
+      { runId: expect.stringMatching(/^k@/), duplicate: false },
+    ]);
     expect(c).toEqual({ dropped: true });
     expect(await app.send('p', { key: 'k', event: 'c', eventId: 'c-1' })).toEqual({ dropped: true });
     expect(await app.send('p', { key: 'j', event: 'j' })).toMatchObject({ duplicate: false }); // another key
     await app.idle();
     expect(seen.map((s) => s.payload)).toEqual(['a', 'b', 'j']);
-    expect(logs.filter((l) => /dropped/.test(l.message)).map((l) => l.fields)).toEqual([expect.objectContaining({ subscriber: 'p', key: 'k', eventId: 'c-1', at: T0 })]);
+    expect(logs.filter((l) => /dropped/.test(l.message)).map((l) => l.fields)).toEqual([
+      expect.objectContaining({ subscriber: 'p', key: 'k', eventId: 'c-1', at: T0 }),
+    ]);
     await clock.advance(3_600_000); // the hour of the first start is over
     expect(await app.send('p', { key: 'k', event: 'd' })).toMatchObject({ duplicate: false });
     await app.idle();
@@ -149,7 +208,10 @@ describe('pace: drop', () => {
   it('holds the rate across a restart on a clock that reads earlier than the last record', async () => {
     const store = memoryStore();
     const gate = new Gate();
-    const first = paced({ drop: { max: 2, per: '3 seconds' } }, { store, handler: (payload) => (payload === 'a' ? gate.promise : undefined) });
+    const first = paced(
+      { drop: { max: 2, per: '3 seconds' } },
+      { store, handler: (payload) => (payload === 'a' ? gate.promise : undefined) },
+    );
     await first.app.start();
     await first.app.send('p', { key: 'k', event: 'a' });
     await first.clock.advance(100);
@@ -159,7 +221,10 @@ describe('pace: drop', () => {
     await first.app.idle();
     // The next process's clock reads 50 ms behind that (another machine's, or stepped back): its start at
     // "T0 + 3,000" would be the third within 3 s of the one at T0 + 100.
-    const second = paced({ drop: { max: 2, per: '3 seconds' } }, { store: store.crash(), clock: new ManualClock(T0 + 3_000) });
+    const second = paced(
+      { drop: { max: 2, per: '3 seconds' } },
+      { store: store.crash(), clock: new ManualClock(T0 + 3_000) },
+    );
     await second.app.start();
     const c = await second.app.send('p', { key: 'k', event: 'c' });
     await second.app.idle();
@@ -181,7 +246,10 @@ describe('pace: drop', () => {
     expect(await app.send('p', { key: 'k', event: 4 })).toMatchObject({ duplicate: false });
     await clock.advance(1000);
     await app.idle();
-    expect(seen.map((s) => [s.payload, s.run.size])).toEqual([[2, 2], [4, 1]]);
+    expect(seen.map((s) => [s.payload, s.run.size])).toEqual([
+      [2, 2],
+      [4, 1],
+    ]);
     await app.stop();
   });
 });
@@ -192,7 +260,14 @@ describe('pace: order and turns at the workers', () => {
     const { app, seen } = paced({ order: ({ event }) => event as number }, { workers: 1, handler: h.handler });
     await app.start();
     await app.send('p', { key: 'a', event: 0 }); // takes the one worker
-    for (const [key, o] of [['b', 1], ['c', 5], ['d', -1], ['e', 5], ['f', 3]] as const) await app.send('p', { key, event: o });
+    for (const [key, o] of [
+      ['b', 1],
+      ['c', 5],
+      ['d', -1],
+      ['e', 5],
+      ['f', 3],
+    ] as const)
+      await app.send('p', { key, event: o });
     await h.releaseAll(app, seen, 6);
     expect(seen.map((s) => s.run.key)).toEqual(['a', 'c', 'e', 'f', 'b', 'd']);
     await app.stop();
@@ -208,7 +283,9 @@ describe('pace: order and turns at the workers', () => {
     await h.releaseAll(app, seen, 42);
     const keys = seen.map((s) => s.run.key);
     expect(keys.slice(0, 5)).toEqual(['busy', 'busy', 'quiet', 'other', 'busy']); // the first ran at once; then one run per key per turn
-    expect(seen.filter((s) => s.run.key === 'busy').map((s) => s.payload)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    expect(seen.filter((s) => s.run.key === 'busy').map((s) => s.payload)).toEqual(
+      Array.from({ length: 40 }, (_, i) => i),
+    );
     await app.stop();
   });
 
@@ -227,15 +304,18 @@ describe('pace: order and turns at the workers', () => {
     const h = held();
     let running = 0;
     let most = 0;
-    const { app, seen } = paced({ order: ({ event }) => event as number, turns: 'key' }, {
-      byKey: 2,
-      handler: async () => {
-        running++;
-        most = Math.max(most, running);
-        await h.handler();
-        running--;
+    const { app, seen } = paced(
+      { order: ({ event }) => event as number, turns: 'key' },
+      {
+        byKey: 2,
+        handler: async () => {
+          running++;
+          most = Math.max(most, running);
+          await h.handler();
+          running--;
+        },
       },
-    });
+    );
     await app.start();
     for (const o of [1, 2, 3]) await app.send('p', { key: 'a', event: o });
     for (const o of [1, 2]) await app.send('p', { key: 'b', event: o });
@@ -249,7 +329,10 @@ describe('pace: order and turns at the workers', () => {
   it('refuses a start whose order is not a finite number, and dead-letters such a broker delivery', async () => {
     const { app, broker, seen } = paced({ order: ({ event }) => (event as { o: number }).o });
     await app.start();
-    await expect(app.send('p', { key: 'k', event: { o: 'high' } })).rejects.toMatchObject({ code: 'SEND_INVALID', message: expect.stringMatching(/subscriber "p": pace\.order must return a finite number, got "high" for key "k"/) });
+    await expect(app.send('p', { key: 'k', event: { o: 'high' } })).rejects.toMatchObject({
+      code: 'SEND_INVALID',
+      message: expect.stringMatching(/subscriber "p": pace\.order must return a finite number, got "high" for key "k"/),
+    });
     await broker.publish('t', { o: Number.NaN }, { key: 'k' });
     await app.idle();
     expect(seen).toEqual([]);
@@ -260,7 +343,11 @@ describe('pace: order and turns at the workers', () => {
 
 describe('pace: composition', () => {
   it('batch then perMinute, ordered: closed batches wait for the minute, the most urgent first', async () => {
-    const { app, clock, seen } = paced({ batch: { max: 2, wait: '1 second' }, perMinute: 1, order: ({ event }) => ((event as string).startsWith('!') ? 1 : 0) });
+    const { app, clock, seen } = paced({
+      batch: { max: 2, wait: '1 second' },
+      perMinute: 1,
+      order: ({ event }) => ((event as string).startsWith('!') ? 1 : 0),
+    });
     await app.start();
     for (const e of ['a', 'b', 'c', 'd', 'e', '!f']) await app.send('p', { key: 'k', event: e });
     await clock.advance(1000);
@@ -268,7 +355,11 @@ describe('pace: composition', () => {
     expect(seen.map((s) => s.payload)).toEqual([['a', 'b']]);
     await clock.advance(2 * MIN);
     await app.idle();
-    expect(seen.map((s) => [s.payload, (s.run.startedAt - T0) / 1000])).toEqual([[['a', 'b'], 0], [['e', '!f'], 60], [['c', 'd'], 120]]);
+    expect(seen.map((s) => [s.payload, (s.run.startedAt - T0) / 1000])).toEqual([
+      [['a', 'b'], 0],
+      [['e', '!f'], 60],
+      [['c', 'd'], 120],
+    ]);
     await app.stop();
   });
 
@@ -288,7 +379,11 @@ describe('pace: composition', () => {
     await app.idle();
     await clock.advance(MIN);
     await app.idle();
-    expect(seen.map((s) => [s.payload, s.run.size, (s.run.startedAt - T0) / 1000])).toEqual([[1, 1, 1], [2, 1, 61], [4, 2, 121]]);
+    expect(seen.map((s) => [s.payload, s.run.size, (s.run.startedAt - T0) / 1000])).toEqual([
+      [1, 1, 1],
+      [2, 1, 61],
+      [4, 2, 121],
+    ]);
     expect(seen[1]!.run.id).toBe(runId(r2));
     await app.stop();
   });

@@ -8,7 +8,18 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { App, ManualClock, MemoryBroker, fileStore, memoryStore, silentLogger, subscriber, type RunInfo, type ShardLog, type Store } from '../../src/index.js';
+import {
+  App,
+  ManualClock,
+  MemoryBroker,
+  fileStore,
+  memoryStore,
+  silentLogger,
+  subscriber,
+  type RunInfo,
+  type ShardLog,
+  type Store,
+} from '../../src/index.js';
 import { Gate, snapshotsThrough } from '../helpers.js';
 
 const T0 = 1_000_000;
@@ -17,17 +28,19 @@ const KEYS = 300;
 /** An app with one batched subscriber `ev` on `store`, recording each run it sees (by run ID). */
 function app(store: Store, clock: ManualClock, handler: (run: RunInfo) => Promise<void> | void = () => {}) {
   const runs: RunInfo[] = [];
-  const a = new App({ name: 'restart', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(new MemoryBroker(), (b) =>
-    b.include(
-      subscriber('ev', (_payload, ctx) => {
-        runs.push(ctx.run!);
-        return handler(ctx.run!);
-      })
-        .name('ev')
-        .workers(8)
-        .pace({ batch: { wait: '200 ms' } })
-        .build(),
-    ),
+  const a = new App({ name: 'restart', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(
+    new MemoryBroker(),
+    (b) =>
+      b.include(
+        subscriber('ev', (_payload, ctx) => {
+          runs.push(ctx.run!);
+          return handler(ctx.run!);
+        })
+          .name('ev')
+          .workers(8)
+          .pace({ batch: { wait: '200 ms' } })
+          .build(),
+      ),
   );
   return { app: a, runs };
 }
@@ -51,7 +64,9 @@ async function twoLives(store: () => Store, clock: ManualClock) {
   await one.app.start();
   const receipts = new Map<string, number>();
   const send = async (keys: number, round: number) => {
-    const got = await Promise.all(Array.from({ length: keys }, (_, i) => one.app.send('ev', { key: `key-${i}`, event: { i, round } })));
+    const got = await Promise.all(
+      Array.from({ length: keys }, (_, i) => one.app.send('ev', { key: `key-${i}`, event: { i, round } })),
+    );
     for (const r of got) if ('runId' in r) receipts.set(r.runId, (receipts.get(r.runId) ?? 0) + 1);
   };
   await send(KEYS / 2, 1);
@@ -87,16 +102,20 @@ describe('pace: a restart on several shards', () => {
   it.each([
     [4, 'no snapshot', undefined],
     [3, 'a snapshot every 40 records', 40],
-  ])('runs every window once after a graceful stop, on a file store of %i shards, %s', async (shards, _, snapshotEvery) => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-restart-'));
-    const store = () => fileStore({ dir, shards, segmentBytes: 4096, snapshotEvery });
-    const { receipts, runs, clock } = await twoLives(store, new ManualClock(T0));
-    // Every acknowledged window ran in life 2, once: the runs cut off by the stop, the windows due while down.
-    expect(new Set(runs.map((r) => r.id))).toEqual(new Set(receipts.keys()));
-    expect(runs.length).toBe(receipts.size);
-    for (const r of runs) expect(r.size).toBe(receipts.get(r.id));
-    await nothingRunsAgain(store(), clock);
-  }, 60_000);
+  ])(
+    'runs every window once after a graceful stop, on a file store of %i shards, %s',
+    async (shards, _, snapshotEvery) => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-restart-'));
+      const store = () => fileStore({ dir, shards, segmentBytes: 4096, snapshotEvery });
+      const { receipts, runs, clock } = await twoLives(store, new ManualClock(T0));
+      // Every acknowledged window ran in life 2, once: the runs cut off by the stop, the windows due while down.
+      expect(new Set(runs.map((r) => r.id))).toEqual(new Set(receipts.keys()));
+      expect(runs.length).toBe(receipts.size);
+      for (const r of runs) expect(r.size).toBe(receipts.get(r.id));
+      await nothingRunsAgain(store(), clock);
+    },
+    60_000,
+  );
 
   it('runs every window once after a crash, on a memory store whose reads take turns of the event loop', async () => {
     let current = memoryStore({ shards: 4, ioSeed: 7 });
@@ -120,7 +139,13 @@ describe('pace: a restart on several shards', () => {
       await log.writeSnapshot(lsn, state);
       events.push('snapshot written');
     });
-    const store: Store = { shards: 1, snapshotEvery: 4, open: () => inner.open(), log: () => held, close: async () => void events.push('store closed') };
+    const store: Store = {
+      shards: 1,
+      snapshotEvery: 4,
+      open: () => inner.open(),
+      log: () => held,
+      close: async () => void events.push('store closed'),
+    };
     const clock = new ManualClock(T0);
     const one = app(store, clock);
     await one.app.start();

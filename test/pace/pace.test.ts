@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, ManualClock, MemoryBroker, memoryStore, silentLogger, subscriber, type Context, type HandlerResult, type MemoryStore, type PaceOptions, type RunInfo } from '../../src/index.js';
+import {
+  App,
+  HandlerOutcome,
+  ManualClock,
+  MemoryBroker,
+  memoryStore,
+  silentLogger,
+  subscriber,
+  type Context,
+  type HandlerResult,
+  type MemoryStore,
+  type PaceOptions,
+  type RunInfo,
+} from '../../src/index.js';
 import { Gate } from '../helpers.js';
 
 const T0 = 1_000_000;
@@ -12,7 +25,17 @@ interface Seen {
 }
 
 /** An app with one paced subscriber `p` on topic `t`, on ManualClock and a memory store. */
-function paced(pace: PaceOptions, options: { store?: MemoryStore; clock?: ManualClock; broker?: MemoryBroker; handler?: (payload: unknown, ctx: Context) => HandlerResult | Promise<HandlerResult>; byKey?: number; attempts?: number } = {}) {
+function paced(
+  pace: PaceOptions,
+  options: {
+    store?: MemoryStore;
+    clock?: ManualClock;
+    broker?: MemoryBroker;
+    handler?: (payload: unknown, ctx: Context) => HandlerResult | Promise<HandlerResult>;
+    byKey?: number;
+    attempts?: number;
+  } = {},
+) {
   const clock = options.clock ?? new ManualClock(T0);
   const store = options.store ?? memoryStore();
   const broker = options.broker ?? new MemoryBroker();
@@ -21,9 +44,14 @@ function paced(pace: PaceOptions, options: { store?: MemoryStore; clock?: Manual
     seen.push({ payload, run: ctx.run!, attempt: ctx.message.attempt, at: clock.now() });
     return options.handler?.(payload, ctx);
   };
-  let b = subscriber('t', handler).name('p').pace(pace).retry({ attempts: options.attempts ?? 3, backoff: { initialMs: 100, maxMs: 100 } });
+  let b = subscriber('t', handler)
+    .name('p')
+    .pace(pace)
+    .retry({ attempts: options.attempts ?? 3, backoff: { initialMs: 100, maxMs: 100 } });
   if (options.byKey) b = b.workersByKey(options.byKey);
-  const app = new App({ name: 'pace-test', logger: silentLogger, clock, store }).withBroker(broker, (r) => r.include(b.build()));
+  const app = new App({ name: 'pace-test', logger: silentLogger, clock, store }).withBroker(broker, (r) =>
+    r.include(b.build()),
+  );
   return { app, clock, store, broker, seen };
 }
 
@@ -43,7 +71,14 @@ describe('pace: debounce', () => {
     expect(seen).toEqual([]);
     await clock.advance(1);
     await app.idle();
-    expect(seen).toEqual([{ payload: { v: 3 }, run: { id: (r1 as { runId: string }).runId, key: 'row-1', size: 3, startedAt: T0 + 1900 }, attempt: 1, at: T0 + 1900 }]);
+    expect(seen).toEqual([
+      {
+        payload: { v: 3 },
+        run: { id: (r1 as { runId: string }).runId, key: 'row-1', size: 3, startedAt: T0 + 1900 },
+        attempt: 1,
+        at: T0 + 1900,
+      },
+    ]);
     await app.stop();
   });
 
@@ -58,7 +93,10 @@ describe('pace: debounce', () => {
     expect(seen.map((s) => s.payload)).toEqual(['a1']);
     await clock.advance(600);
     await app.idle();
-    expect(seen.map((s) => [s.payload, s.at - T0])).toEqual([['a1', 1000], ['b1', 1600]]);
+    expect(seen.map((s) => [s.payload, s.at - T0])).toEqual([
+      ['a1', 1000],
+      ['b1', 1600],
+    ]);
     await app.stop();
   });
 
@@ -76,7 +114,10 @@ describe('pace: debounce', () => {
     expect(ids.size).toBe(2);
     await clock.advance(1000);
     await app.idle();
-    expect(seen.map((s) => [s.payload, s.run.size])).toEqual([[4800, 7], [5600, 1]]);
+    expect(seen.map((s) => [s.payload, s.run.size])).toEqual([
+      [4800, 7],
+      [5600, 1],
+    ]);
     await app.stop();
   });
 
@@ -101,7 +142,14 @@ describe('pace: batch', () => {
     const receipts = [];
     for (const e of ['x', 'y', 'z', 'w']) receipts.push(await app.send('p', { key: 'k', event: e }));
     await app.idle();
-    expect(seen).toEqual([{ payload: ['x', 'y', 'z'], run: { id: (receipts[0] as { runId: string }).runId, key: 'k', size: 3, startedAt: T0 }, attempt: 1, at: T0 }]);
+    expect(seen).toEqual([
+      {
+        payload: ['x', 'y', 'z'],
+        run: { id: (receipts[0] as { runId: string }).runId, key: 'k', size: 3, startedAt: T0 },
+        attempt: 1,
+        at: T0,
+      },
+    ]);
     expect(receipts[3]).not.toEqual(receipts[0]); // the fourth opened the next window
     await clock.advance(10_000);
     await app.idle();
@@ -146,7 +194,9 @@ describe('pace: batch', () => {
     await clock.advance(1000);
     await app.idle();
     expect(seen.map((s) => s.payload)).toEqual([[{ ok: true }]]);
-    expect(broker.messages('t.dlq').map((m) => m.headers['x-sluice-error'])).toEqual([expect.stringMatching(/^DECODE_FAILED/)]);
+    expect(broker.messages('t.dlq').map((m) => m.headers['x-sluice-error'])).toEqual([
+      expect.stringMatching(/^DECODE_FAILED/),
+    ]);
     await app.stop();
   });
 });
@@ -179,8 +229,14 @@ describe('pace: event IDs', () => {
     await expect(app.send('p', { key: 'k', event: 1 })).rejects.toMatchObject({ code: 'APP_STATE' });
     await app.start();
     await expect(app.send('nope', { key: 'k', event: 1 })).rejects.toMatchObject({ code: 'UNKNOWN_SUBSCRIBER' });
-    await expect(app.send('p', { key: 7 as never, event: 1 })).rejects.toMatchObject({ code: 'SEND_INVALID', message: expect.stringMatching(/key must be a string, got 7/) });
-    await expect(app.send('p', { key: 'k', event: { n: 1n } })).rejects.toMatchObject({ code: 'SEND_INVALID', message: expect.stringMatching(/event must be JSON/) });
+    await expect(app.send('p', { key: 7 as never, event: 1 })).rejects.toMatchObject({
+      code: 'SEND_INVALID',
+      message: expect.stringMatching(/key must be a string, got 7/),
+    });
+    await expect(app.send('p', { key: 'k', event: { n: 1n } })).rejects.toMatchObject({
+      code: 'SEND_INVALID',
+      message: expect.stringMatching(/event must be JSON/),
+    });
     await expect(app.send('p', { key: 'k', event: 1, eventId: '' })).rejects.toMatchObject({ code: 'SEND_INVALID' });
     await app.stop();
   });
@@ -190,17 +246,26 @@ describe('pace: runs', () => {
   it('retries a failed run under the same run ID, then dead-letters it with the reason and never runs it again', async () => {
     const broker = new MemoryBroker();
     const store = memoryStore();
-    const { app, clock, seen } = paced({ batch: { wait: 1000 } }, { broker, store, attempts: 2, handler: () => HandlerOutcome.retry() });
+    const { app, clock, seen } = paced(
+      { batch: { wait: 1000 } },
+      { broker, store, attempts: 2, handler: () => HandlerOutcome.retry() },
+    );
     await app.start();
     const receipt = (await app.send('p', { key: 'k', event: 'e' })) as { runId: string };
     await clock.advance(1000);
     while (seen.length < 1) await new Promise((resolve) => setImmediate(resolve));
     await clock.advance(100); // the backoff: then the second and last attempt
     await app.idle();
-    expect(seen.map((s) => [s.run.id, s.attempt])).toEqual([[receipt.runId, 1], [receipt.runId, 2]]);
+    expect(seen.map((s) => [s.run.id, s.attempt])).toEqual([
+      [receipt.runId, 1],
+      [receipt.runId, 2],
+    ]);
     const dead = broker.messages('t.dlq');
     expect(dead).toHaveLength(1);
-    expect(dead[0]!.headers).toMatchObject({ 'x-sluice-run-id': receipt.runId, 'x-sluice-error': expect.stringMatching(/exhausted 2 attempts/) });
+    expect(dead[0]!.headers).toMatchObject({
+      'x-sluice-run-id': receipt.runId,
+      'x-sluice-error': expect.stringMatching(/exhausted 2 attempts/),
+    });
     expect(JSON.parse(dead[0]!.value.toString())).toEqual(['e']);
     await app.stop();
     // A restart on what was durable: the run's end was recorded, so it does not run again.
@@ -224,36 +289,53 @@ describe('pace: runs', () => {
     const second = paced({ debounce: 1000 }, { store: crashed, clock: new ManualClock(T0 + 5000) });
     await second.app.start();
     await second.app.idle();
-    expect(second.seen).toEqual([{ payload: 'e', run: { id: receipt.runId, key: 'k', size: 1, startedAt: T0 + 1000 }, attempt: 1, at: T0 + 5000 }]);
+    expect(second.seen).toEqual([
+      { payload: 'e', run: { id: receipt.runId, key: 'k', size: 1, startedAt: T0 + 1000 }, attempt: 1, at: T0 + 5000 },
+    ]);
     await second.app.stop();
     gate.open(); // the first app is gone with its store: it is never stopped
   });
 
-  it('keeps a key\'s runs in order under workersByKey while other keys run at once', async () => {
+  it("keeps a key's runs in order under workersByKey while other keys run at once", async () => {
     const gates = new Map<string, Gate>();
     const running = new Set<string>();
     let most = 0;
-    const { app, clock, seen } = paced({ batch: { max: 1 } }, {
-      byKey: 4,
-      handler: async (_p, ctx) => {
-        running.add(ctx.run!.key);
-        most = Math.max(most, running.size);
-        const gate = new Gate();
-        gates.set(ctx.run!.id, gate);
-        await gate.promise;
-        running.delete(ctx.run!.key);
+    const { app, clock, seen } = paced(
+      { batch: { max: 1 } },
+      {
+        byKey: 4,
+        handler: async (_p, ctx) => {
+          running.add(ctx.run!.key);
+          most = Math.max(most, running.size);
+          const gate = new Gate();
+          gates.set(ctx.run!.id, gate);
+          await gate.promise;
+          running.delete(ctx.run!.key);
+        },
       },
-    });
+    );
     await app.start();
-    for (const [key, e] of [['a', 1], ['a', 2], ['b', 1]] as const) await app.send('p', { key, event: e });
+    for (const [key, e] of [
+      ['a', 1],
+      ['a', 2],
+      ['b', 1],
+    ] as const)
+      await app.send('p', { key, event: e });
     await clock.advance(0);
     for (let i = 0; i < 10 && gates.size < 2; i++) await Promise.resolve();
-    expect(seen.map((s) => [s.run.key, s.payload])).toEqual([['a', [1]], ['b', [1]]]); // a's second waits behind its first
+    expect(seen.map((s) => [s.run.key, s.payload])).toEqual([
+      ['a', [1]],
+      ['b', [1]],
+    ]); // a's second waits behind its first
     for (const g of gates.values()) g.open();
     while (seen.length < 3) await new Promise((resolve) => setImmediate(resolve));
     gates.get(seen[2]!.run.id)!.open();
     await app.idle();
-    expect(seen.map((s) => [s.run.key, s.payload])).toEqual([['a', [1]], ['b', [1]], ['a', [2]]]);
+    expect(seen.map((s) => [s.run.key, s.payload])).toEqual([
+      ['a', [1]],
+      ['b', [1]],
+      ['a', [2]],
+    ]);
     expect(most).toBe(2);
     await app.stop();
   });

@@ -5,7 +5,13 @@ import { ShardCore } from '../../src/shard/shard-core.js';
 import { paceCore } from './core.js';
 
 /** A core of the rules of `paces` that starts from `state` for `key`, as a restart from a snapshot does. */
-function restarted(paces: ReadonlyMap<string, CompiledPace>, key: string, state: PaceState, timer: number | undefined, at: number) {
+function restarted(
+  paces: ReadonlyMap<string, CompiledPace>,
+  key: string,
+  state: PaceState,
+  timer: number | undefined,
+  at: number,
+) {
   const c = new ShardCore<PaceState, PaceOutput>(paceRules(paces), { nowMs: at });
   c.importState({ lsn: 1, keys: [[key, JSON.parse(JSON.stringify(state)) as PaceState, timer ?? null]] }, at);
   let lsn = 1;
@@ -29,17 +35,30 @@ describe('pace rules: edges', () => {
   });
 
   it('answers a broker redelivery, while no window is open, with the run that waits last', () => {
-    const paces = new Map<string, CompiledPace>([['p', { kind: 'each', dedupMs: 1000, rate: { max: 1, perMs: 300, drop: false } }]]);
+    const paces = new Map<string, CompiledPace>([
+      ['p', { kind: 'each', dedupMs: 1000, rate: { max: 1, perMs: 300, drop: false } }],
+    ]);
     const { apply, released } = paceCore(paces);
     const key = coordinatorKey('p', 'k');
-    for (let off = 0; off < 4; off++) apply({ key, at: 0, type: EVENT, data: { e: off, r: `u${off}`, src: 'orders/0', off } });
+    for (let off = 0; off < 4; off++)
+      apply({ key, at: 0, type: EVENT, data: { e: off, r: `u${off}`, src: 'orders/0', off } });
     expect(released()).toEqual([expect.objectContaining({ id: 'k@u0' })]);
-    expect(apply({ key, at: 1, type: EVENT, data: { e: 1, r: 'again', src: 'orders/0', off: 1 } })).toEqual({ runId: 'k@u3', duplicate: true });
+    expect(apply({ key, at: 1, type: EVENT, data: { e: 1, r: 'again', src: 'orders/0', off: 1 } })).toEqual({
+      runId: 'k@u3',
+      duplicate: true,
+    });
   });
 
   it('a subscriber no longer mounted: an event first moves its coordinator on as a timer would, and a batch left at MAX_BATCH - 1 events closes on the next', () => {
     const key = coordinatorKey('q', 'k');
-    const before = paceCore(new Map<string, CompiledPace>([['q', { kind: 'batch', max: MAX_BATCH, waitMs: 10_000, dedupMs: 1000, rate: { max: 1, perMs: 500, drop: false } }]]));
+    const before = paceCore(
+      new Map<string, CompiledPace>([
+        [
+          'q',
+          { kind: 'batch', max: MAX_BATCH, waitMs: 10_000, dedupMs: 1000, rate: { max: 1, perMs: 500, drop: false } },
+        ],
+      ]),
+    );
     before.apply({ key, at: 0, type: EVENT, data: { e: 'first', r: 'u-first' } });
     before.apply({ key, at: 10_000, type: 'timer' });
     expect(before.released()).toEqual([expect.objectContaining({ id: 'k@u-first', startedAt: 10_000 })]);
@@ -48,7 +67,10 @@ describe('pace rules: edges', () => {
     expect(saved).toMatchObject({ starts: [10_000], w: { id: 'k@u1', size: MAX_BATCH - 1 } });
     // The next life mounts no subscriber `q`: the event joins the open window, which is full and goes at once.
     const after = restarted(new Map(), key, saved, before.c.timerOf(key), 10_002);
-    expect(after.apply({ key, at: 10_002, type: EVENT, data: { e: MAX_BATCH, r: 'u-last' } })).toEqual({ runId: 'k@u1', duplicate: false });
+    expect(after.apply({ key, at: 10_002, type: EVENT, data: { e: MAX_BATCH, r: 'u-last' } })).toEqual({
+      runId: 'k@u1',
+      duplicate: false,
+    });
     expect(after.released()).toEqual([expect.objectContaining({ id: 'k@u1', size: MAX_BATCH, startedAt: 10_002 })]);
     expect(after.c.state(key)!.starts).toBeUndefined();
   });

@@ -24,7 +24,10 @@ const step = fc.record({
   sub: fc.constantFrom(...SUBS),
   key: fc.constantFrom('a', 'b'),
   // Small steps, and the lengths of the windows and periods, so that records land on their boundaries.
-  dt: fc.oneof({ arbitrary: fc.integer({ min: 0, max: 40 }), weight: 4 }, { arbitrary: fc.constantFrom(0, 1, 50, 100, 200, 300, 400), weight: 1 }),
+  dt: fc.oneof(
+    { arbitrary: fc.integer({ min: 0, max: 40 }), weight: 4 },
+    { arbitrary: fc.constantFrom(0, 1, 50, 100, 200, 300, 400), weight: 1 },
+  ),
   kind: fc.constantFrom('event', 'event', 'event', 'event', 'timer', 'done'),
   // An event is sent with an ID, sent without one, or delivered by the broker (a new offset, or one redelivered).
   from: fc.constantFrom('id', 'id', 'none', 'broker'),
@@ -39,7 +42,15 @@ const step = fc.record({
 
 describe('pace rules against a model', () => {
   /** How far the runs went, for the assertions after each property. */
-  const reached = { longRuns: 0, idsAgedWhileHolding: 0, redelivered: 0, duplicates: 0, dropped: 0, waited: 0, retired: 0 };
+  const reached = {
+    longRuns: 0,
+    idsAgedWhileHolding: 0,
+    redelivered: 0,
+    duplicates: 0,
+    dropped: 0,
+    waited: 0,
+    retired: 0,
+  };
   let longest = 0;
 
   it('answer, put out, wake and retire keys as the model does, over runs of up to 150 records (property)', () => {
@@ -56,7 +67,11 @@ describe('pace rules against a model', () => {
           const k = coordinatorKey(sub, key);
           const heldIds = c.state(k)?.idOrder !== undefined;
           const r: ShardRecord =
-            record.type === 'event' ? { key: k, at: t, type: EVENT, data: record.data } : record.type === 'done' ? { key: k, at: t, type: DONE, data: record.run } : { key: k, at: t, type: TIMER };
+            record.type === 'event'
+              ? { key: k, at: t, type: EVENT, data: record.data }
+              : record.type === 'done'
+                ? { key: k, at: t, type: DONE, data: record.run }
+                : { key: k, at: t, type: TIMER };
           const reply = apply(r) as PaceReply | undefined;
           const expected = model.apply(sub, key, t, record);
           // What each answered, put out, set its timer to and whether it holds the key, after this record.
@@ -84,7 +99,8 @@ describe('pace rules against a model', () => {
             }
           }
           if (s.kind === 'timer') feed(s.sub, s.key, at, { type: 'timer' });
-          else if (s.kind === 'done') feed(s.sub, s.key, at, { type: 'done', run: model.running(s.sub, s.key)[s.run] ?? 'no-such-run' });
+          else if (s.kind === 'done')
+            feed(s.sub, s.key, at, { type: 'done', run: model.running(s.sub, s.key)[s.run] ?? 'no-such-run' });
           else {
             let data: ModelEventData = { e: n, r: `u${n}`, ...(s.o !== 0 ? { o: s.o } : {}) };
             if (s.from === 'id') data = { ...data, id: s.id };

@@ -15,16 +15,37 @@ const paces = new Map<string, CompiledPace>([
 ]);
 
 const core = () => paceCore(paces);
-const ev = (sub: string, key: string, at: number, e: unknown, r: string, extra: { id?: string; o?: number } = {}): ShardRecord => ({ key: coordinatorKey(sub, key), at, type: EVENT, data: { e, r, ...extra } });
-const timer = (sub: string, key: string, at: number): ShardRecord => ({ key: coordinatorKey(sub, key), at, type: TIMER });
-const runs = (outs: PaceOutput[]) => outs.filter((o): o is PaceRun => !('dropped' in o)).map((o) => [o.events, o.startedAt]);
+const ev = (
+  sub: string,
+  key: string,
+  at: number,
+  e: unknown,
+  r: string,
+  extra: { id?: string; o?: number } = {},
+): ShardRecord => ({ key: coordinatorKey(sub, key), at, type: EVENT, data: { e, r, ...extra } });
+const timer = (sub: string, key: string, at: number): ShardRecord => ({
+  key: coordinatorKey(sub, key),
+  at,
+  type: TIMER,
+});
+const runs = (outs: PaceOutput[]) =>
+  outs.filter((o): o is PaceRun => !('dropped' in o)).map((o) => [o.events, o.startedAt]);
 
 describe('pace rules: rates', () => {
   it('perMinute: starts over the rate wait in the state, and a timer record starts each when the period allows', () => {
     const { c, apply, released } = core();
     const key = coordinatorKey('p', 'k');
-    for (const [i, at] of [[1, 0], [2, 10], [3, 20], [4, 30]] as const) expect(apply(ev('p', 'k', at, i, `u${i}`))).toEqual({ runId: `k@u${i}`, duplicate: false });
-    expect(runs(released())).toEqual([[[1], 0], [[2], 10]]);
+    for (const [i, at] of [
+      [1, 0],
+      [2, 10],
+      [3, 20],
+      [4, 30],
+    ] as const)
+      expect(apply(ev('p', 'k', at, i, `u${i}`))).toEqual({ runId: `k@u${i}`, duplicate: false });
+    expect(runs(released())).toEqual([
+      [[1], 0],
+      [[2], 10],
+    ]);
     expect(c.state(key)!.q!.map((s) => s.events)).toEqual([[3], [4]]);
     expect(c.timerOf(key)).toBe(300); // the first start ages out of the period
     apply(timer('p', 'k', 300));
@@ -41,8 +62,21 @@ describe('pace rules: rates', () => {
     const { c, apply, released } = core();
     apply(ev('p', 'k', 0, 'a', 'ua'));
     apply(ev('p', 'k', 0, 'b', 'ub'));
-    for (const [e, o] of [['low', -1], ['mid1', 0], ['high', 5], ['mid2', 0], ['top', 9]] as const) apply(ev('p', 'k', 1, e, `u-${e}`, { o }));
-    expect(c.state(coordinatorKey('p', 'k'))!.q!.map((s) => s.events[0])).toEqual(['top', 'high', 'mid1', 'mid2', 'low']);
+    for (const [e, o] of [
+      ['low', -1],
+      ['mid1', 0],
+      ['high', 5],
+      ['mid2', 0],
+      ['top', 9],
+    ] as const)
+      apply(ev('p', 'k', 1, e, `u-${e}`, { o }));
+    expect(c.state(coordinatorKey('p', 'k'))!.q!.map((s) => s.events[0])).toEqual([
+      'top',
+      'high',
+      'mid1',
+      'mid2',
+      'low',
+    ]);
     released();
     apply(timer('p', 'k', 300));
     apply(timer('p', 'k', 600));
@@ -57,16 +91,32 @@ describe('pace rules: rates', () => {
     expect(runs(released())).toEqual([[[1, 2, 3], 3]]); // the first batch ran; the second (with order 7) waits
     expect(c.state(key)!.q).toEqual([{ id: 'k@u4', events: [4, 5, 6], size: 3, o: 7 }]);
     apply(timer('q', 'k', 203));
-    expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 203, order: 7 }]);
+    expect(released()).toEqual([
+      { subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 203, order: 7 },
+    ]);
   });
 
   it('batch: a window takes the highest order of its starts, a start without an order counting as 0', () => {
     const { apply, released } = core();
-    for (const [i, o] of [[1, -1], [2, 0], [3, -2]] as const) apply(ev('q', 'k', 0, i, `u${i}`, { o }));
-    expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 }]);
-    for (const [i, o] of [[4, -2], [5, -1], [6, -3]] as const) apply(ev('q', 'k', 1, i, `u${i}`, { o }));
+    for (const [i, o] of [
+      [1, -1],
+      [2, 0],
+      [3, -2],
+    ] as const)
+      apply(ev('q', 'k', 0, i, `u${i}`, { o }));
+    expect(released()).toEqual([
+      { subscriber: 'q', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 },
+    ]);
+    for (const [i, o] of [
+      [4, -2],
+      [5, -1],
+      [6, -3],
+    ] as const)
+      apply(ev('q', 'k', 1, i, `u${i}`, { o }));
     apply(timer('q', 'k', 200));
-    expect(released()).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 200, order: -1 }]);
+    expect(released()).toEqual([
+      { subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 200, order: -1 },
+    ]);
   });
 
   it('drop: a start over the rate is answered dropped, put out for the log, and a repeated ID stays dropped', () => {
@@ -141,7 +191,8 @@ describe('pace rules: rates', () => {
           at += s.dt;
           const key = coordinatorKey(s.sub, s.key);
           let r: ShardRecord;
-          if (s.kind === 'event') r = ev(s.sub, s.key, at, n, `u${n}`, { o: s.o, ...(s.id === undefined ? {} : { id: s.id }) });
+          if (s.kind === 'event')
+            r = ev(s.sub, s.key, at, n, `u${n}`, { o: s.o, ...(s.id === undefined ? {} : { id: s.id }) });
           else if (s.kind === 'timer') r = timer(s.sub, s.key, at);
           else r = { key, at, type: DONE, data: live.c.state(key)?.runs?.[0]?.id ?? 'none' };
           const reply = applied(r);
@@ -159,13 +210,15 @@ describe('pace rules: rates', () => {
         for (const [sub, pace] of paces) {
           for (const key of ['a', 'b']) {
             const times = started.filter((o) => o.subscriber === sub && o.key === key).map((o) => o.startedAt);
-            for (let i = 0; i + pace.rate!.max < times.length; i++) expect(times[i + pace.rate!.max]! - times[i]!).toBeGreaterThanOrEqual(pace.rate!.perMs);
+            for (let i = 0; i + pace.rate!.max < times.length; i++)
+              expect(times[i + pace.rate!.max]! - times[i]!).toBeGreaterThanOrEqual(pace.rate!.perMs);
           }
         }
         // Of the `each` and batch subscribers, every start not dropped nor a duplicate ran or still waits, once.
         const inRuns = started.filter((o) => o.subscriber !== 'x').flatMap((o) => o.events as number[]);
         expect(new Set(inRuns).size).toBe(inRuns.length);
-        for (const o of started.filter((o) => o.subscriber !== 'x')) for (const e of o.events as number[]) expect(droppedEvents.has(e)).toBe(false);
+        for (const o of started.filter((o) => o.subscriber !== 'x'))
+          for (const e of o.events as number[]) expect(droppedEvents.has(e)).toBe(false);
         dropped += droppedEvents.size;
       }),
       { numRuns: 300 },

@@ -1,7 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUP_MS, type CompiledPace } from '../../src/pace/config.js';
-import { coordinatorKey, DONE, EVENT, needsRunId, paceRules, type PaceOutput, type PaceRun, type PaceState } from '../../src/pace/rules.js';
+import {
+  coordinatorKey,
+  DONE,
+  EVENT,
+  needsRunId,
+  paceRules,
+  type PaceOutput,
+  type PaceRun,
+  type PaceState,
+} from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
 import { ShardCore } from '../../src/shard/shard-core.js';
 import { paceCore } from './core.js';
@@ -9,14 +18,22 @@ import { PaceModel } from './model.js';
 
 const DEBOUNCE: CompiledPace = { kind: 'debounce', windowMs: 100, maxWaitMs: 300, dedupMs: 1000 };
 const BATCH: CompiledPace = { kind: 'batch', max: 3, waitMs: 100, dedupMs: 1000 };
-const paces = new Map<string, CompiledPace>([['d', DEBOUNCE], ['b', BATCH]]);
+const paces = new Map<string, CompiledPace>([
+  ['d', DEBOUNCE],
+  ['b', BATCH],
+]);
 
 /** These paces have no drop: every output is a run. */
 const core = () => {
   const k = paceCore(paces);
   return { ...k, released: () => k.released() as PaceRun[] };
 };
-const ev = (sub: string, key: string, at: number, e: unknown, r: string, id?: string): ShardRecord => ({ key: coordinatorKey(sub, key), at, type: EVENT, data: id === undefined ? { e, r } : { e, r, id } });
+const ev = (sub: string, key: string, at: number, e: unknown, r: string, id?: string): ShardRecord => ({
+  key: coordinatorKey(sub, key),
+  at,
+  type: EVENT,
+  data: id === undefined ? { e, r } : { e, r, id },
+});
 
 describe('pace rules', () => {
   it('closes a window with an event exactly at its end, before the timer record: the event opens the next window', () => {
@@ -24,7 +41,9 @@ describe('pace rules', () => {
     expect(apply(ev('d', 'k', 0, 'first', 'u1'))).toEqual({ runId: 'k@u1', duplicate: false });
     expect(c.timerOf(coordinatorKey('d', 'k'))).toBe(100);
     expect(apply(ev('d', 'k', 100, 'second', 'u2'))).toEqual({ runId: 'k@u2', duplicate: false });
-    expect(released()).toEqual([{ subscriber: 'd', key: 'k', id: 'k@u1', events: ['first'], size: 1, startedAt: 100, order: 0 }]);
+    expect(released()).toEqual([
+      { subscriber: 'd', key: 'k', id: 'k@u1', events: ['first'], size: 1, startedAt: 100, order: 0 },
+    ]);
     // The timer record that comes late finds the new window not yet due: nothing runs.
     apply({ key: coordinatorKey('d', 'k'), at: 100, type: TIMER });
     expect(released()).toEqual([]);
@@ -48,7 +67,9 @@ describe('pace rules', () => {
     const { c, apply, released } = core();
     const key = coordinatorKey('b', 'k');
     for (const e of [1, 2, 3, 4]) apply(ev('b', 'k', 0, e, `u${e}`));
-    expect(released()).toEqual([{ subscriber: 'b', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 }]);
+    expect(released()).toEqual([
+      { subscriber: 'b', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 },
+    ]);
     expect(c.state(key)!.runs).toEqual([{ id: 'k@u1', events: [1, 2, 3], size: 3, at: 0 }]);
     expect(c.state(key)!.w).toMatchObject({ id: 'k@u4', events: [4] });
     apply({ key, at: 10, type: DONE, data: 'k@u1' });
@@ -58,13 +79,28 @@ describe('pace rules', () => {
   it('answers a redelivered broker message (an offset not past the last of its partition) as a duplicate of the latest run, until dedup after the last delivery', () => {
     const { c, apply, released } = core();
     const key = coordinatorKey('b', 'k');
-    const msg = (at: number, off: number, src = 'orders/0'): ShardRecord => ({ key, at, type: EVENT, data: { e: `${src}@${off}`, r: `u${at}`, src, off } });
+    const msg = (at: number, off: number, src = 'orders/0'): ShardRecord => ({
+      key,
+      at,
+      type: EVENT,
+      data: { e: `${src}@${off}`, r: `u${at}`, src, off },
+    });
     expect(apply(msg(0, 5))).toEqual({ runId: 'k@u0', duplicate: false });
     expect(apply(msg(10, 5))).toEqual({ runId: 'k@u0', duplicate: true }); // the same offset again
     expect(apply(msg(20, 3))).toEqual({ runId: 'k@u0', duplicate: true }); // an earlier one
     expect(apply(msg(30, 3, 'orders/1'))).toEqual({ runId: 'k@u0', duplicate: false }); // another partition's offsets are its own
     expect(apply(msg(40, 6))).toEqual({ runId: 'k@u0', duplicate: false });
-    expect(released()).toEqual([{ subscriber: 'b', key: 'k', id: 'k@u0', events: ['orders/0@5', 'orders/1@3', 'orders/0@6'], size: 3, startedAt: 40, order: 0 }]);
+    expect(released()).toEqual([
+      {
+        subscriber: 'b',
+        key: 'k',
+        id: 'k@u0',
+        events: ['orders/0@5', 'orders/1@3', 'orders/0@6'],
+        size: 3,
+        startedAt: 40,
+        order: 0,
+      },
+    ]);
     // The batch ran: a redelivery is a duplicate of the run it most likely joined, the latest.
     expect(apply(msg(50, 6))).toEqual({ runId: 'k@u0', duplicate: true });
     expect(apply(msg(60, 7))).toEqual({ runId: 'k@u60', duplicate: false });
@@ -90,20 +126,33 @@ describe('pace rules', () => {
     apply(ev('d', 'k', 950, 'b', 'u2'));
     expect(c.timerOf(key)).toBe(1000);
     apply({ key, at: 1000, type: TIMER }); // id-1 ages out; the run and the window stay
-    expect(c.state(key)).toEqual({ w: { id: 'k@u2', first: 950, due: 1050, events: ['b'], size: 1 }, runs: [{ id: 'k@u1', events: ['a'], size: 1, at: 100 }] });
+    expect(c.state(key)).toEqual({
+      w: { id: 'k@u2', first: 950, due: 1050, events: ['b'], size: 1 },
+      runs: [{ id: 'k@u1', events: ['a'], size: 1, at: 100 }],
+    });
     expect(c.timerOf(key)).toBe(1050);
     // The ID is new again: it joins the window, which it moves on.
     expect(apply(ev('d', 'k', 1001, 'c', 'u3', 'id-1'))).toEqual({ runId: 'k@u2', duplicate: false });
     expect(c.timerOf(key)).toBe(1101);
     apply({ key, at: 1101, type: TIMER });
-    expect(released()).toEqual([{ subscriber: 'd', key: 'k', id: 'k@u2', events: ['c'], size: 2, startedAt: 1101, order: 0 }]);
+    expect(released()).toEqual([
+      { subscriber: 'd', key: 'k', id: 'k@u2', events: ['c'], size: 2, startedAt: 1101, order: 0 },
+    ]);
   });
 
   it('moves a coordinator whose subscriber is no longer mounted on: waiting starts start, windows close when due, new IDs kept the default time', () => {
-    const rated = new Map<string, CompiledPace>([['q', { kind: 'batch', max: 2, waitMs: 100, dedupMs: 1000, rate: { max: 1, perMs: 500, drop: false } }]]);
+    const rated = new Map<string, CompiledPace>([
+      ['q', { kind: 'batch', max: 2, waitMs: 100, dedupMs: 1000, rate: { max: 1, perMs: 500, drop: false } }],
+    ]);
     const first = paceCore(rated);
     const key = coordinatorKey('q', 'k');
-    for (const [i, at] of [[1, 0], [2, 0], [3, 1], [4, 1]] as const) first.apply(ev('q', 'k', at, i, `u${i}`));
+    for (const [i, at] of [
+      [1, 0],
+      [2, 0],
+      [3, 1],
+      [4, 1],
+    ] as const)
+      first.apply(ev('q', 'k', at, i, `u${i}`));
     first.apply(ev('q', 'k', 2, 5, 'u5', 'x'));
     expect(first.released()).toEqual([expect.objectContaining({ id: 'k@u1' })]);
     const saved = JSON.parse(JSON.stringify(first.c.state(key))) as PaceState;
@@ -112,14 +161,24 @@ describe('pace rules', () => {
     const next = new ShardCore<PaceState, PaceOutput>(paceRules(new Map()), { nowMs: 3 });
     next.importState({ lsn: 10, keys: [[key, saved, first.c.timerOf(key) ?? null]] }, 3);
     next.apply(11, { key, at: 3, type: TIMER });
-    expect(next.release(11)).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u3', events: [3, 4], size: 2, startedAt: 3, order: 0 }]);
+    expect(next.release(11)).toEqual([
+      { subscriber: 'q', key: 'k', id: 'k@u3', events: [3, 4], size: 2, startedAt: 3, order: 0 },
+    ]);
     expect(next.state(key)!.starts).toBeUndefined(); // no rate holds anything back any more
-    expect(next.apply(12, { key, at: 4, type: EVENT, data: { e: 6, r: 'u6', id: 'y' } })).toEqual({ runId: 'k@u5', duplicate: false });
+    expect(next.apply(12, { key, at: 4, type: EVENT, data: { e: 6, r: 'u6', id: 'y' } })).toEqual({
+      runId: 'k@u5',
+      duplicate: false,
+    });
     expect(next.timerOf(key)).toBe(102);
     next.apply(13, { key, at: 102, type: TIMER });
-    expect(next.release(13)).toEqual([{ subscriber: 'q', key: 'k', id: 'k@u5', events: [5, 6], size: 2, startedAt: 102, order: 0 }]);
+    expect(next.release(13)).toEqual([
+      { subscriber: 'q', key: 'k', id: 'k@u5', events: [5, 6], size: 2, startedAt: 102, order: 0 },
+    ]);
     // A new window closes on its first record: it waits no time.
-    expect(next.apply(14, { key, at: 103, type: EVENT, data: { e: 7, r: 'u7' } })).toEqual({ runId: 'k@u7', duplicate: false });
+    expect(next.apply(14, { key, at: 103, type: EVENT, data: { e: 7, r: 'u7' } })).toEqual({
+      runId: 'k@u7',
+      duplicate: false,
+    });
     expect(next.timerOf(key)).toBe(103);
     next.apply(15, { key, at: 103, type: TIMER });
     expect(next.release(15)).toEqual([expect.objectContaining({ id: 'k@u7', events: [7], startedAt: 103 })]);
@@ -140,7 +199,7 @@ describe('pace rules', () => {
     expect(needsRunId({ w }, { kind: 'each', dedupMs: 1000 }, 50)).toBe(true);
   });
 
-  it('rebuilds by replay exactly the state and outputs that live application built, which are the model\'s, over runs of up to 60 records (property)', () => {
+  it("rebuilds by replay exactly the state and outputs that live application built, which are the model's, over runs of up to 60 records (property)", () => {
     const record = fc.record({
       sub: fc.constantFrom('d', 'b'),
       key: fc.constantFrom('a', 'b', 'c'),
@@ -188,7 +247,11 @@ describe('pace rules', () => {
         const seen = new Set<unknown>();
         for (const o of outputs) {
           expect(o.size).toBeGreaterThan(0);
-          if (o.subscriber === 'b') for (const e of o.events) { expect(seen.has(e) ? e : undefined).toBeUndefined(); seen.add(e); }
+          if (o.subscriber === 'b')
+            for (const e of o.events) {
+              expect(seen.has(e) ? e : undefined).toBeUndefined();
+              seen.add(e);
+            }
         }
       }),
       { numRuns: 300 },

@@ -34,18 +34,42 @@ describe('ParkedTable', () => {
       | { t: 'remap' };
     const timer = fc.option(fc.integer({ min: 0, max: 10_000 }), { freq: 4 });
     const op: fc.Arbitrary<Op> = fc.oneof(
-      { weight: 80, arbitrary: fc.record({ t: fc.constant('set' as const), key: fc.nat({ max: 3_000 }), ref: fc.oneof(fc.nat({ max: 1_000 }), fc.nat({ max: 2 ** 48 - 1 })), timer }) },
+      {
+        weight: 80,
+        arbitrary: fc.record({
+          t: fc.constant('set' as const),
+          key: fc.nat({ max: 3_000 }),
+          ref: fc.oneof(fc.nat({ max: 1_000 }), fc.nat({ max: 2 ** 48 - 1 })),
+          timer,
+        }),
+      },
       { weight: 30, arbitrary: fc.record({ t: fc.constant('delete' as const), key: fc.nat({ max: 3_000 }) }) },
-      { weight: 10, arbitrary: fc.record({ t: fc.constant('sweep' as const), untilMs: fc.integer({ min: -1, max: 10_000 }), max: fc.integer({ min: 0, max: 40 }), unpark: fc.boolean() }) },
+      {
+        weight: 10,
+        arbitrary: fc.record({
+          t: fc.constant('sweep' as const),
+          untilMs: fc.integer({ min: -1, max: 10_000 }),
+          max: fc.integer({ min: 0, max: 40 }),
+          unpark: fc.boolean(),
+        }),
+      },
       { weight: 10, arbitrary: fc.record({ t: fc.constant('earliest' as const) }) },
       { weight: 20, arbitrary: fc.record({ t: fc.constant('get' as const), key: fc.nat({ max: 3_000 }) }) },
       { weight: 1, arbitrary: fc.constant({ t: 'freeze' as const }) },
-      { weight: 10, arbitrary: fc.record({ t: fc.constant('read' as const), max: fc.nat({ max: 100 }), key: fc.nat({ max: 3_000 }) }) },
+      {
+        weight: 10,
+        arbitrary: fc.record({
+          t: fc.constant('read' as const),
+          max: fc.nat({ max: 100 }),
+          key: fc.nat({ max: 3_000 }),
+        }),
+      },
       { weight: 1, arbitrary: fc.constant({ t: 'remap' as const }) },
     );
     // A frozen copy lists the keys parked when it was taken, whatever the table does meanwhile.
     type Frozen = { keys: ReturnType<ParkedTable['frozenKeys']>; parked: Set<string>; read: Set<string> };
-    const unreadOk = (f: Frozen, key: string) => expect(f.keys.unread(key), key).toBe(f.parked.has(key) && !f.read.has(key));
+    const unreadOk = (f: Frozen, key: string) =>
+      expect(f.keys.unread(key), key).toBe(f.parked.has(key) && !f.read.has(key));
     const resize = vi.spyOn(ParkedTable.prototype as unknown as { resize(capacity: number): void }, 'resize');
     let grown = 0;
     let rehashed = 0;
@@ -128,7 +152,10 @@ describe('ParkedTable', () => {
                   else {
                     // parked again: its timer moved on, or cleared
                     const n = Number(key.slice('key-'.length));
-                    const entry = { ref: model.get(key)!.ref, timer: n % 3 === 0 ? Number.NaN : o.untilMs + 1 + (n % 50) };
+                    const entry = {
+                      ref: model.get(key)!.ref,
+                      timer: n % 3 === 0 ? Number.NaN : o.untilMs + 1 + (n % 50),
+                    };
                     t.set(key, entry.ref, entry.timer);
                     model.set(key, entry);
                   }
@@ -156,7 +183,12 @@ describe('ParkedTable', () => {
             // Every timer still fires: a sweep to the end of time hands out each key with one, once.
             const all: string[] = [];
             t.sweep(Number.POSITIVE_INFINITY, (key) => all.push(key));
-            expect(all.sort()).toEqual([...model].filter(([, e]) => !Number.isNaN(e.timer)).map(([k]) => k).sort());
+            expect(all.sort()).toEqual(
+              [...model]
+                .filter(([, e]) => !Number.isNaN(e.timer))
+                .map(([k]) => k)
+                .sort(),
+            );
           },
         ),
         { numRuns: 12 },
@@ -181,7 +213,18 @@ describe('ParkedTable', () => {
   });
 
   it('gives back every key exactly as it was parked, lone surrogates included (UTF-8 would make them all U+FFFD)', () => {
-    const keys = ['\uD800', '\uDC00', '\uFFFD', '\uDBFF\uDFFF', 'x\uD800', 'x\uFFFD', 'x\uDFFFy', '', 'plain', 'ключ-🔑'];
+    const keys = [
+      '\uD800',
+      '\uDC00',
+      '\uFFFD',
+      '\uDBFF\uDFFF',
+      'x\uD800',
+      'x\uFFFD',
+      'x\uDFFFy',
+      '',
+      'plain',
+      'ключ-🔑',
+    ];
     const t = new ParkedTable();
     keys.forEach((k, i) => t.set(k, i, 100 + i));
     expect(t.size).toBe(keys.length);
@@ -205,7 +248,8 @@ describe('ParkedTable', () => {
     const t = new ParkedTable();
     keys.forEach((k, i) => t.set(k, i, i));
     for (let i = 0; i < 3_000; i++) t.set(`filler-${i}`, i, i); // grows the table: a rehash of every entry
-    for (let round = 0; round < 3; round++) for (const k of keys) {
+    for (let round = 0; round < 3; round++)
+      for (const k of keys) {
         // garbage: compactions
         t.delete(k);
         t.set(k, round, round);

@@ -24,13 +24,22 @@ const rules: Rules<Counter, string> = {
   retired: (s) => s.count === 0,
 };
 
-const view = (core: ShardCore<Counter, string>) => [...core.keys()].sort().map((k) => ({ key: k, state: core.state(k), timer: core.timerOf(k) }));
+const view = (core: ShardCore<Counter, string>) =>
+  [...core.keys()].sort().map((k) => ({ key: k, state: core.state(k), timer: core.timerOf(k) }));
 
 /** Steps: an event for a key, or a call to `due` at the current time whose keys get a timer record each. */
 const stepsArb = fc.array(
   fc.oneof(
-    fc.record({ kind: fc.constant('event' as const), key: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'), dt: fc.integer({ min: 0, max: 80 }) }),
-    fc.record({ kind: fc.constant('due' as const), dt: fc.integer({ min: 0, max: 200 }), max: fc.integer({ min: 1, max: 4 }) }),
+    fc.record({
+      kind: fc.constant('event' as const),
+      key: fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f'),
+      dt: fc.integer({ min: 0, max: 80 }),
+    }),
+    fc.record({
+      kind: fc.constant('due' as const),
+      dt: fc.integer({ min: 0, max: 200 }),
+      max: fc.integer({ min: 1, max: 4 }),
+    }),
   ),
   { maxLength: 150, size: 'max' },
 );
@@ -54,7 +63,9 @@ class Model {
     this.outputs.push(`${r.key} seen ${state.count}`);
   }
   view() {
-    return [...this.keys].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, { state, timer }]) => ({ key, state, timer }));
+    return [...this.keys]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([key, { state, timer }]) => ({ key, state, timer }));
   }
 }
 
@@ -88,7 +99,8 @@ function run(maxLoadedKeys: number, steps: typeof stepsArb extends fc.Arbitrary<
     expect(new Set(named).size).toBe(named.length);
     const left = [...timers].filter(([k, at]) => at <= now && !named.includes(k)).map(([, at]) => at);
     if (named.length < s.max) expect(left).toEqual([]);
-    if (named.length > 0 && left.length > 0) expect(Math.max(...named.map((k) => timers.get(k)!))).toBeLessThanOrEqual(Math.min(...left) + 10);
+    if (named.length > 0 && left.length > 0)
+      expect(Math.max(...named.map((k) => timers.get(k)!))).toBeLessThanOrEqual(Math.min(...left) + 10);
     for (const key of named) apply({ key, at: now, type: TIMER });
   }, 60_000);
   expect(outputs).toEqual(model.outputs);
@@ -157,22 +169,31 @@ describe('ShardCore with parked keys', () => {
     core.apply(7, { key: 'k0', at: 10, type: 'event', data: 'late' }); // a parked key, loaded and changed
     core.apply(8, { key: 'k5', at: 11, type: TIMER }); // a loaded key retired
     core.apply(9, { key: 'new', at: 12, type: 'event', data: 'late' });
-    const entries = [...first, ...core.snapshotChunk(3), ...core.snapshotChunk(10)].map((j) => JSON.parse(j) as [string, Counter, number | null]);
+    const entries = [...first, ...core.snapshotChunk(3), ...core.snapshotChunk(10)].map(
+      (j) => JSON.parse(j) as [string, Counter, number | null],
+    );
     core.endSnapshot();
     expect(lsn).toBe(6);
-    expect(entries.sort((x, y) => x[0].localeCompare(y[0]))).toEqual(Array.from({ length: 6 }, (_, i) => [`k${i}`, { count: 1, events: [`e${i}`] }, i + 100]));
+    expect(entries.sort((x, y) => x[0].localeCompare(y[0]))).toEqual(
+      Array.from({ length: 6 }, (_, i) => [`k${i}`, { count: 1, events: [`e${i}`] }, i + 100]),
+    );
   });
 });
 
 describe('ShardCore under churn', () => {
   it('holds parked keys in bounded memory while 2,000 live keys take turns beyond maxLoadedKeys 1,000', () => {
-    const keep: Rules<{ n: number }, never> = { initial: () => ({ n: 0 }), apply: (s) => ({ n: s.n + 1 }), retired: () => false };
+    const keep: Rules<{ n: number }, never> = {
+      initial: () => ({ n: 0 }),
+      apply: (s) => ({ n: s.n + 1 }),
+      retired: () => false,
+    };
     const core = new ShardCore(keep, { nowMs: 0, maxLoadedKeys: 1_000 });
     const keys = Array.from({ length: 2_000 }, (_, i) => `tenant-${i}/order-stream`);
     let lsn = 0;
     const pass = (): void => {
       // A stride that is prime to 2,000: every key in turn, in an order that mixes loaded and parked ones.
-      for (let i = 0; i < keys.length; i++) core.apply(++lsn, { key: keys[(i * 7) % keys.length]!, at: lsn, type: 'tick' });
+      for (let i = 0; i < keys.length; i++)
+        core.apply(++lsn, { key: keys[(i * 7) % keys.length]!, at: lsn, type: 'tick' });
     };
     for (let round = 0; round < 10; round++) pass();
     const settled = core.parkedBytes();
@@ -209,6 +230,8 @@ describe('ParkedStates and StateArena', () => {
     for (let i = 0; i < 100; i += 2) a.free(refs[i]!);
     const live = refs.filter((_, i) => i % 2 === 1);
     a.compact((move) => live.forEach((r, j) => (live[j] = move(r))));
-    expect(live.map((r) => JSON.parse(a.text(r)) as { i: number })).toEqual(Array.from({ length: 50 }, (_, j) => ({ i: 2 * j + 1 })));
+    expect(live.map((r) => JSON.parse(a.text(r)) as { i: number })).toEqual(
+      Array.from({ length: 50 }, (_, j) => ({ i: 2 * j + 1 })),
+    );
   });
 });

@@ -28,7 +28,10 @@ const snapshot = (core: ShardCore<Counter, Out>) =>
   [...core.keys()].sort().map((k) => ({ key: k, state: core.state(k), timer: core.timerOf(k) }));
 
 /** A run of records for a few keys, up to 120 of them; each step moves time forward a little. */
-const recordsArb = fc.array(fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd'), dt: fc.integer({ min: 0, max: 80 }), timer: fc.boolean() }), { maxLength: 120, size: 'max' });
+const recordsArb = fc.array(
+  fc.record({ key: fc.constantFrom('a', 'b', 'c', 'd'), dt: fc.integer({ min: 0, max: 80 }), timer: fc.boolean() }),
+  { maxLength: 120, size: 'max' },
+);
 
 function materialise(steps: { key: string; dt: number; timer: boolean }[]): ShardRecord[] {
   let at = 1_000;
@@ -52,7 +55,10 @@ function model(records: ShardRecord[]): { outputs: Out[][]; view: ReturnType<typ
     keys.set(r.key, { state, timer: r.at + 100 });
     return [{ key: r.key, kind: 'seen', count: state.count, tag: String(r.data) }];
   }, 60_000);
-  return { outputs, view: [...keys].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, { state, timer }]) => ({ key, state, timer })) };
+  return {
+    outputs,
+    view: [...keys].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, { state, timer }]) => ({ key, state, timer })),
+  };
 }
 
 describe('ShardCore', () => {
@@ -151,7 +157,8 @@ describe('ShardCore', () => {
   it('keeps timers beyond the horizon outside the wheel until they come within it', () => {
     const farRules: Rules<{ at: number }, string> = {
       initial: () => ({ at: 0 }),
-      apply: (s, r, fx) => (r.type === TIMER ? (fx.output(r.key), { at: 0 }) : (fx.timer(r.at + 10 * 60_000), { at: r.at })),
+      apply: (s, r, fx) =>
+        r.type === TIMER ? (fx.output(r.key), { at: 0 }) : (fx.timer(r.at + 10 * 60_000), { at: r.at }),
       retired: (s) => s.at === 0,
     };
     const core = new ShardCore(farRules, { nowMs: 0, tickMs: 10, horizonMs: 60_000 });

@@ -109,7 +109,9 @@ describe('ShardHost', () => {
       return store.crash();
     };
     expect(await replayTurns(await filled(memoryStore({ shards: 1 })))).toBe(3); // a turn per 1,000 records
-    const seeded = await Promise.all([1, 1, 2].map(async (seed) => replayTurns(await filled(memoryStore({ shards: 1, ioSeed: seed })))));
+    const seeded = await Promise.all(
+      [1, 1, 2].map(async (seed) => replayTurns(await filled(memoryStore({ shards: 1, ioSeed: seed })))),
+    );
     expect(seeded[0]).toBe(seeded[1]);
     for (const t of seeded) expect(t).toBeGreaterThanOrEqual(3);
   });
@@ -138,7 +140,13 @@ describe('ShardHost', () => {
     const store = memoryStore({ shards: 1 });
     const clock = new ManualClock(1_000);
     const outputs: Out[] = [];
-    const first = new ShardHost({ log: store.log(0), rules, clock, onOutput: (o) => outputs.push(o), snapshotEvery: 5 });
+    const first = new ShardHost({
+      log: store.log(0),
+      rules,
+      clock,
+      onOutput: (o) => outputs.push(o),
+      snapshotEvery: 5,
+    });
     await first.open();
     for (let i = 0; i < 7; i++) await first.append({ key: `k${i % 3}`, type: 'event' });
     await settle();
@@ -162,7 +170,13 @@ describe('ShardHost', () => {
       await log.writeSnapshot(lsn, state);
       written++;
     });
-    const h = new ShardHost({ log: counting, rules, clock: new ManualClock(1_000), onOutput: () => {}, snapshotEvery: 5 });
+    const h = new ShardHost({
+      log: counting,
+      rules,
+      clock: new ManualClock(1_000),
+      onOutput: () => {},
+      snapshotEvery: 5,
+    });
     await h.open();
     for (let i = 0; i < 6; i++) await h.append({ key: `k${i % 2}`, type: 'event' }); // the 5th starts a snapshot, the 6th asks again
     await h.close();
@@ -172,7 +186,11 @@ describe('ShardHost', () => {
   it('never stamps a record earlier than the last one in the log, after a restart on a clock behind (from the records or a snapshot)', async () => {
     // Rules that only remember when each record happened, as the rules saw it.
     const seenAt: number[] = [];
-    const times: Rules<{ n: number }, never> = { initial: () => ({ n: 0 }), apply: (s, r) => (seenAt.push(r.at), { n: s.n + 1 }), retired: () => false };
+    const times: Rules<{ n: number }, never> = {
+      initial: () => ({ n: 0 }),
+      apply: (s, r) => (seenAt.push(r.at), { n: s.n + 1 }),
+      retired: () => false,
+    };
     let store = memoryStore({ shards: 1 });
     const first = new ShardHost({ log: store.log(0), rules: times, clock: new ManualClock(5_000), onOutput: () => {} });
     await first.open();
@@ -183,7 +201,12 @@ describe('ShardHost', () => {
     for (const snapshot of [false, true]) {
       store = store.crash();
       seenAt.length = 0;
-      const next = new ShardHost({ log: store.log(0), rules: times, clock: new ManualClock(4_940), onOutput: () => {} });
+      const next = new ShardHost({
+        log: store.log(0),
+        rules: times,
+        clock: new ManualClock(4_940),
+        onOutput: () => {},
+      });
       await next.open();
       expect(next.now()).toBe(5_040);
       await next.append({ key: 'a', type: 'event' });
@@ -197,9 +220,19 @@ describe('ShardHost', () => {
 
   it('spaces snapshots by their size: a large state is snapshotted again only after as many bytes of records', async () => {
     // One key whose state takes about 20,000 bytes, and records of 16 bytes (`["k",0,"e",null]`).
-    const big: Rules<{ pad: string; n: number }, never> = { initial: () => ({ pad: 'x'.repeat(20_000), n: 0 }), apply: (s) => ({ pad: s.pad, n: s.n + 1 }), retired: () => false };
+    const big: Rules<{ pad: string; n: number }, never> = {
+      initial: () => ({ pad: 'x'.repeat(20_000), n: 0 }),
+      apply: (s) => ({ pad: s.pad, n: s.n + 1 }),
+      retired: () => false,
+    };
     const store = memoryStore({ shards: 1 });
-    const h = new ShardHost({ log: store.log(0), rules: big, clock: new ManualClock(0), onOutput: () => {}, snapshotEvery: 10 });
+    const h = new ShardHost({
+      log: store.log(0),
+      rules: big,
+      clock: new ManualClock(0),
+      onOutput: () => {},
+      snapshotEvery: 10,
+    });
     await h.open();
     const begun: number[] = [];
     const begin = h.core.beginSnapshot.bind(h.core);
@@ -225,11 +258,23 @@ describe('ShardHost', () => {
     await first.close();
     await clock.advance(3_600_000); // the process was down for an hour
     const outputs: Out[] = [];
-    const second = new ShardHost({ log: store.crash().log(0), rules, clock, chunk: 7, maxLoadedKeys: 4, onOutput: (o) => outputs.push(o) });
+    const second = new ShardHost({
+      log: store.crash().log(0),
+      rules,
+      clock,
+      chunk: 7,
+      maxLoadedKeys: 4,
+      onOutput: (o) => outputs.push(o),
+    });
     await second.open();
     await clock.advance(0); // the manual clock runs the timer the host armed (due at once)
     await settle(30);
-    expect(outputs.filter((o) => o.kind === 'fired').map((o) => o.key).sort()).toEqual(Array.from({ length: 60 }, (_, i) => `k${i}`).sort());
+    expect(
+      outputs
+        .filter((o) => o.kind === 'fired')
+        .map((o) => o.key)
+        .sort(),
+    ).toEqual(Array.from({ length: 60 }, (_, i) => `k${i}`).sort());
     expect(second.core.keyCount).toBe(0);
   });
 

@@ -10,13 +10,31 @@ export interface History {
   /** Every `app.send` made (acknowledged or not). */
   readonly sends: { life: number; sub: string; key: string; n: number; eventId?: string }[];
   /** The receipts senders got back: their events are durable. */
-  readonly acks: { life: number; sub: string; key: string; n: number; eventId?: string; runId: string; duplicate: boolean }[];
+  readonly acks: {
+    life: number;
+    sub: string;
+    key: string;
+    n: number;
+    eventId?: string;
+    runId: string;
+    duplicate: boolean;
+  }[];
   /** Starts answered `{ dropped: true }` (durably). */
   readonly drops: { life: number; sub: string; key: string; n: number; eventId?: string }[];
   /** Messages published to the broker-fed subscriber (the broker acknowledged each one). */
   readonly published: { key: string; n: number }[];
   /** Every handler invocation of a run. */
-  readonly runs: { life: number; sub: string; runId: string; key: string; size: number; startedAt: number; events: number[]; attempt: number; finished: boolean }[];
+  readonly runs: {
+    life: number;
+    sub: string;
+    runId: string;
+    key: string;
+    size: number;
+    startedAt: number;
+    events: number[];
+    attempt: number;
+    finished: boolean;
+  }[];
   /** How each process life ended. */
   readonly lives: { n: number; end: 'running' | 'crash' | 'stop' }[];
   readonly notes: string[];
@@ -33,10 +51,20 @@ export type Outcome =
 
 export function check(h: History, outcome: Outcome): string[] {
   const out: string[] = [];
-  if (outcome.kind === 'flip-missed') out.push(`a flipped bit (${outcome.where}) was not detected: recovery opened the store`);
+  if (outcome.kind === 'flip-missed')
+    out.push(`a flipped bit (${outcome.where}) was not detected: recovery opened the store`);
   if (outcome.kind === 'threw') out.push(`the engine threw: ${outcome.error.split('\n').slice(0, 4).join(' | ')}`);
-  if (outcome.kind === 'corrupt' || outcome.kind === 'corrupt-at-start') out.push(`the store refused to open (STORE_CORRUPT) with no damage done to it`);
-  out.push(...sameRunSameInput(h), ...noEmptyRun(h), ...receiptsNeverChange(h), ...eventsInOneRun(h), ...finishedNeverAgain(h), ...ratesKept(h), ...droppedNeverRan(h));
+  if (outcome.kind === 'corrupt' || outcome.kind === 'corrupt-at-start')
+    out.push(`the store refused to open (STORE_CORRUPT) with no damage done to it`);
+  out.push(
+    ...sameRunSameInput(h),
+    ...noEmptyRun(h),
+    ...receiptsNeverChange(h),
+    ...eventsInOneRun(h),
+    ...finishedNeverAgain(h),
+    ...ratesKept(h),
+    ...droppedNeverRan(h),
+  );
   // Liveness is checked only when the seed ran to its quiet end.
   if (outcome.kind === 'ran') out.push(...everyWindowRan(h));
   return out;
@@ -55,11 +83,14 @@ function sameRunSameInput(h: History): string[] {
     const first = runs[0]!;
     for (const r of runs.slice(1)) {
       if (r.size !== first.size || r.events.join() !== first.events.join() || r.startedAt !== first.startedAt) {
-        out.push(`run ${id} ran with [${first.events.join(',')}] (size ${first.size}) in life ${first.life} and with [${r.events.join(',')}] (size ${r.size}) in life ${r.life}`);
+        out.push(
+          `run ${id} ran with [${first.events.join(',')}] (size ${first.size}) in life ${first.life} and with [${r.events.join(',')}] (size ${r.size}) in life ${r.life}`,
+        );
         break;
       }
     }
-    if (!first.runId.startsWith(`${first.key}@`) || first.runId.length <= first.key.length + 1) out.push(`run ${id} is not a run ID of its key ${first.key} (<key>@<uuid>)`);
+    if (!first.runId.startsWith(`${first.key}@`) || first.runId.length <= first.key.length + 1)
+      out.push(`run ${id} is not a run ID of its key ${first.key} (<key>@<uuid>)`);
   }
   return out;
 }
@@ -73,7 +104,8 @@ function receiptsNeverChange(h: History): string[] {
   const out: string[] = [];
   const first = new Map<string, History['acks'][number]>();
   for (const a of h.acks) {
-    if (!('runId' in a) || a.runId.length <= a.key.length + 1 || !a.runId.startsWith(`${a.key}@`)) out.push(`receipt of event ${a.n} names ${a.runId}, not a run ID of key ${a.key} (<key>@<uuid>)`);
+    if (!('runId' in a) || a.runId.length <= a.key.length + 1 || !a.runId.startsWith(`${a.key}@`))
+      out.push(`receipt of event ${a.n} names ${a.runId}, not a run ID of key ${a.key} (<key>@<uuid>)`);
     if (a.eventId === undefined) continue;
     const id = `${a.sub}/${a.eventId}`;
     const f = first.get(id);
@@ -81,8 +113,12 @@ function receiptsNeverChange(h: History): string[] {
       first.set(id, a);
       continue;
     }
-    if (a.runId !== f.runId) out.push(`event ID ${id} was answered with run ${f.runId} (life ${f.life}) and later with run ${a.runId} (life ${a.life})`);
-    else if (!a.duplicate) out.push(`event ID ${id} was answered twice as not a duplicate (lives ${f.life} and ${a.life})`);
+    if (a.runId !== f.runId)
+      out.push(
+        `event ID ${id} was answered with run ${f.runId} (life ${f.life}) and later with run ${a.runId} (life ${a.life})`,
+      );
+    else if (!a.duplicate)
+      out.push(`event ID ${id} was answered twice as not a duplicate (lives ${f.life} and ${a.life})`);
   }
   return out;
 }
@@ -106,7 +142,8 @@ function eventsInOneRun(h: History): string[] {
   for (const a of h.acks) {
     if (a.sub !== 'bat' && a.sub !== 'pm') continue;
     const ran = runOf.get(`${a.sub}/${a.n}`);
-    if (ran !== undefined && ran !== `${a.sub}/${a.runId}`) out.push(`event ${a.n} of ${a.sub} was acknowledged for run ${a.runId} but ran in ${ran}`);
+    if (ran !== undefined && ran !== `${a.sub}/${a.runId}`)
+      out.push(`event ${a.n} of ${a.sub} was acknowledged for run ${a.runId} but ran in ${ran}`);
   }
   return out;
 }
@@ -119,7 +156,8 @@ function finishedNeverAgain(h: History): string[] {
   for (const r of h.runs) {
     const id = `${r.sub}/${r.runId}`;
     const endedIn = done.get(id);
-    if (endedIn !== undefined && (r.life === endedIn || stopped.has(endedIn))) out.push(`run ${id} finished in life ${endedIn} and ran again in life ${r.life}`);
+    if (endedIn !== undefined && (r.life === endedIn || stopped.has(endedIn)))
+      out.push(`run ${id} finished in life ${endedIn} and ran again in life ${r.life}`);
     if (r.finished && endedIn === undefined) done.set(id, r.life);
   }
   return out;
@@ -131,11 +169,14 @@ export function everyWindowRan(h: History): string[] {
   const ran = new Set(h.runs.map((r) => `${r.sub}/${r.runId}`));
   const finished = new Set(h.runs.filter((r) => r.finished).map((r) => `${r.sub}/${r.runId}`));
   for (const a of h.acks) {
-    if (!ran.has(`${a.sub}/${a.runId}`)) out.push(`run ${a.sub}/${a.runId} (event ${a.n}, acknowledged in life ${a.life}) never ran`);
+    if (!ran.has(`${a.sub}/${a.runId}`))
+      out.push(`run ${a.sub}/${a.runId} (event ${a.n}, acknowledged in life ${a.life}) never ran`);
   }
   const clicks = new Set(h.runs.filter((r) => r.sub === 'clk').flatMap((r) => r.events));
   for (const p of h.published) if (!clicks.has(p.n)) out.push(`published click ${p.n} (key ${p.key}) was in no run`);
-  const unfinished = [...ran].filter((id) => !finished.has(id) && !h.runs.some((r) => `${r.sub}/${r.runId}` === id && r.attempt >= 3));
+  const unfinished = [...ran].filter(
+    (id) => !finished.has(id) && !h.runs.some((r) => `${r.sub}/${r.runId}` === id && r.attempt >= 3),
+  );
   for (const id of unfinished) out.push(`run ${id} never finished`);
   return out;
 }
@@ -145,11 +186,15 @@ function ratesKept(h: History): string[] {
   const out: string[] = [];
   for (const [sub, { max, perMs }] of Object.entries(RATES)) {
     const starts = new Map<string, Map<string, number>>();
-    for (const r of h.runs) if (r.sub === sub) starts.set(r.key, (starts.get(r.key) ?? new Map<string, number>()).set(r.runId, r.startedAt));
+    for (const r of h.runs)
+      if (r.sub === sub) starts.set(r.key, (starts.get(r.key) ?? new Map<string, number>()).set(r.runId, r.startedAt));
     for (const [key, runs] of starts) {
       const times = [...runs.values()].sort((a, b) => a - b);
       for (let i = 0; i + max < times.length; i++) {
-        if (times[i + max]! - times[i]! < perMs) out.push(`${sub}: ${max + 1} runs of key ${key} started within ${times[i + max]! - times[i]!} ms (at most ${max} in ${perMs} ms)`);
+        if (times[i + max]! - times[i]! < perMs)
+          out.push(
+            `${sub}: ${max + 1} runs of key ${key} started within ${times[i + max]! - times[i]!} ms (at most ${max} in ${perMs} ms)`,
+          );
       }
     }
   }
@@ -160,8 +205,11 @@ function ratesKept(h: History): string[] {
 function droppedNeverRan(h: History): string[] {
   const out: string[] = [];
   const ran = new Set(h.runs.flatMap((r) => r.events.map((n) => `${r.sub}/${n}`)));
-  for (const d of h.drops) if (ran.has(`${d.sub}/${d.n}`)) out.push(`event ${d.n} of ${d.sub} was answered dropped (life ${d.life}) but ran`);
+  for (const d of h.drops)
+    if (ran.has(`${d.sub}/${d.n}`)) out.push(`event ${d.n} of ${d.sub} was answered dropped (life ${d.life}) but ran`);
   const acked = new Set(h.acks.filter((a) => a.eventId !== undefined).map((a) => `${a.sub}/${a.eventId}`));
-  for (const d of h.drops) if (d.eventId !== undefined && acked.has(`${d.sub}/${d.eventId}`)) out.push(`event ID ${d.sub}/${d.eventId} was answered both dropped and with a run`);
+  for (const d of h.drops)
+    if (d.eventId !== undefined && acked.has(`${d.sub}/${d.eventId}`))
+      out.push(`event ID ${d.sub}/${d.eventId} was answered both dropped and with a run`);
   return out;
 }

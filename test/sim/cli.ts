@@ -6,16 +6,30 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_STEPS, SABOTAGES, seedArg, simulate, startSeed, type Sabotage } from './simulate.js';
 
-const { values } = parseArgs({ options: { seeds: { type: 'string' }, seed: { type: 'string' }, from: { type: 'string' }, steps: { type: 'string' }, sabotage: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    seeds: { type: 'string' },
+    seed: { type: 'string' },
+    from: { type: 'string' },
+    steps: { type: 'string' },
+    sabotage: { type: 'string' },
+  },
+});
 const bad = values.sabotage as Sabotage | undefined;
-if (bad !== undefined && !SABOTAGES.includes(bad)) throw new RangeError(`sim: --sabotage must be one of ${SABOTAGES.join(', ')}, got ${bad}`);
+if (bad !== undefined && !SABOTAGES.includes(bad))
+  throw new RangeError(`sim: --sabotage must be one of ${SABOTAGES.join(', ')}, got ${bad}`);
 const steps = values.steps === undefined ? DEFAULT_STEPS : Number(values.steps);
-if (!(Number.isInteger(steps) && steps >= 0)) throw new RangeError(`sim: --steps must be an integer from 0 up, got ${values.steps}`);
+if (!(Number.isInteger(steps) && steps >= 0))
+  throw new RangeError(`sim: --steps must be an integer from 0 up, got ${values.steps}`);
 const one = values.seed !== undefined;
 const count = one ? 1 : Number(values.seeds ?? 500);
-if (!(Number.isInteger(count) && count >= 1)) throw new RangeError(`sim: --seeds must be an integer from 1 up, got ${values.seeds}`);
+if (!(Number.isInteger(count) && count >= 1))
+  throw new RangeError(`sim: --seeds must be an integer from 1 up, got ${values.seeds}`);
 const from = one ? seedArg('--seed', values.seed!) : startSeed(count, values.from);
-if (!one) console.log(`${count} seeds from ${from}, ${steps} steps each${bad ? `, sabotage ${bad}` : ''} (again: npm run sim -- --seeds ${count} --from ${from} --steps ${steps}${bad ? ` --sabotage ${bad}` : ''})`);
+if (!one)
+  console.log(
+    `${count} seeds from ${from}, ${steps} steps each${bad ? `, sabotage ${bad}` : ''} (again: npm run sim -- --seeds ${count} --from ${from} --steps ${steps}${bad ? ` --sabotage ${bad}` : ''})`,
+  );
 let failed = 0;
 const t0 = performance.now();
 const totals = { lives: 0, acks: 0, runs: 0, published: 0, flips: 0 };
@@ -35,5 +49,7 @@ for (let seed = from; seed < from + count; seed++) {
   }
 }
 const s = ((performance.now() - t0) / 1000).toFixed(1);
-console.log(`${count} seeds from ${from} (${steps} steps)${bad ? ` with sabotage ${bad}` : ''}: ${failed} failed, in ${s} s (${totals.lives} process lives, ${totals.acks} receipts, ${totals.runs} handler calls, ${totals.published} broker messages, ${totals.flips} bit flips detected)`);
+console.log(
+  `${count} seeds from ${from} (${steps} steps)${bad ? ` with sabotage ${bad}` : ''}: ${failed} failed, in ${s} s (${totals.lives} process lives, ${totals.acks} receipts, ${totals.runs} handler calls, ${totals.published} broker messages, ${totals.flips} bit flips detected)`,
+);
 process.exitCode = failed > 0 ? 1 : 0;

@@ -23,7 +23,8 @@ interface Op {
   readonly reject: (error: unknown) => void;
 }
 
-const error = (code: string, what: string): NodeJS.ErrnoException => Object.assign(new Error(`${code}: ${what}`), { code });
+const error = (code: string, what: string): NodeJS.ErrnoException =>
+  Object.assign(new Error(`${code}: ${what}`), { code });
 
 export class SimDisk {
   /** Names as the running process sees them, and as a crash would leave them. */
@@ -70,7 +71,10 @@ export class SimDisk {
       let after = seen.get(inode);
       if (!after) {
         after = new Inode();
-        const extra = inode.data.length > inode.durable.length && inode.data.subarray(0, inode.durable.length).equals(inode.durable) ? inode.data.subarray(inode.durable.length) : Buffer.alloc(0);
+        const extra =
+          inode.data.length > inode.durable.length && inode.data.subarray(0, inode.durable.length).equals(inode.durable)
+            ? inode.data.subarray(inode.durable.length)
+            : Buffer.alloc(0);
         const keep = extra.length === 0 ? 0 : this.random.pick([0, extra.length, this.random.int(extra.length + 1)]);
         after.data = Buffer.concat([inode.durable, extra.subarray(0, keep)]);
         after.durable = after.data;
@@ -91,7 +95,12 @@ export class SimDisk {
     const segments = [...this.names.keys()].filter((n) => n.endsWith('.seg')).sort();
     const files = segments.filter((name, i) => {
       const next = segments[i + 1];
-      return this.names.get(name)!.data.length > 0 && next !== undefined && path.dirname(next) === path.dirname(name) && this.names.get(next)!.data.length > 0;
+      return (
+        this.names.get(name)!.data.length > 0 &&
+        next !== undefined &&
+        path.dirname(next) === path.dirname(name) &&
+        this.names.get(next)!.data.length > 0
+      );
     });
     if (files.length === 0) return false;
     const name = this.random.pick(files);
@@ -112,16 +121,24 @@ export class SimDisk {
     const later = <T = void>(run: () => T): Promise<T> =>
       new Promise<T>((resolve, reject) => {
         if (disk.life !== life) return; // the process is dead: nothing completes
-        disk.queue.push({ run: () => (disk.life === life ? run() : undefined), resolve: resolve as (value: unknown) => void, reject });
+        disk.queue.push({
+          run: () => (disk.life === life ? run() : undefined),
+          resolve: resolve as (value: unknown) => void,
+          reject,
+        });
       });
-    const now = <T>(get: () => T): Promise<T> => (disk.life !== life ? new Promise(() => {}) : Promise.resolve().then(get));
+    const now = <T>(get: () => T): Promise<T> =>
+      disk.life !== life ? new Promise(() => {}) : Promise.resolve().then(get);
     const inode = (file: string): Inode => {
       const found = disk.names.get(file);
       if (!found) throw error('ENOENT', file);
       return found;
     };
     const handle = (file: string, node: Inode): StoreFile => ({
-      write: (bytes, offset, length) => later(() => void (node.data = Buffer.concat([node.data, bytes.subarray(offset, offset + length)]))).then(() => ({ bytesWritten: length })),
+      write: (bytes, offset, length) =>
+        later(() => void (node.data = Buffer.concat([node.data, bytes.subarray(offset, offset + length)]))).then(
+          () => ({ bytesWritten: length }),
+        ),
       writeFile: (data) => later(() => void (node.data = Buffer.from(data))),
       datasync: () => later(() => disk.sync(node, file)),
       sync: () => later(() => disk.sync(node, file)),
@@ -141,7 +158,10 @@ export class SimDisk {
       readdir: (dir) =>
         later(() => {
           if (!disk.dirs.has(dir)) throw error('ENOENT', dir);
-          return [...disk.names.keys()].filter((n) => path.dirname(n) === dir).map((n) => path.basename(n)).sort();
+          return [...disk.names.keys()]
+            .filter((n) => path.dirname(n) === dir)
+            .map((n) => path.basename(n))
+            .sort();
         }),
       readFile: (file) => later(() => Buffer.from(inode(file).data)),
       open: (file, flag) =>
@@ -161,7 +181,8 @@ export class SimDisk {
       rm: (file) => later(() => void disk.names.delete(file)),
       syncDirectory: (dir) =>
         later(() => {
-          for (const name of [...disk.durableNames.keys()]) if (path.dirname(name) === dir) disk.durableNames.delete(name);
+          for (const name of [...disk.durableNames.keys()])
+            if (path.dirname(name) === dir) disk.durableNames.delete(name);
           for (const [name, node] of disk.names) if (path.dirname(name) === dir) disk.durableNames.set(name, node);
         }),
     };

@@ -17,26 +17,42 @@ const FROM = startSeed(SEEDS, process.env.SLUICE_SIM_FROM, 'SLUICE_SIM_FROM');
  * fix has a test of its own.)
  */
 const REGRESSIONS: readonly (SimOptions & { seed: number; found: string })[] = [
-  { seed: 7770085, steps: 600, found: 'drop: 3 runs of a key within 2,993 ms of a 3 s period (a restart on a clock behind the log)' },
+  {
+    seed: 7770085,
+    steps: 600,
+    found: 'drop: 3 runs of a key within 2,993 ms of a 3 s period (a restart on a clock behind the log)',
+  },
   { seed: 7770572, steps: 600, found: 'drop: 3 runs of a key within 2,998 ms (the same)' },
   { seed: 7770846, steps: 600, found: 'drop: 3 runs of a key within 2,996 ms (the same)' },
   { seed: 7770943, steps: 600, found: 'drop: 3 runs of a key within 2,997 ms (the same)' },
   { seed: 7771526, steps: 600, found: 'drop: 3 runs of a key within 2,996 ms (the same)' },
   { seed: 7772678, steps: 600, found: 'drop: 3 runs of a key within 2,997 ms (the same)' },
-  { seed: 7770610, steps: 600, found: 'a bit flipped in the last record of a segment, before a segment holding a torn first write: recovery cut it off as a torn tail' },
-  { seed: 2426631791, steps: 2000, found: 'per-minute windows that never ran: the quiet phase ended before the rate could start the backlog' },
+  {
+    seed: 7770610,
+    steps: 600,
+    found:
+      'a bit flipped in the last record of a segment, before a segment holding a torn first write: recovery cut it off as a torn tail',
+  },
+  {
+    seed: 2426631791,
+    steps: 2000,
+    found: 'per-minute windows that never ran: the quiet phase ended before the rate could start the backlog',
+  },
 ];
 
 describe('deterministic simulation', () => {
   it(`keeps every promise over ${SEEDS} seeds (from a seed that changes with each run) of crashes, torn writes, failed fsyncs and bit flips`, async () => {
-    console.log(`simulation: ${SEEDS} seeds from ${FROM} (again: SLUICE_SIM_FROM=${FROM}${SEEDS !== 500 ? ` SLUICE_SIM_SEEDS=${SEEDS}` : ''} npx vitest run test/sim)`);
+    console.log(
+      `simulation: ${SEEDS} seeds from ${FROM} (again: SLUICE_SIM_FROM=${FROM}${SEEDS !== 500 ? ` SLUICE_SIM_SEEDS=${SEEDS}` : ''} npx vitest run test/sim)`,
+    );
     const failures: string[] = [];
     const seen = { lives: 0, acks: 0, runs: 0, published: 0, drops: 0, waited: 0, flips: 0 };
     for (let seed = FROM; seed < FROM + SEEDS; seed++) {
       const r = await simulate(seed);
       for (const k of ['lives', 'acks', 'runs', 'published', 'drops', 'waited'] as const) seen[k] += r.stats[k];
       if (r.outcome.kind === 'flip-detected') seen.flips++;
-      if (r.violations.length > 0) failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${r.replay}`);
+      if (r.violations.length > 0)
+        failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${r.replay}`);
     }
     expect(failures, `seeds from ${FROM}`).toEqual([]);
     // The seeds did exercise what they claim to: many lives, receipts, runs, broker messages and detected flips.
@@ -50,10 +66,13 @@ describe('deterministic simulation', () => {
     if (SEEDS >= 500) expect(seen.flips).toBeGreaterThan(0);
   }, 600_000);
 
-  it.each(REGRESSIONS)('keeps every promise on seed $seed ($steps steps), which once failed: $found', async ({ seed, steps }) => {
-    const r = await simulate(seed, { steps });
-    expect(r.violations, r.replay).toEqual([]);
-  });
+  it.each(REGRESSIONS)(
+    'keeps every promise on seed $seed ($steps steps), which once failed: $found',
+    async ({ seed, steps }) => {
+      const r = await simulate(seed, { steps });
+      expect(r.violations, r.replay).toEqual([]);
+    },
+  );
 
   it('replays a seed exactly, and prints the command that does', async () => {
     const a = await simulate(42);
@@ -74,13 +93,17 @@ describe('deterministic simulation', () => {
     expect((await simulate(...replayed(long.replay))).notes).toEqual(long.notes);
   });
 
-  it.each(SABOTAGES)('catches the broken engine "%s" within 2,000 seeds', async (bad) => {
-    let caught: number | undefined;
-    for (let seed = 1; seed <= 2_000 && caught === undefined; seed++) {
-      if ((await simulate(seed, { sabotage: bad })).violations.length > 0) caught = seed;
-    }
-    expect(caught, `sabotage ${bad} was not caught`).toBeDefined();
-  }, 600_000);
+  it.each(SABOTAGES)(
+    'catches the broken engine "%s" within 2,000 seeds',
+    async (bad) => {
+      let caught: number | undefined;
+      for (let seed = 1; seed <= 2_000 && caught === undefined; seed++) {
+        if ((await simulate(seed, { sabotage: bad })).violations.length > 0) caught = seed;
+      }
+      expect(caught, `sabotage ${bad} was not caught`).toBeDefined();
+    },
+    600_000,
+  );
 });
 
 /** What a replay command asks `simulate` for, read as the command line reads it. */

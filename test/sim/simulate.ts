@@ -48,7 +48,14 @@ export async function simulate(seed: number, options: SimOptions = {}): Promise<
   {
     const world = new World({ seed, steps, faults: options.sabotage ? { [options.sabotage]: true } : {} });
     const h = world.history;
-    const stats = () => ({ lives: h.lives.length, acks: h.acks.length, runs: h.runs.length, published: h.published.length, drops: h.drops.length, waited: waited(h) });
+    const stats = () => ({
+      lives: h.lives.length,
+      acks: h.acks.length,
+      runs: h.runs.length,
+      published: h.published.length,
+      drops: h.drops.length,
+      waited: waited(h),
+    });
     let outcome: Outcome;
     try {
       outcome = await world.run();
@@ -56,7 +63,14 @@ export async function simulate(seed: number, options: SimOptions = {}): Promise<
       // The engine threw where it must not (a recovery that parses garbage, say): that is a failure of the seed.
       outcome = { kind: 'threw', error: String((error as Error)?.stack ?? error) };
     }
-    return { seed, replay: replayCommand(seed, { steps, sabotage: options.sabotage }), outcome, violations: check(h, outcome), stats: stats(), notes: h.notes };
+    return {
+      seed,
+      replay: replayCommand(seed, { steps, sabotage: options.sabotage }),
+      outcome,
+      violations: check(h, outcome),
+      stats: stats(),
+      notes: h.notes,
+    };
   }
 }
 
@@ -79,7 +93,8 @@ export function startSeed(count: number, fixed?: string, name = '--from'): numbe
 /** A seed given on the command line or in the environment: an integer from 0 to 2^32 - 1. */
 export function seedArg(name: string, text: string): number {
   const n = Number(text);
-  if (!(Number.isInteger(n) && n >= 0 && n <= MAX_SEED)) throw new RangeError(`sim: ${name} must be an integer from 0 to ${MAX_SEED}, got ${text}`);
+  if (!(Number.isInteger(n) && n >= 0 && n <= MAX_SEED))
+    throw new RangeError(`sim: ${name} must be an integer from 0 to ${MAX_SEED}, got ${text}`);
   return n;
 }
 

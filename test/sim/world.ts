@@ -8,7 +8,22 @@
  * real disk or a real timer, so a failing seed replays exactly. What happened is recorded in a History
  * for the checkers (checkers.ts).
  */
-import { App, HandlerOutcome, type Clock, ManualClock, MemoryBroker, fileStore, silentLogger, subscriber, type Broker, type ConsumeRequest, type Consumer, type Context, type HandlerResult, type Receipt } from '../../src/index.js';
+import {
+  App,
+  HandlerOutcome,
+  type Clock,
+  ManualClock,
+  MemoryBroker,
+  fileStore,
+  silentLogger,
+  subscriber,
+  type Broker,
+  type ConsumeRequest,
+  type Consumer,
+  type Context,
+  type HandlerResult,
+  type Receipt,
+} from '../../src/index.js';
 import type { Faults } from '../../src/core/ports.js';
 import { everyWindowRan, RATES, type History, type Outcome } from './checkers.js';
 import { Random } from './random.js';
@@ -152,8 +167,12 @@ export class World {
         // Mostly on a grid of the windows' lengths, so that events land exactly at, or a millisecond
         // before, a window's end — where boundary bugs live.
         const due = this.life!.clock.nextDueMs();
-        if (due !== undefined && due > this.now + 1 && this.random.chance(0.3)) this.now = due - 1; // a millisecond before a timer: a window's end
-        else this.now += this.random.chance(0.5) ? this.random.pick([0, 1, 100, 250, 499, 500, 999, 1000]) : this.random.int(1200);
+        if (due !== undefined && due > this.now + 1 && this.random.chance(0.3))
+          this.now = due - 1; // a millisecond before a timer: a window's end
+        else
+          this.now += this.random.chance(0.5)
+            ? this.random.pick([0, 1, 100, 250, 499, 500, 999, 1000])
+            : this.random.int(1200);
         await this.life!.clock.advanceTo(this.now);
         break;
       }
@@ -196,7 +215,15 @@ export class World {
     const clock = new ManualClock(this.now - (this.random.chance(0.5) ? this.random.int(1000) : 0));
     const consumers: Consumer[] = [];
     let life: Life | undefined;
-    const store = fileStore({ dir: '/sim', shards: this.shards, segmentBytes: 1024, snapshotEvery: 8, fs: this.disk.mount(1000 + n), onFatal: () => life && (life.fatal = true), ...this.injected });
+    const store = fileStore({
+      dir: '/sim',
+      shards: this.shards,
+      segmentBytes: 1024,
+      snapshotEvery: 8,
+      fs: this.disk.mount(1000 + n),
+      onFatal: () => life && (life.fatal = true),
+      ...this.injected,
+    });
     const handler = (sub: string) => (payload: unknown, ctx: Context) => this.handle(n, sub, payload, ctx);
     // The app reads a clock that may tick between two reads, as a real one does: a read moves it on by a
     // millisecond now and then (never back), while timers fire on the manual clock underneath.
@@ -205,16 +232,51 @@ export class World {
       now: () => clock.now() + (this.random.chance(0.05) ? ++skew : skew),
       setTimer: (ms, fire) => clock.setTimer(ms, fire),
     };
-    const app = new App({ name: 'sim', clock: ticking, store, logger: silentLogger, shutdownTimeoutMs: 2_000, randomUUID: () => `u${++this.uuids}`, ...this.injected }).withBroker(
+    const app = new App({
+      name: 'sim',
+      clock: ticking,
+      store,
+      logger: silentLogger,
+      shutdownTimeoutMs: 2_000,
+      randomUUID: () => `u${++this.uuids}`,
+      ...this.injected,
+    }).withBroker(
       lifeBroker(this.broker, () => life, consumers),
       (b) =>
         b.include(
-          subscriber('bat-topic', handler('bat')).name('bat').pace({ batch: { max: 4, wait: 1000 }, dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
-          subscriber('deb-topic', handler('deb')).name('deb').pace({ debounce: { window: 500, maxWait: 2000 }, dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
-          subscriber('clicks', handler('clk')).name('clk').pace({ batch: { max: 3, wait: 800 } }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
+          subscriber('bat-topic', handler('bat'))
+            .name('bat')
+            .pace({ batch: { max: 4, wait: 1000 }, dedup: '1 day' })
+            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
+            .build(),
+          subscriber('deb-topic', handler('deb'))
+            .name('deb')
+            .pace({ debounce: { window: 500, maxWait: 2000 }, dedup: '1 day' })
+            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
+            .build(),
+          subscriber('clicks', handler('clk'))
+            .name('clk')
+            .pace({ batch: { max: 3, wait: 800 } })
+            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
+            .build(),
           // Pace II: batches held to a per-minute rate (waiting starts), ordered, keys in turns; and drops.
-          subscriber('pm-topic', handler('pm')).name('pm').pace({ batch: { max: 2, wait: 400 }, perMinute: RATES.pm.max, order: ({ event }) => (event as { n: number }).n % 3, turns: 'key', dedup: '1 day' }).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
-          subscriber('drp-topic', handler('drp')).name('drp').pace({ drop: { max: RATES.drp.max, per: RATES.drp.perMs }, dedup: '1 day' }).workers(2).retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } }).build(),
+          subscriber('pm-topic', handler('pm'))
+            .name('pm')
+            .pace({
+              batch: { max: 2, wait: 400 },
+              perMinute: RATES.pm.max,
+              order: ({ event }) => (event as { n: number }).n % 3,
+              turns: 'key',
+              dedup: '1 day',
+            })
+            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
+            .build(),
+          subscriber('drp-topic', handler('drp'))
+            .name('drp')
+            .pace({ drop: { max: RATES.drp.max, per: RATES.drp.perMs }, dedup: '1 day' })
+            .workers(2)
+            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
+            .build(),
         ),
     );
     life = { n, app, clock, consumers, dead: false, fatal: false };
@@ -224,7 +286,10 @@ export class World {
       await this.pump(app.start());
       return true;
     } catch (error) {
-      if ((error as { code?: string }).code === 'STORE_CORRUPT' && !String((error as Error).message).includes('fsync')) {
+      if (
+        (error as { code?: string }).code === 'STORE_CORRUPT' &&
+        !String((error as Error).message).includes('fsync')
+      ) {
         this.history.notes.push(`life ${n}: the store refused to open: ${(error as Error).message}`);
         life.dead = true;
         return false;
@@ -308,7 +373,16 @@ export class World {
     life.app.send(sub, { key, event: { n }, eventId }).then(
       (receipt: Receipt) => {
         if (life.dead) return;
-        if ('runId' in receipt) this.history.acks.push({ life: life.n, sub, key, n, eventId, runId: receipt.runId, duplicate: receipt.duplicate });
+        if ('runId' in receipt)
+          this.history.acks.push({
+            life: life.n,
+            sub,
+            key,
+            n,
+            eventId,
+            runId: receipt.runId,
+            duplicate: receipt.duplicate,
+          });
         else this.history.drops.push({ life: life.n, sub, key, n, eventId });
       },
       () => {}, // not acknowledged: the sender does not know whether it counted
@@ -325,7 +399,17 @@ export class World {
   private handle(life: number, sub: string, payload: unknown, ctx: Context): Promise<HandlerResult> {
     const events = (Array.isArray(payload) ? payload : [payload]).map((e) => (e as { n: number }).n);
     const run = ctx.run!;
-    const record = { life, sub, runId: run.id, key: run.key, size: run.size, startedAt: run.startedAt, events, attempt: ctx.message.attempt, finished: false };
+    const record = {
+      life,
+      sub,
+      runId: run.id,
+      key: run.key,
+      size: run.size,
+      startedAt: run.startedAt,
+      events,
+      attempt: ctx.message.attempt,
+      finished: false,
+    };
     this.history.runs.push(record);
     return new Promise((resolve, reject) => {
       this.waiting.push({

@@ -23,9 +23,15 @@ async function runAndKill(dir: string, tag: string, acks: number): Promise<Map<s
 describe('file store lock', () => {
   it('refuses a second process while the first holds the directory, and takes over once it is killed', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-lock-'));
-    const child = spawn(process.execPath, ['test/fixtures/store-appender.mjs', dir, 'held'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => d.toString().includes('open') && resolve()));
-    await expect(fileStore({ dir, shards: 2, segmentBytes: 32768 }).open()).rejects.toThrow(new RegExp(`in use by process ${child.pid}`));
+    const child = spawn(process.execPath, ['test/fixtures/store-appender.mjs', dir, 'held'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    await new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => d.toString().includes('open') && resolve()),
+    );
+    await expect(fileStore({ dir, shards: 2, segmentBytes: 32768 }).open()).rejects.toThrow(
+      new RegExp(`in use by process ${child.pid}`),
+    );
     const exited = new Promise((resolve) => child.on('exit', resolve));
     child.kill('SIGKILL');
     await exited;

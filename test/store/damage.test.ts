@@ -22,12 +22,17 @@ const open = async (dir: string, shards = 1, fsys: FileSystem = nodeFileSystem) 
 async function storeWithSnapshot(): Promise<{ dir: string; shard: string; segments: string[] }> {
   const dir = tmp();
   const store = await open(dir);
-  for (let i = 0; i < 300; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => store.log(0).append(Buffer.from(`record-${i + j}`))));
+  for (let i = 0; i < 300; i += 10)
+    await Promise.all(Array.from({ length: 10 }, (_, j) => store.log(0).append(Buffer.from(`record-${i + j}`))));
   await store.log(0).writeSnapshot(250, Buffer.from('state@250'));
-  for (let i = 300; i < 350; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => store.log(0).append(Buffer.from(`record-${i + j}`))));
+  for (let i = 300; i < 350; i += 10)
+    await Promise.all(Array.from({ length: 10 }, (_, j) => store.log(0).append(Buffer.from(`record-${i + j}`))));
   await store.close();
   const shard = path.join(dir, 'shard-0');
-  const segments = (await fs.readdir(shard)).filter((f) => f.endsWith('.seg')).sort().map((f) => path.join(shard, f));
+  const segments = (await fs.readdir(shard))
+    .filter((f) => f.endsWith('.seg'))
+    .sort()
+    .map((f) => path.join(shard, f));
   expect(segments.length).toBeGreaterThan(2);
   return { dir, shard, segments };
 }
@@ -36,7 +41,10 @@ async function storeWithSnapshot(): Promise<{ dir: string; shard: string; segmen
 async function files(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const entry of await fs.readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (entry.isFile() && !entry.name.startsWith('LOCK')) out[path.relative(dir, path.join(entry.parentPath, entry.name))] = (await fs.readFile(path.join(entry.parentPath, entry.name))).toString('base64');
+    if (entry.isFile() && !entry.name.startsWith('LOCK'))
+      out[path.relative(dir, path.join(entry.parentPath, entry.name))] = (
+        await fs.readFile(path.join(entry.parentPath, entry.name))
+      ).toString('base64');
   }
   return out;
 }
@@ -71,13 +79,19 @@ describe('file store damaged at rest', () => {
   it('refuses a store whose oldest segment was deleted', async () => {
     const { dir, segments } = await storeWithSnapshot();
     await fs.rm(segments[0]!);
-    await expectRefused(dir, /records 251 to \d+ are missing: the snapshot ends at LSN 250, and the oldest segment, \d+\.seg, starts at LSN \d+/);
+    await expectRefused(
+      dir,
+      /records 251 to \d+ are missing: the snapshot ends at LSN 250, and the oldest segment, \d+\.seg, starts at LSN \d+/,
+    );
   });
 
   it('refuses a store with a segment deleted from the middle', async () => {
     const { dir, segments } = await storeWithSnapshot();
     await fs.rm(segments[1]!);
-    await expectRefused(dir, /starts at LSN \d+, but the one before it ends at LSN \d+: records \d+ to \d+ are missing/);
+    await expectRefused(
+      dir,
+      /starts at LSN \d+, but the one before it ends at LSN \d+: records \d+ to \d+ are missing/,
+    );
   });
 
   it('refuses a store whose newest segment was deleted', async () => {
@@ -89,7 +103,11 @@ describe('file store damaged at rest', () => {
   it.each([
     ['zeroed', (size: number) => Buffer.alloc(size), /segment \d+\.seg has no header: it was zeroed or overwritten/],
     ['emptied', () => Buffer.alloc(0), /segment \d+\.seg has no header: it was emptied/],
-    ['cut by one record', null, /records \d+ to 350 are missing: they were durable, but the newest segment, \d+\.seg, ends at LSN \d+/],
+    [
+      'cut by one record',
+      null,
+      /records \d+ to 350 are missing: they were durable, but the newest segment, \d+\.seg, ends at LSN \d+/,
+    ],
   ])('refuses a store whose newest segment was %s', async (_what, bytes, message) => {
     const { dir, segments } = await storeWithSnapshot();
     const file = segments.at(-1)!;
@@ -102,17 +120,32 @@ describe('file store damaged at rest', () => {
   it.each([
     ['zeroed', (size: number) => Buffer.alloc(size)],
     ['emptied', () => Buffer.alloc(0)],
-  ])('refuses a store whose newest segment was %s after its process was killed (no clean close)', async (_what, bytes) => {
-    const dir = tmp();
-    const killed = fileStore({ dir, shards: 1, segmentBytes: 1024, fs: { ...nodeFileSystem, lock: async () => ({ release: async () => {} }) } });
-    await killed.open();
-    for (let i = 0; i < 100; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => killed.log(0).append(Buffer.from(`record-${i + j}`))));
-    // never closed: the manifest knows only what a segment's creation and the open wrote
-    const shard = path.join(dir, 'shard-0');
-    const newest = path.join(shard, (await fs.readdir(shard)).filter((f) => f.endsWith('.seg')).sort().at(-1)!);
-    await fs.writeFile(newest, bytes((await fs.stat(newest)).size));
-    await expectRefused(dir, /has no header/);
-  });
+  ])(
+    'refuses a store whose newest segment was %s after its process was killed (no clean close)',
+    async (_what, bytes) => {
+      const dir = tmp();
+      const killed = fileStore({
+        dir,
+        shards: 1,
+        segmentBytes: 1024,
+        fs: { ...nodeFileSystem, lock: async () => ({ release: async () => {} }) },
+      });
+      await killed.open();
+      for (let i = 0; i < 100; i += 10)
+        await Promise.all(Array.from({ length: 10 }, (_, j) => killed.log(0).append(Buffer.from(`record-${i + j}`))));
+      // never closed: the manifest knows only what a segment's creation and the open wrote
+      const shard = path.join(dir, 'shard-0');
+      const newest = path.join(
+        shard,
+        (await fs.readdir(shard))
+          .filter((f) => f.endsWith('.seg'))
+          .sort()
+          .at(-1)!,
+      );
+      await fs.writeFile(newest, bytes((await fs.stat(newest)).size));
+      await expectRefused(dir, /has no header/);
+    },
+  );
 
   it('refuses a store whose segments were all deleted, the snapshot kept', async () => {
     const { dir, segments } = await storeWithSnapshot();
@@ -134,16 +167,28 @@ describe('file store damaged at rest', () => {
 
   it('refuses a damaged last record of a segment that a newer segment follows, even with no record in the newer one', async () => {
     const dir = tmp();
-    const killed = fileStore({ dir, shards: 1, segmentBytes: 1024, fs: { ...nodeFileSystem, lock: async () => ({ release: async () => {} }) } });
+    const killed = fileStore({
+      dir,
+      shards: 1,
+      segmentBytes: 1024,
+      fs: { ...nodeFileSystem, lock: async () => ({ release: async () => {} }) },
+    });
     await killed.open();
-    for (let i = 0; i < 100; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => killed.log(0).append(Buffer.from(`record-${i + j}`))));
+    for (let i = 0; i < 100; i += 10)
+      await Promise.all(Array.from({ length: 10 }, (_, j) => killed.log(0).append(Buffer.from(`record-${i + j}`))));
     const shard = path.join(dir, 'shard-0');
-    const segments = (await fs.readdir(shard)).filter((f) => f.endsWith('.seg')).sort().map((f) => path.join(shard, f));
+    const segments = (await fs.readdir(shard))
+      .filter((f) => f.endsWith('.seg'))
+      .sort()
+      .map((f) => path.join(shard, f));
     await fs.truncate(segments.at(-1)!, 16); // as if the process died right after making it: its header only
     const previous = await fs.readFile(segments.at(-2)!);
     previous[previous.length - 3]! ^= 0x10; // inside its last record
     await fs.writeFile(segments.at(-2)!, previous);
-    await expectRefused(dir, /bad record at byte \d+ of \d+\.seg \(LSN \d+\), which was durable: segment \d+\.seg was made after it/);
+    await expectRefused(
+      dir,
+      /bad record at byte \d+ of \d+\.seg \(LSN \d+\), which was durable: segment \d+\.seg was made after it/,
+    );
   });
 
   it('refuses a store made before manifests and segment headers, saying so', async () => {
@@ -171,7 +216,12 @@ describe('file store damaged at rest', () => {
       open: async (file, flag) => {
         const handle = await nodeFileSystem.open(file, flag);
         if (!path.basename(file).startsWith('SHARDS')) return handle;
-        return { ...handle, writeFile: async () => Promise.reject(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' })), close: () => handle.close() };
+        return {
+          ...handle,
+          writeFile: async () =>
+            Promise.reject(Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' })),
+          close: () => handle.close(),
+        };
       },
     };
     await expect(open(dir, 2, full)).rejects.toMatchObject({ code: 'ENOSPC' });
@@ -189,8 +239,18 @@ describe('file store damaged at rest', () => {
   it('refuses to start an app whose store lost every segment but kept its snapshot', async () => {
     const dir = tmp();
     const app = () =>
-      new App({ name: 'damage', logger: silentLogger, clock: new ManualClock(1_700_000_000_000), store: fileStore({ dir, shards: 1, segmentBytes: 1024, snapshotEvery: 50 }) }).withBroker(new MemoryBroker(), (r) =>
-        r.include(subscriber('t', () => undefined).name('p').pace({ batch: { max: 1000, wait: 60_000 } }).build()),
+      new App({
+        name: 'damage',
+        logger: silentLogger,
+        clock: new ManualClock(1_700_000_000_000),
+        store: fileStore({ dir, shards: 1, segmentBytes: 1024, snapshotEvery: 50 }),
+      }).withBroker(new MemoryBroker(), (r) =>
+        r.include(
+          subscriber('t', () => undefined)
+            .name('p')
+            .pace({ batch: { max: 1000, wait: 60_000 } })
+            .build(),
+        ),
       );
     const first = app();
     await first.start();

@@ -23,14 +23,19 @@ async function writeRecords(dir: string, n: number, segmentBytes = 1024, crash =
   await store.open();
   // In groups of ten: each group shares one write and fsync (group commit); a segment rolls between groups.
   for (let i = 0; i < n; i += 10) {
-    await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => store.log(0).append(Buffer.from(`record-${i + j}`))));
+    await Promise.all(
+      Array.from({ length: Math.min(10, n - i) }, (_, j) => store.log(0).append(Buffer.from(`record-${i + j}`))),
+    );
   }
   if (!crash) await store.close();
 }
 
 async function segmentFiles(dir: string): Promise<string[]> {
   const d = path.join(dir, 'shard-0');
-  return (await fs.readdir(d)).filter((f) => f.endsWith('.seg')).sort().map((f) => path.join(d, f));
+  return (await fs.readdir(d))
+    .filter((f) => f.endsWith('.seg'))
+    .sort()
+    .map((f) => path.join(d, f));
 }
 
 const reopen = async (dir: string, segmentBytes = 1024) => {
@@ -208,7 +213,10 @@ describe('fileStore', () => {
     const bytes = await fs.readFile(file);
     bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
     await fs.writeFile(file, bytes);
-    await expect(reopen(dir)).rejects.toMatchObject({ code: 'STORE_CORRUPT', message: expect.stringMatching(/the snapshot is damaged/) });
+    await expect(reopen(dir)).rejects.toMatchObject({
+      code: 'STORE_CORRUPT',
+      message: expect.stringMatching(/the snapshot is damaged/),
+    });
   });
 
   it('checks its settings', () => {

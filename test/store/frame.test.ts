@@ -9,7 +9,12 @@ describe('record frames', () => {
     for (const lsn of [1, 7, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 40 + 12_345, Number.MAX_SAFE_INTEGER]) {
       const frame = encodeFrame(lsn, bytes(`record ${lsn}`));
       expect(frame.length).toBe(HEADER_BYTES + `record ${lsn}`.length);
-      expect(readFrame(frame, 0, lsn)).toStrictEqual({ ok: true, lsn, payload: bytes(`record ${lsn}`), next: frame.length });
+      expect(readFrame(frame, 0, lsn)).toStrictEqual({
+        ok: true,
+        lsn,
+        payload: bytes(`record ${lsn}`),
+        next: frame.length,
+      });
     }
   });
 
@@ -31,7 +36,8 @@ describe('record frames', () => {
 
   it('refuses every torn prefix of a frame', () => {
     const frame = encodeFrame(5, bytes('a record that was half written'));
-    for (let cut = 0; cut < frame.length; cut++) expect(readFrame(frame.subarray(0, cut), 0, 5), `cut at ${cut}`).toStrictEqual(NONE);
+    for (let cut = 0; cut < frame.length; cut++)
+      expect(readFrame(frame.subarray(0, cut), 0, 5), `cut at ${cut}`).toStrictEqual(NONE);
   });
 
   it('refuses a frame with a valid CRC whose LSN is outside the range asked for', () => {
@@ -57,12 +63,17 @@ describe('record frames', () => {
     }
   });
 
-  it('reads a frame whose CRC is wrong only when told not to check it (the simulator\'s broken engine)', () => {
+  it("reads a frame whose CRC is wrong only when told not to check it (the simulator's broken engine)", () => {
     const bad = encodeFrame(9, bytes('nine'));
     bad[HEADER_BYTES]! ^= 1; // a payload bit: the CRC no longer matches
     expect(readFrame(bad, 0, 9)).toStrictEqual(NONE);
     expect(readFrame(bad, 0, 9, 9, true)).toStrictEqual(NONE);
-    expect(readFrame(bad, 0, 9, 9, false)).toStrictEqual({ ok: true, lsn: 9, payload: Buffer.from('oine'), next: bad.length });
+    expect(readFrame(bad, 0, 9, 9, false)).toStrictEqual({
+      ok: true,
+      lsn: 9,
+      payload: Buffer.from('oine'),
+      next: bad.length,
+    });
   });
 
   it('takes records up to 64 MiB and refuses a length beyond it, even where the buffer holds that much', () => {

@@ -78,7 +78,8 @@ describe('file store lock between processes', () => {
       const answers = await Promise.all(waiting.map((c) => c.next()));
       const won = answers.flatMap((a, i) => (a.startsWith('won ') ? [i] : []));
       expect(won, `round ${holders.length}: ${answers.filter((a) => a.startsWith('won')).join(', ')}`).toHaveLength(1);
-      for (const a of answers) if (!a.startsWith('won ')) expect(a).toMatch(/^refused store .* is in use by (process \d+|another process)/);
+      for (const a of answers)
+        if (!a.startsWith('won ')) expect(a).toMatch(/^refused store .* is in use by (process \d+|another process)/);
       const holder = waiting[won[0]!]!;
       holders.push(answers[won[0]!]!.slice(4));
       await holder.kill(); // its LOCK file stays behind, naming a dead pid
@@ -88,17 +89,31 @@ describe('file store lock between processes', () => {
     expect(await records(dir)).toEqual(holders); // each holder appended once; no two wrote at once
   }, 300_000);
 
-  const unshare = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', 'true']).status === 0;
-  it.skipIf(!unshare)('takes over the lock of a killed PID 1 when the next holder is PID 1 as well (a restarted container)', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-lock-pid1-'));
-    for (const name of ['first', 'second', 'third']) {
-      const child = new Child('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', process.execPath, 'test/fixtures/lock-child.mjs', dir, name]);
-      expect(await child.next()).toBe('ready');
-      child.send('go');
-      expect(await child.next()).toBe(`won ${name}`);
-      expect(readFileSync(path.join(dir, 'LOCK'), 'utf8').trim()).toBe('1'); // it ran as PID 1
-      await child.kill(); // unshare dies; the kernel kills its PID 1
-    }
-    expect(await records(dir)).toEqual(['first', 'second', 'third']);
-  }, 60_000);
+  const unshare =
+    spawnSync('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', 'true']).status === 0;
+  it.skipIf(!unshare)(
+    'takes over the lock of a killed PID 1 when the next holder is PID 1 as well (a restarted container)',
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-lock-pid1-'));
+      for (const name of ['first', 'second', 'third']) {
+        const child = new Child('unshare', [
+          '--pid',
+          '--fork',
+          '--mount-proc',
+          '--kill-child=SIGKILL',
+          process.execPath,
+          'test/fixtures/lock-child.mjs',
+          dir,
+          name,
+        ]);
+        expect(await child.next()).toBe('ready');
+        child.send('go');
+        expect(await child.next()).toBe(`won ${name}`);
+        expect(readFileSync(path.join(dir, 'LOCK'), 'utf8').trim()).toBe('1'); // it ran as PID 1
+        await child.kill(); // unshare dies; the kernel kills its PID 1
+      }
+      expect(await records(dir)).toEqual(['first', 'second', 'third']);
+    },
+    60_000,
+  );
 });

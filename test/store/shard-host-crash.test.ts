@@ -15,7 +15,11 @@ import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
 
 const ITERATIONS = Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200) / 4;
-const rules: Rules<string[], never> = { initial: () => [], apply: (s, r) => [...s, r.data as string], retired: () => false };
+const rules: Rules<string[], never> = {
+  initial: () => [],
+  apply: (s, r) => [...s, r.data as string],
+  retired: () => false,
+};
 
 async function runAndKill(dir: string, tag: string, acks: number): Promise<[string, string][]> {
   const acked = await killAfterAcks('test/fixtures/shard-host-child.mjs', [dir, tag], acks);
@@ -39,7 +43,8 @@ describe('ShardHost under SIGKILL', () => {
     const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 5));
     const acked = new Map<string, string[]>();
     for (let i = 0; i < ITERATIONS; i++) {
-      for (const [key, id] of await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 200))) acked.set(key, [...(acked.get(key) ?? []), id]);
+      for (const [key, id] of await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 200)))
+        acked.set(key, [...(acked.get(key) ?? []), id]);
       const state = await openState(dir);
       for (const [key, ids] of acked) {
         const applied = state.get(key) ?? [];

@@ -33,11 +33,20 @@ export function tracker() {
   const seen = new Uint8Array(total);
   const ids = [];
   const lat = [];
-  let handled = 0, distinct = 0, violations = 0, backlog = 0, first = 0, last = 0, timer = null;
+  let handled = 0,
+    distinct = 0,
+    violations = 0,
+    backlog = 0,
+    first = 0,
+    last = 0,
+    timer = null;
   let resolve;
   const done = new Promise((r) => (resolve = r));
   const keepIds = spec.mode !== 'measure';
-  const idle = () => { clearTimeout(timer); timer = setTimeout(resolve, spec.idleMs); };
+  const idle = () => {
+    clearTimeout(timer);
+    timer = setTimeout(resolve, spec.idleMs);
+  };
   if (spec.mode === 'drain') timer = setTimeout(resolve, spec.firstWaitMs ?? 60_000);
   return {
     done,
@@ -55,7 +64,10 @@ export function tracker() {
     /** Call once the handler's work is done. */
     end(v) {
       handled++;
-      if (!seen[v.id]) { seen[v.id] = 1; distinct++; }
+      if (!seen[v.id]) {
+        seen[v.id] = 1;
+        distinct++;
+      }
       if (v.id < spec.n) {
         const now = performance.now();
         if (backlog === 0) first = now;
@@ -71,9 +83,12 @@ export function tracker() {
       clearTimeout(timer);
       lat.sort((a, b) => a - b);
       return {
-        handled, distinct, violations,
+        handled,
+        distinct,
+        violations,
         rate: backlog > 1 ? (backlog - 1) / ((last - first) / 1000) : 0,
-        p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99),
+        p50Ms: percentile(lat, 50),
+        p99Ms: percentile(lat, 99),
         peakRssKb: peakRssKb(),
         ...(keepIds ? { ids } : {}),
         ...extra,

@@ -24,7 +24,11 @@ class BenchController {
   }
 }
 Payload()(BenchController.prototype, 'onMessage', 0);
-EventPattern(spec.topic)(BenchController.prototype, 'onMessage', Object.getOwnPropertyDescriptor(BenchController.prototype, 'onMessage'));
+EventPattern(spec.topic)(
+  BenchController.prototype,
+  'onMessage',
+  Object.getOwnPropertyDescriptor(BenchController.prototype, 'onMessage'),
+);
 Controller()(BenchController);
 class BenchModule {}
 Module({ controllers: [BenchController] })(BenchModule);

@@ -6,7 +6,12 @@ import { KafkaBroker } from '../../../dist/brokers/kafka/index.js';
 import { ready, report, sleep, spec, tracker } from './common.mjs';
 
 const t = tracker();
-const broker = new KafkaBroker({ brokers: spec.brokers, clientId: 'peer-sluice', logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
+const broker = new KafkaBroker({
+  brokers: spec.brokers,
+  clientId: 'peer-sluice',
+  logger: silentLogger,
+  consumer: { maxWaitTimeMs: 100 },
+});
 const handle = spec.sleepMs > 0 ? () => sleep(spec.sleepMs) : async () => {};
 const sub = subscriber(spec.topic, async (value) => {
   const v = t.begin(value); // decoded by Sluice (JSON)

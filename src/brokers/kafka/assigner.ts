@@ -14,7 +14,9 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
   async assign({ members }) {
     const subscribers = new Map<string, string[]>();
     // Null-prototype records: a topic may be named `constructor` or `__proto__` (Kafka allows both).
-    const assignment = new Map<string, Record<string, number[]>>(members.map((m) => [m.memberId, Object.create(null) as Record<string, number[]>]));
+    const assignment = new Map<string, Record<string, number[]>>(
+      members.map((m) => [m.memberId, Object.create(null) as Record<string, number[]>]),
+    );
     for (const { memberId, memberMetadata } of [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : 1))) {
       const decoded = AssignerProtocol.MemberMetadata.decode(memberMetadata);
       for (const topic of decoded?.topics ?? []) {
@@ -31,7 +33,10 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
     for (const topic of topics) {
       const takers = subscribers.get(topic) ?? [];
       if (takers.length === 0) continue;
-      const partitions = cluster.findTopicPartitionMetadata(topic).map((m) => m.partitionId).sort((a, b) => a - b);
+      const partitions = cluster
+        .findTopicPartitionMetadata(topic)
+        .map((m) => m.partitionId)
+        .sort((a, b) => a - b);
       partitions.forEach((partition, i) => {
         const mine = assignment.get(takers[i % takers.length]!)!;
         mine[topic]!.push(partition);
@@ -39,11 +44,18 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
     }
     return [...assignment].map(([memberId, topicsOf]) => ({
       memberId,
-      memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: topicsOf, userData: Buffer.alloc(0) }),
+      memberAssignment: AssignerProtocol.MemberAssignment.encode({
+        version: 0,
+        assignment: topicsOf,
+        userData: Buffer.alloc(0),
+      }),
     }));
   },
 
   protocol({ topics }) {
-    return { name: 'SluiceRoundRobin', metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) };
+    return {
+      name: 'SluiceRoundRobin',
+      metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }),
+    };
   },
 });

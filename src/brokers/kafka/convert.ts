@@ -1,10 +1,20 @@
 import type { IHeaders, KafkaMessage } from 'kafkajs';
-import { textHeaders, type HeaderValue, type Headers, type InboundMessage, type RawHeaders, type RawMessage } from '../../core/message.js';
+import {
+  textHeaders,
+  type HeaderValue,
+  type Headers,
+  type InboundMessage,
+  type RawHeaders,
+  type RawMessage,
+} from '../../core/message.js';
 
 const EMPTY = Buffer.alloc(0);
 const NO_HEADERS: RawHeaders = Object.freeze({});
 
-/** kafkajs headers (Buffers, strings or arrays of them) as Sluice's text headers; a repeated header keeps its last value. */
+/**
+ * kafkajs headers (Buffers, strings or arrays of them) as Sluice's text headers; a repeated header keeps its last
+ * value.
+ */
 export function headersFrom(raw: IHeaders | undefined): Headers {
   return textHeaders(raw as RawHeaders | undefined);
 }
@@ -24,7 +34,9 @@ export function headersTo(headers: RawHeaders): IHeaders {
 
 function toKafka(value: HeaderValue): Buffer | string {
   if (value === null) return EMPTY;
-  return typeof value === 'string' || Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  return typeof value === 'string' || Buffer.isBuffer(value)
+    ? value
+    : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
 }
 
 /**
@@ -47,7 +59,9 @@ export class KafkaInbound implements InboundMessage {
   }
 
   get key(): string | undefined {
-    if (this.convertedKey === null) this.convertedKey = this.record.key === null || this.record.key === undefined ? undefined : this.record.key.toString('utf8');
+    if (this.convertedKey === null)
+      this.convertedKey =
+        this.record.key === null || this.record.key === undefined ? undefined : this.record.key.toString('utf8');
     return this.convertedKey;
   }
 
@@ -61,6 +75,10 @@ export class KafkaInbound implements InboundMessage {
 
   /** The record as kafkajs read it: key and header bytes, repeated headers, a null value. */
   get raw(): RawMessage {
-    return { key: this.record.key ?? null, value: this.record.value ?? null, headers: (this.record.headers as RawHeaders | undefined) ?? NO_HEADERS };
+    return {
+      key: this.record.key ?? null,
+      value: this.record.value ?? null,
+      headers: (this.record.headers as RawHeaders | undefined) ?? NO_HEADERS,
+    };
   }
 }

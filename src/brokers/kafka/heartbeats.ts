@@ -1,6 +1,11 @@
 import type { Logger } from '../../core/ports.js';
 
-const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID']);
+const REBALANCE_ERRORS = new Set([
+  'REBALANCE_IN_PROGRESS',
+  'NOT_COORDINATOR_FOR_GROUP',
+  'ILLEGAL_GENERATION',
+  'UNKNOWN_MEMBER_ID',
+]);
 
 /** True for the error answers with which the coordinator tells a member that its group is rebalancing. */
 export const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as { type?: string })?.type ?? '');
@@ -10,7 +15,12 @@ export const isRebalance = (e: unknown): boolean => REBALANCE_ERRORS.has((e as {
  * revoked partitions (during a rebalance a heartbeat answers REBALANCE_IN_PROGRESS, and still counts). Gives
  * up waiting one heartbeat interval before the rebalance timeout: the work goes on, its results dropped.
  */
-export async function heartbeating(work: Promise<void>, heartbeat: () => Promise<void>, settings: { heartbeatIntervalMs: number; rebalanceTimeoutMs: number }, log: Logger): Promise<void> {
+export async function heartbeating(
+  work: Promise<void>,
+  heartbeat: () => Promise<void>,
+  settings: { heartbeatIntervalMs: number; rebalanceTimeoutMs: number },
+  log: Logger,
+): Promise<void> {
   const { heartbeatIntervalMs, rebalanceTimeoutMs } = settings;
   const giveUpAt = Date.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
   let finished = false;
@@ -24,5 +34,6 @@ export async function heartbeating(work: Promise<void>, heartbeat: () => Promise
     clearTimeout(timer);
     if (!finished) await heartbeat().catch(() => {}); // REBALANCE_IN_PROGRESS is the expected answer
   }
-  if (!finished) log.warn('revoke: in-flight work did not settle before the rebalance timeout; its results will be dropped');
+  if (!finished)
+    log.warn('revoke: in-flight work did not settle before the rebalance timeout; its results will be dropped');
 }

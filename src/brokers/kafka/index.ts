@@ -10,7 +10,8 @@
  * import { KafkaBroker } from 'sluice/kafka';
  *
  * const kafka = new KafkaBroker({ brokers: ['127.0.0.1:9092'] });
- * const app = new App({ name: 'billing' }).withBroker(kafka, (b) => b.include(subscriber('orders', bill).workers(16).build()));
+ * const app = new App({ name: 'billing' }).withBroker(kafka, (b) => b.include(subscriber('orders',
+ * bill).workers(16).build()));
  * await app.run();
  * ```
  *

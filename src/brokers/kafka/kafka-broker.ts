@@ -19,7 +19,9 @@ export interface KafkaBrokerOptions {
   sasl?: KafkaConfig['sasl'];
   /** Anything else for the kafkajs client; merged over Sluice's settings. */
   kafkajs?: Partial<KafkaConfig>;
-  /** Consumer settings, in milliseconds where they are times; each has a default (see {@link KafkaConsumerSettings}). */
+  /**
+   * Consumer settings, in milliseconds where they are times; each has a default (see {@link KafkaConsumerSettings}).
+   */
   consumer?: Partial<Omit<KafkaConsumerSettings, 'metadataMaxAgeMs'>>;
   /**
    * How old the cluster metadata (topics, partitions, leaders) may grow before the producer and the
@@ -43,7 +45,10 @@ export interface KafkaBrokerOptions {
         /** Replicas of each partition. @default 1 */
         replicationFactor?: number;
       };
-  /** Where kafkajs's own log goes (warnings and errors). @default `jsonLogger()`: JSON lines on stderr at `SLUICE_LOG_LEVEL` */
+  /**
+   * Where kafkajs's own log goes (warnings and errors). @default `jsonLogger()`: JSON lines on stderr at
+   * `SLUICE_LOG_LEVEL`
+   */
   logger?: Logger;
 }
 
@@ -88,16 +93,25 @@ export class KafkaBroker implements Broker {
    * Makes the kafkajs client; connects nothing (the app calls `connect` at `start()`).
    *
    * @throws TypeError when `brokers` lists no server.
-   * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when `metadataMaxAgeMs` is not a positive integer.
+   * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when `metadataMaxAgeMs` is not a positive
+   *   integer.
    */
   constructor(private readonly options: KafkaBrokerOptions) {
-    if (!Array.isArray(options?.brokers) || options.brokers.length === 0) throw new TypeError('KafkaBroker: brokers must list at least one host:port');
+    if (!Array.isArray(options?.brokers) || options.brokers.length === 0)
+      throw new TypeError('KafkaBroker: brokers must list at least one host:port');
     this.log = (options.logger ?? jsonLogger()).child({ broker: 'kafka' });
     const age = options.metadataMaxAgeMs;
     if (age !== undefined && !(typeof age === 'number' && Number.isInteger(age) && age > 0)) {
-      throw new SluiceError('CONFIG_INVALID', `KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got ${show(age)}`);
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got ${show(age)}`,
+      );
     }
-    this.consumerSettings = { ...DEFAULT_CONSUMER, ...options.consumer, ...(age !== undefined && { metadataMaxAgeMs: age }) };
+    this.consumerSettings = {
+      ...DEFAULT_CONSUMER,
+      ...options.consumer,
+      ...(age !== undefined && { metadataMaxAgeMs: age }),
+    };
     this.kafka = this.createKafka();
   }
 
@@ -146,7 +160,8 @@ export class KafkaBroker implements Broker {
    * strings or bytes; a header given an array of values is sent once per value. Resolves once the
    * in-sync replicas have it.
    *
-   * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the message
+   * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the
+   *   message
    *   itself (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`, `INVALID_RECORD`, `INVALID_TIMESTAMP`) or the
    *   topic name (`INVALID_TOPIC_EXCEPTION`); `TOPIC_MISSING` for a topic the broker does not have (asked
    *   once per topic, naming it); `CONFIG_INVALID` for a pinned `partition` the topic does not
@@ -175,10 +190,15 @@ export class KafkaBroker implements Broker {
     } catch (error) {
       const refused = refusalOf(error);
       if (refused === undefined) throw error;
-      throw new SluiceError('PUBLISH_REFUSED', `kafka: publish to "${topic}" refused: ${refused} (${reasonOf(error)})`, { cause: error });
+      throw new SluiceError(
+        'PUBLISH_REFUSED',
+        `kafka: publish to "${topic}" refused: ${refused} (${reasonOf(error)})`,
+        { cause: error },
+      );
     }
     // kafkajs sends nothing, and reports no error, for a pinned partition its metadata does not list.
-    if (partition !== undefined && !sent.some((r) => r.partition === partition)) await this.unknownPartition(topic, partition);
+    if (partition !== undefined && !sent.some((r) => r.partition === partition))
+      await this.unknownPartition(topic, partition);
   }
 
   /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
@@ -186,9 +206,14 @@ export class KafkaBroker implements Broker {
     const metadata = await this.admin!.fetchTopicMetadata({ topics: [topic] });
     const count = metadata.topics[0]?.partitions.length ?? 0;
     if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
-      throw new SluiceError('CONFIG_INVALID', `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`);
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`,
+      );
     }
-    throw new Error(`kafka: publish to "${topic}": partition ${partition} is new and the producer does not know it yet (it reads metadata again within metadataMaxAgeMs); nothing was sent`);
+    throw new Error(
+      `kafka: publish to "${topic}": partition ${partition} is new and the producer does not know it yet (it reads metadata again within metadataMaxAgeMs); nothing was sent`,
+    );
   }
 
   /**
@@ -202,20 +227,35 @@ export class KafkaBroker implements Broker {
     await this.connect();
     await this.ensureTopic(request.topic);
     await this.mustExist(request.topic, `(group "${request.group}")`);
-    const consumer = new KafkaConsumer(this.createKafka(), this.admin!, request, this.consumerSettings, this.log.child({ group: request.group, topic: request.topic }));
+    const consumer = new KafkaConsumer(
+      this.createKafka(),
+      this.admin!,
+      request,
+      this.consumerSettings,
+      this.log.child({ group: request.group, topic: request.topic }),
+    );
     this.consumers.add(consumer);
     await consumer.start();
     return consumer;
   }
 
-  /** Creates a topic with `partitions` partitions and `replicationFactor` replicas (connecting first if need be); an existing topic is left as it is. */
+  /**
+   * Creates a topic with `partitions` partitions and `replicationFactor` replicas (connecting first if need be); an
+   * existing topic is left as it is.
+   */
   async createTopic(name: string, partitions: number, replicationFactor = 1): Promise<void> {
     await this.connect();
-    await this.admin!.createTopics({ waitForLeaders: true, topics: [{ topic: name, numPartitions: partitions, replicationFactor }] });
+    await this.admin!.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic: name, numPartitions: partitions, replicationFactor }],
+    });
     this.known.add(name);
   }
 
-  /** Closes every consumer it started (each commits and leaves its group), then disconnects the producer and the admin client. */
+  /**
+   * Closes every consumer it started (each commits and leaves its group), then disconnects the producer and the admin
+   * client.
+   */
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.close()));
     this.consumers.clear();
@@ -233,7 +273,10 @@ export class KafkaBroker implements Broker {
   private async mustExist(topic: string, what: string): Promise<void> {
     if (this.known.has(topic)) return;
     if (!(await this.admin!.listTopics()).includes(topic))
-      throw new SluiceError('TOPIC_MISSING', `KafkaBroker: topic "${topic}" ${what} does not exist; create it first (broker.createTopic(name, partitions), or KafkaBroker's createTopics option: { partitions: n })`);
+      throw new SluiceError(
+        'TOPIC_MISSING',
+        `KafkaBroker: topic "${topic}" ${what} does not exist; create it first (broker.createTopic(name, partitions), or KafkaBroker's createTopics option: { partitions: n })`,
+      );
     this.known.add(topic);
   }
 
@@ -262,7 +305,9 @@ export class KafkaBroker implements Broker {
 /** A publish's key as kafkajs takes it: text as it is, bytes as a Buffer (not copied), none as null. */
 function keyBytes(key: string | Uint8Array | undefined): Buffer | string | null {
   if (key === undefined) return null;
-  return typeof key === 'string' || Buffer.isBuffer(key) ? key : Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  return typeof key === 'string' || Buffer.isBuffer(key)
+    ? key
+    : Buffer.from(key.buffer, key.byteOffset, key.byteLength);
 }
 
 /**
@@ -272,7 +317,13 @@ function keyBytes(key: string | Uint8Array | undefined): Buffer | string | null 
  */
 /** What Kafka allows a topic's name to be (besides not `.` or `..`). */
 const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
-const REFUSALS = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE', 'INVALID_RECORD', 'INVALID_TIMESTAMP', 'INVALID_TOPIC_EXCEPTION']);
+const REFUSALS = new Set([
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'INVALID_TIMESTAMP',
+  'INVALID_TOPIC_EXCEPTION',
+]);
 
 /** The refusal in a kafkajs error or its causes (kafkajs wraps the broker's answer), if there is one. */
 function refusalOf(error: unknown): string | undefined {

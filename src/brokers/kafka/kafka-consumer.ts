@@ -10,7 +10,10 @@ import { PartitionFeed } from './partition-feed.js';
 
 /** Consumer settings of a {@link KafkaBroker}; every field has a default. */
 export interface KafkaConsumerSettings {
-  /** The group session timeout, in milliseconds: a member not heard from for this long is out of the group. @default 30_000 */
+  /**
+   * The group session timeout, in milliseconds: a member not heard from for this long is out of the group. @default
+   * 30_000
+   */
   sessionTimeoutMs: number;
   /**
    * How long a rebalance waits for members, in milliseconds. A member that sees a rebalance waits for its
@@ -26,11 +29,17 @@ export interface KafkaConsumerSettings {
   commitIntervalMs: number;
   /** Where a group without committed offsets starts. @default `true` (the earliest offset) */
   fromBeginning: boolean;
-  /** How old metadata may grow before it is read again, in milliseconds: see `KafkaBrokerOptions.metadataMaxAgeMs`. @default 30_000 */
+  /**
+   * How old metadata may grow before it is read again, in milliseconds: see `KafkaBrokerOptions.metadataMaxAgeMs`.
+   * @default 30_000
+   */
   metadataMaxAgeMs: number;
 }
 
-/** How long after a crash the consumer joins its group again; doubled after each crash that follows, up to RESTART_MAX_MS. */
+/**
+ * How long after a crash the consumer joins its group again; doubled after each crash that follows, up to
+ * RESTART_MAX_MS.
+ */
 const RESTART_MS = 1_000;
 const RESTART_MAX_MS = 15_000;
 /** How long a stop waits for the broker (the final commit, leaving the group) when the app does not say. */
@@ -81,7 +90,8 @@ export class KafkaConsumer implements Consumer {
     private readonly log: Logger,
   ) {
     this.ends = new PartitionEnds(admin, request.topic, request.group, settings.fromBeginning, log);
-    const due = (): PartitionFeed[] => [...this.feeds.values()].filter((f) => !f.lost && this.assignment.has(f.partition));
+    const due = (): PartitionFeed[] =>
+      [...this.feeds.values()].filter((f) => !f.lost && this.assignment.has(f.partition));
     this.commits = new OffsetCommits(request.topic, log, due, () => this.consumer);
   }
 
@@ -109,7 +119,10 @@ export class KafkaConsumer implements Consumer {
       });
     });
     // kafkajs is about to rejoin (a heartbeat outside our batches saw the rebalance): stop handing out.
-    consumer.on(consumer.events.REBALANCING, () => void this.revokeAll().catch((error) => this.log.warn('revoke failed', { error })));
+    consumer.on(
+      consumer.events.REBALANCING,
+      () => void this.revokeAll().catch((error) => this.log.warn('revoke failed', { error })),
+    );
     consumer.on(consumer.events.CRASH, (e) => this.crashed(e.payload.error));
     this.commits.watch(consumer);
     await consumer.connect();
@@ -143,8 +156,16 @@ export class KafkaConsumer implements Consumer {
     if (this.closing) return this.log.debug('kafka consumer crashed while closing', { error });
     const delayMs = Math.min(RESTART_MAX_MS, RESTART_MS * 2 ** Math.min(this.crashes, 10));
     this.crashes++;
-    const missing = (error as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION' || /does not host this topic-partition/.test(error.message);
-    const fields = { group: this.request.group, topic: this.request.topic, crashes: this.crashes, restartInMs: delayMs, ...(missing ? { hint: `does topic "${this.request.topic}" exist? (deleted?)` } : {}) };
+    const missing =
+      (error as { type?: string }).type === 'UNKNOWN_TOPIC_OR_PARTITION' ||
+      /does not host this topic-partition/.test(error.message);
+    const fields = {
+      group: this.request.group,
+      topic: this.request.topic,
+      crashes: this.crashes,
+      restartInMs: delayMs,
+      ...(missing ? { hint: `does topic "${this.request.topic}" exist? (deleted?)` } : {}),
+    };
     if (this.crashes === 1) this.log.error('kafka consumer crashed', { ...fields, error });
     else this.log.warn('kafka consumer crashed again', { ...fields, error: error.message });
     this.restartAfterCrash(delayMs);
@@ -163,7 +184,10 @@ export class KafkaConsumer implements Consumer {
         clearTimeout(this.restartTimer);
         this.restartTimer = setTimeout(() => {
           if (this.closing) return;
-          this.log.debug('kafka consumer restarting after a crash', { group: this.request.group, topic: this.request.topic });
+          this.log.debug('kafka consumer restarting after a crash', {
+            group: this.request.group,
+            topic: this.request.topic,
+          });
           // A failed join crashes (the CRASH event schedules the next try); run() rejects only on a fault of its own.
           this.run().catch((error: unknown) => this.crashed(error instanceof Error ? error : new Error(String(error))));
         }, delayMs);
@@ -234,7 +258,11 @@ export class KafkaConsumer implements Consumer {
     const f = this.feeds.get(partition);
     // Of a partition owned and read (or being revoked): committed. Otherwise (a partition taken away before
     // the app's revoke reported it) it is only remembered: everything below was finished here.
-    if (f !== undefined && (f.revoked || (this.assignment.has(partition) && f.readFrom !== undefined && offset >= f.readFrom))) f.markCommittable(offset);
+    if (
+      f !== undefined &&
+      (f.revoked || (this.assignment.has(partition) && f.readFrom !== undefined && offset >= f.readFrom))
+    )
+      f.markCommittable(offset);
     else this.commits.remember(partition, offset);
   }
 
@@ -275,13 +303,24 @@ export class KafkaConsumer implements Consumer {
       : new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
     const within = (work: Promise<unknown>): Promise<boolean> => Promise.race([work.then(() => true), timedOut]);
     try {
-      if (!(await within(this.flush().catch((error: unknown) => this.log.warn('final commit failed', { error }))))) this.log.warn('final commit: the broker did not answer within the shutdown timeout', { timeoutMs });
-      const unsent = [...this.feeds.values()].filter(pending).map((f) => ({ partition: f.partition, offset: f.committable }));
-      if (unsent.length > 0) this.log.warn('final commit failed: these offsets were not committed; what is above them will be delivered again', { offsets: unsent });
+      if (!(await within(this.flush().catch((error: unknown) => this.log.warn('final commit failed', { error })))))
+        this.log.warn('final commit: the broker did not answer within the shutdown timeout', { timeoutMs });
+      const unsent = [...this.feeds.values()]
+        .filter(pending)
+        .map((f) => ({ partition: f.partition, offset: f.committable }));
+      if (unsent.length > 0)
+        this.log.warn(
+          'final commit failed: these offsets were not committed; what is above them will be delivered again',
+          { offsets: unsent },
+        );
       const consumer = this.consumer;
       const leave = (this.starting ?? Promise.resolve()).catch(() => {}).then(() => consumer?.disconnect());
       const left = leave.catch((error: unknown) => this.log.warn('leaving the group failed', { error }));
-      if (!(await within(left))) this.log.warn('leaving the group: the broker did not answer within the shutdown timeout; it goes on in the background', { timeoutMs });
+      if (!(await within(left)))
+        this.log.warn(
+          'leaving the group: the broker did not answer within the shutdown timeout; it goes on in the background',
+          { timeoutMs },
+        );
     } finally {
       clearTimeout(timer);
       this.feeds.clear();
@@ -328,7 +367,10 @@ export class KafkaConsumer implements Consumer {
     const busy = (): boolean => !taken() || (active !== undefined && active(p) > 0 && !this.newer());
     while (!this.closing && !feed.revoked && isRunning() && !isStale() && busy()) {
       const caughtUp = taken();
-      await feed.until(end, caughtUp ? Math.min(POLL_MS, this.settings.heartbeatIntervalMs) : this.settings.heartbeatIntervalMs);
+      await feed.until(
+        end,
+        caughtUp ? Math.min(POLL_MS, this.settings.heartbeatIntervalMs) : this.settings.heartbeatIntervalMs,
+      );
       if (caughtUp && busy()) await this.refreshEnds();
       if (!busy()) break;
       await this.beat(heartbeat);
@@ -412,7 +454,13 @@ export class KafkaConsumer implements Consumer {
     for (const f of stale) f.lost = true;
     this.assignment = new Set(partitions);
     this.ends.reset();
-    if (stale.length > 0) void this.revokeFeeds(stale).catch((error: unknown) => this.log.warn('revoke failed', { error }));
-    this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions, stale: stale.map((f) => f.partition) });
+    if (stale.length > 0)
+      void this.revokeFeeds(stale).catch((error: unknown) => this.log.warn('revoke failed', { error }));
+    this.log.debug('kafka assignment', {
+      group: this.request.group,
+      topic: this.request.topic,
+      partitions,
+      stale: stale.map((f) => f.partition),
+    });
   }
 }

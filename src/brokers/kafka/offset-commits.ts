@@ -33,7 +33,8 @@ export class OffsetCommits {
   /** Learns from `consumer` which commits the coordinator took. */
   watch(consumer: KafkajsConsumer): void {
     consumer.on(consumer.events.COMMIT_OFFSETS, (e) => {
-      for (const t of e.payload.topics) if (t.topic === this.topic) for (const q of t.partitions) this.accepted.set(q.partition, Number(q.offset));
+      for (const t of e.payload.topics)
+        if (t.topic === this.topic) for (const q of t.partitions) this.accepted.set(q.partition, Number(q.offset));
     });
   }
 
@@ -84,7 +85,8 @@ export class OffsetCommits {
         if ((this.accepted.get(f.partition) ?? -1) >= c) f.committed = Math.max(f.committed ?? -1, c);
         else missed++;
       }
-      if (missed > 0) throw new Error('not sent: the consumer is not a member of its group now (crashed, restarting or stopping)');
+      if (missed > 0)
+        throw new Error('not sent: the consumer is not a member of its group now (crashed, restarting or stopping)');
       this.failing = false;
     } catch (error) {
       // Tried again on the next flush. After a rebalance the commit is refused; what it held is delivered
@@ -96,4 +98,5 @@ export class OffsetCommits {
 }
 
 /** True when the feed has finished work the coordinator has not taken. */
-export const pending = (f: PartitionFeed): boolean => f.committable !== undefined && (f.committed === undefined || f.committable > f.committed);
+export const pending = (f: PartitionFeed): boolean =>
+  f.committable !== undefined && (f.committed === undefined || f.committable > f.committed);

@@ -64,13 +64,17 @@ export class PartitionEnds {
    * partitions are read from). One request at a time, shared by every caller; a failure is only logged.
    */
   refresh(unread: boolean): Promise<void> {
-    this.request ??= Promise.all([this.admin.fetchTopicOffsets(this.topic), unread ? this.admin.fetchOffsets({ groupId: this.group, topics: [this.topic] }) : undefined])
+    this.request ??= Promise.all([
+      this.admin.fetchTopicOffsets(this.topic),
+      unread ? this.admin.fetchOffsets({ groupId: this.group, topics: [this.topic] }) : undefined,
+    ])
       .then(([ends, committed]) => {
         const committedOf = new Map((committed?.[0]?.partitions ?? []).map((c) => [c.partition, Number(c.offset)]));
         for (const e of ends) {
           this.seen(e.partition, Number(e.high));
           const c = committedOf.get(e.partition);
-          if (c !== undefined && c >= 0) this.starts.set(e.partition, Math.max(c, Number(e.low))); // below the start: reset to it
+          if (c !== undefined && c >= 0)
+            this.starts.set(e.partition, Math.max(c, Number(e.low))); // below the start: reset to it
           else if (c !== undefined && this.fromBeginning) this.starts.set(e.partition, Number(e.low));
         }
       })

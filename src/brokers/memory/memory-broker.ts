@@ -18,7 +18,9 @@ export interface MemoryBrokerOptions {
   partitions?: number;
   /** Partitions per topic, overriding `partitions` for the topics named: `{ orders: 4 }`. */
   topics?: Readonly<Record<string, number>>;
-  /** The time stamped on messages, in milliseconds since the epoch; tests pass `() => clock.now()`. @default Date.now */
+  /**
+   * The time stamped on messages, in milliseconds since the epoch; tests pass `() => clock.now()`. @default Date.now
+   */
   now?: () => number;
   /**
    * The largest message a topic takes: its value, key and headers (names and values), in bytes. A larger one
@@ -68,18 +70,25 @@ export class MemoryBroker implements Broker {
    *   is not a positive integer, or `now` is not a function.
    */
   constructor(options: MemoryBrokerOptions = {}) {
-    if (options === null || typeof options !== 'object') throw new SluiceError('CONFIG_INVALID', `MemoryBroker: options must be an object, got ${show(options)}`);
+    if (options === null || typeof options !== 'object')
+      throw new SluiceError('CONFIG_INVALID', `MemoryBroker: options must be an object, got ${show(options)}`);
     this.defaultPartitions = checkCount('MemoryBroker: partitions', options.partitions ?? 1);
     const topics = options.topics;
     if (topics !== undefined) {
       if (topics === null || typeof topics !== 'object' || Array.isArray(topics)) {
-        throw new SluiceError('CONFIG_INVALID', `MemoryBroker: topics must be an object { [topic]: partitions }, got ${show(topics)}`);
+        throw new SluiceError(
+          'CONFIG_INVALID',
+          `MemoryBroker: topics must be an object { [topic]: partitions }, got ${show(topics)}`,
+        );
       }
-      for (const [name, n] of Object.entries(topics)) this.topicPartitions.set(name, checkCount(`MemoryBroker: topics[${show(name)}]`, n));
+      for (const [name, n] of Object.entries(topics))
+        this.topicPartitions.set(name, checkCount(`MemoryBroker: topics[${show(name)}]`, n));
     }
-    if (options.now !== undefined && typeof options.now !== 'function') throw new SluiceError('CONFIG_INVALID', `MemoryBroker: now must be a function, got ${show(options.now)}`);
+    if (options.now !== undefined && typeof options.now !== 'function')
+      throw new SluiceError('CONFIG_INVALID', `MemoryBroker: now must be a function, got ${show(options.now)}`);
     this.now = options.now ?? Date.now;
-    if (options.maxMessageBytes !== undefined) this.maxMessageBytes = checkCount('MemoryBroker: maxMessageBytes', options.maxMessageBytes);
+    if (options.maxMessageBytes !== undefined)
+      this.maxMessageBytes = checkCount('MemoryBroker: maxMessageBytes', options.maxMessageBytes);
   }
 
   /** Does nothing: there is nothing to connect to. */
@@ -109,7 +118,11 @@ export class MemoryBroker implements Broker {
    * offset and timestamp). Throws what `publish` rejects with.
    */
   publishNow(topic: string, value: unknown, options?: PublishOptions): InboundMessage {
-    checkPublish(topic, options, this.topicLogs.get(topic)?.partitions.length ?? this.topicPartitions.get(topic) ?? this.defaultPartitions);
+    checkPublish(
+      topic,
+      options,
+      this.topicLogs.get(topic)?.partitions.length ?? this.topicPartitions.get(topic) ?? this.defaultPartitions,
+    );
     const message = this.topic(topic).append(value, options, this.now());
     for (const g of this.groups.values()) {
       if (g.log.name !== topic) continue;
@@ -165,7 +178,10 @@ export class MemoryBroker implements Broker {
    * was committed. Creates the topic if it does not exist.
    */
   committed(group: string, topic: string): number[] {
-    return [...(this.groups.get(`${group}\u0000${topic}`)?.committed ?? new Array<number>(this.topic(topic).partitions.length).fill(0))];
+    return [
+      ...(this.groups.get(`${group}\u0000${topic}`)?.committed ??
+        new Array<number>(this.topic(topic).partitions.length).fill(0)),
+    ];
   }
 
   /** How many messages of a topic the group's members have taken so far, redeliveries included. */
@@ -173,14 +189,20 @@ export class MemoryBroker implements Broker {
     return this.groups.get(`${group}\u0000${topic}`)?.readCount ?? 0;
   }
 
-  /** The end offset of each partition of a topic: how many messages each holds. Creates the topic if it does not exist. */
+  /**
+   * The end offset of each partition of a topic: how many messages each holds. Creates the topic if it does not exist.
+   */
   endOffsets(topic: string): number[] {
     return this.topic(topic).partitions.map((p) => p.length);
   }
 
   private topic(name: string): TopicLog {
     let log = this.topicLogs.get(name);
-    if (!log) this.topicLogs.set(name, (log = new TopicLog(name, this.topicPartitions.get(name) ?? this.defaultPartitions, this.maxMessageBytes)));
+    if (!log)
+      this.topicLogs.set(
+        name,
+        (log = new TopicLog(name, this.topicPartitions.get(name) ?? this.defaultPartitions, this.maxMessageBytes)),
+      );
     return log;
   }
 }
@@ -191,19 +213,41 @@ export class MemoryBroker implements Broker {
  */
 function checkPublish(topic: unknown, options: PublishOptions | undefined, partitions: number): void {
   const who = `MemoryBroker.publish(${show(topic)})`;
-  if (typeof topic !== 'string' || topic === '') throw new SluiceError('CONFIG_INVALID', `MemoryBroker.publish: topic must be a non-empty string, got ${show(topic)}`);
+  if (typeof topic !== 'string' || topic === '')
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `MemoryBroker.publish: topic must be a non-empty string, got ${show(topic)}`,
+    );
   if (options === undefined) return;
-  if (options === null || typeof options !== 'object') throw new SluiceError('CONFIG_INVALID', `${who}: options must be an object, got ${show(options)}`);
+  if (options === null || typeof options !== 'object')
+    throw new SluiceError('CONFIG_INVALID', `${who}: options must be an object, got ${show(options)}`);
   const { key, headers, partition, tombstone } = options;
-  if (key !== undefined && typeof key !== 'string' && !(key instanceof Uint8Array)) throw new SluiceError('CONFIG_INVALID', `${who}: key must be a string or bytes, got ${show(key)}`);
+  if (key !== undefined && typeof key !== 'string' && !(key instanceof Uint8Array))
+    throw new SluiceError('CONFIG_INVALID', `${who}: key must be a string or bytes, got ${show(key)}`);
   const headerValue = (v: unknown): boolean => v === null || typeof v === 'string' || v instanceof Uint8Array;
-  if (headers !== undefined && (headers === null || typeof headers !== 'object' || Array.isArray(headers) || !Object.values(headers).every((v) => headerValue(v) || (Array.isArray(v) && v.every(headerValue))))) {
-    throw new SluiceError('CONFIG_INVALID', `${who}: headers must be an object of text, bytes or null values (or arrays of them), got ${show(headers)}`);
+  if (
+    headers !== undefined &&
+    (headers === null ||
+      typeof headers !== 'object' ||
+      Array.isArray(headers) ||
+      !Object.values(headers).every((v) => headerValue(v) || (Array.isArray(v) && v.every(headerValue))))
+  ) {
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `${who}: headers must be an object of text, bytes or null values (or arrays of them), got ${show(headers)}`,
+    );
   }
-  if (partition !== undefined && !(typeof partition === 'number' && Number.isInteger(partition) && partition >= 0 && partition < partitions)) {
-    throw new SluiceError('CONFIG_INVALID', `${who}: partition must be an integer from 0 to ${partitions - 1}, got ${show(partition)}`);
+  if (
+    partition !== undefined &&
+    !(typeof partition === 'number' && Number.isInteger(partition) && partition >= 0 && partition < partitions)
+  ) {
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `${who}: partition must be an integer from 0 to ${partitions - 1}, got ${show(partition)}`,
+    );
   }
-  if (tombstone !== undefined && typeof tombstone !== 'boolean') throw new SluiceError('CONFIG_INVALID', `${who}: tombstone must be a boolean, got ${show(tombstone)}`);
+  if (tombstone !== undefined && typeof tombstone !== 'boolean')
+    throw new SluiceError('CONFIG_INVALID', `${who}: tombstone must be a boolean, got ${show(tombstone)}`);
 }
 
 /** A count (partitions, bytes) is a positive integer; `field` names the setting in the error. */
@@ -220,4 +264,3 @@ function decodeForInspection(bytes: Uint8Array): unknown {
     return text;
   }
 }
-

@@ -98,7 +98,12 @@ export class MemoryConsumer implements Consumer {
   /** @internal Rebalance, second half: new partitions start at the group's committed offsets. */
   assign(partitions: readonly number[]): void {
     if (this.closed) return;
-    this.owned = partitions.map((p) => ({ partition: p, position: this.groupTopic.committed[p] ?? 0, paused: false, revoked: false }));
+    this.owned = partitions.map((p) => ({
+      partition: p,
+      position: this.groupTopic.committed[p] ?? 0,
+      paused: false,
+      revoked: false,
+    }));
     this.cursor = 0;
     if (partitions.length > 0) this.request.onReadable();
   }

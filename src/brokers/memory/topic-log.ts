@@ -39,13 +39,20 @@ export class TopicLog {
     const key = lastOf(sent[PARTITION_KEY_HEADER]);
     const partition = options?.partition ?? this.partitionFor(key);
     const log = this.partitions[partition];
-    if (log === undefined) throw new SluiceError('CONFIG_INVALID', `publish to "${this.name}": partition must be an integer from 0 to ${this.partitions.length - 1}, got ${String(partition)}`);
+    if (log === undefined)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `publish to "${this.name}": partition must be an integer from 0 to ${this.partitions.length - 1}, got ${String(partition)}`,
+      );
     const tombstone = options?.tombstone === true;
     const bytes = tombstone ? EMPTY : encodeValue(value);
     if (this.maxMessageBytes !== undefined) {
       const size = bytes.byteLength + sizeOf(sent);
       if (size > this.maxMessageBytes) {
-        throw new SluiceError('PUBLISH_REFUSED', `MemoryBroker: publish to "${this.name}": the message must be at most maxMessageBytes (${this.maxMessageBytes}) bytes, got ${size}`);
+        throw new SluiceError(
+          'PUBLISH_REFUSED',
+          `MemoryBroker: publish to "${this.name}": the message must be at most maxMessageBytes (${this.maxMessageBytes}) bytes, got ${size}`,
+        );
       }
     }
     const message: InboundMessage = {
@@ -57,7 +64,14 @@ export class TopicLog {
       value: bytes,
       timestamp,
       // Text headers (and key) are their own raw form: only bytes, repeats and tombstones need one.
-      raw: headers === sent && !tombstone ? undefined : { key: key === undefined || key === null ? null : copy(key), value: tombstone ? null : bytes, headers: copyHeaders(sent) },
+      raw:
+        headers === sent && !tombstone
+          ? undefined
+          : {
+              key: key === undefined || key === null ? null : copy(key),
+              value: tombstone ? null : bytes,
+              headers: copyHeaders(sent),
+            },
     };
     log.push(message);
     return message;
@@ -96,7 +110,9 @@ function sizeOf(headers: RawHeaders): number {
 }
 
 function lastOf(value: HeaderValue | readonly HeaderValue[] | undefined): HeaderValue | undefined {
-  return Array.isArray(value) ? (value as readonly HeaderValue[])[value.length - 1] : (value as HeaderValue | undefined);
+  return Array.isArray(value)
+    ? (value as readonly HeaderValue[])[value.length - 1]
+    : (value as HeaderValue | undefined);
 }
 
 /** A header value's bytes: a copy, so that the sender's array can change without changing the log. */
@@ -108,7 +124,9 @@ function copyHeaders(headers: RawHeaders): RawHeaders {
   const out: Record<string, HeaderValue | readonly HeaderValue[]> = {};
   for (const name in headers) {
     const value = headers[name]!;
-    out[name] = Array.isArray(value) ? (value as readonly HeaderValue[]).map(copyValue) : copyValue(value as HeaderValue);
+    out[name] = Array.isArray(value)
+      ? (value as readonly HeaderValue[]).map(copyValue)
+      : copyValue(value as HeaderValue);
   }
   return out;
 }
