@@ -256,6 +256,54 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
   const spread = (total: number, partitions: number) =>
     Array.from({ length: total }, (_, n) => ({ partition: n % partitions, value: JSON.stringify({ n }) }));
 
+  /**
+   * A topic of `partitions` on the killable broker holding `total` messages, and an app (not started) whose
+   * subscriber, two workers, counts the deliveries it starts and the messages it handled; `old` watches its
+   * kafkajs consumers.
+   */
+  async function consuming(name: string, partitions: number, total: number) {
+    const topic = uniqueTopic(name);
+    const group = `g-${topic}`;
+    const broker = kafka();
+    const old = watch(broker);
+    await broker.createTopic(topic, partitions);
+    await produce(fault.address, topic, spread(total, partitions));
+    const handled = new Set<number>();
+    const started = new Counter();
+    const sub = () =>
+      subscriber(topic, async (v: { n: number }) => {
+        started.add();
+        await turns(2);
+        handled.add(v.n);
+      })
+        .workers(2)
+        .build();
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
+      b.include(sub()),
+    );
+    return { group, total, handled, started, sub, app, old };
+  }
+
+  /** After `app` stopped: a fresh member of its group reads every message, and is the group's only member. */
+  async function nextMemberReadsAll(run: Awaited<ReturnType<typeof consuming>>): Promise<void> {
+    const fresh = kafka();
+    const now = watch(fresh);
+    const again = new App({ name: run.group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(fresh, (b) =>
+      b.include(run.sub()),
+    );
+    try {
+      await again.start();
+      await guard(again.idle(), 120_000, 'idle of the fresh app');
+      expect([...Array(run.total).keys()].filter((n) => !run.handled.has(n))).toEqual([]);
+      const members = await withAdmin(fault.address, async (a) =>
+        (await a.describeGroups([run.group])).groups[0]!.members.map((m) => m.memberId),
+      );
+      expect(members).toEqual([now.memberIds.at(-1)]);
+    } finally {
+      await again.stop();
+    }
+  }
+
   // The 30 and 90 s outages run under CI (they take minutes); every run has the 5 s one.
   it.each(CI ? [5, 30, 90] : [5])(
     'broker killed for %i s mid-consumption: nothing lost, duplicates only from the uncommitted window at the kill, every offset committed after',
@@ -345,26 +393,8 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
 
   it('a stop while the consumer joins again after a crash (broker down) resolves, and no member of it is left in the group', async () => {
     await fault.start(); // the broker a test before may have left down
-    const topic = uniqueTopic('stop-in-restart');
-    const group = `g-${topic}`;
-    const broker = kafka();
-    const old = watch(broker);
-    await broker.createTopic(topic, 3);
-    const total = 3_000;
-    await produce(fault.address, topic, spread(total, 3));
-    const handled = new Set<number>();
-    const started = new Counter();
-    const sub = () =>
-      subscriber(topic, async (v: { n: number }) => {
-        started.add();
-        await turns(2);
-        handled.add(v.n);
-      })
-        .workers(2)
-        .build();
-    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
-      b.include(sub()),
-    );
+    const run = await consuming('stop-in-restart', 3, 3_000);
+    const { app, old, started } = run;
     await app.start();
     await started.reach(300);
     await fault.kill();
@@ -377,24 +407,9 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
     const runsAtStop = old.runs.value;
 
     await fault.start();
-    const fresh = kafka();
-    const now = watch(fresh);
-    const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(fresh, (b) =>
-      b.include(sub()),
-    );
-    try {
-      await again.start();
-      await guard(again.idle(), 120_000, 'idle of the fresh app');
-      expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]); // the fresh member read every partition
-      const members = await withAdmin(fault.address, async (a) =>
-        (await a.describeGroups([group])).groups[0]!.members.map((m) => m.memberId),
-      );
-      expect(members).toEqual([now.memberIds.at(-1)]);
-      expect(old.runs.value).toBe(runsAtStop); // nothing of the stopped app joined again
-      expect(old.fetches.value).toBe(fetchesAtStop); // nor read
-    } finally {
-      await again.stop();
-    }
+    await nextMemberReadsAll(run);
+    expect(old.runs.value).toBe(runsAtStop); // nothing of the stopped app joined again
+    expect(old.fetches.value).toBe(fetchesAtStop); // nor read
     console.log(`stop during a restart, broker down: ${stopMs} ms (shutdownTimeoutMs 5000)`);
   }, 300_000);
 
@@ -435,25 +450,8 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
     async (state) => {
       await fault.start();
       const paused = state.startsWith('paused');
-      const topic = uniqueTopic('stop-fault');
-      const group = `g-${topic}`;
-      const broker = kafka();
-      await broker.createTopic(topic, 2);
-      const total = 2_000;
-      await produce(fault.address, topic, spread(total, 2));
-      const handled = new Set<number>();
-      const started = new Counter();
-      const sub = () =>
-        subscriber(topic, async (v: { n: number }) => {
-          started.add();
-          await turns(2);
-          handled.add(v.n);
-        })
-          .workers(2)
-          .build();
-      const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
-        b.include(sub()),
-      );
+      const run = await consuming('stop-fault', 2, 2_000);
+      const { app, started } = run;
       await app.start();
       await started.reach(200);
       if (paused) fault.pause();
@@ -467,22 +465,7 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker)('kafka on a broker that dies'
         if (paused) fault.resume();
         else await fault.start();
       }
-      const fresh = kafka();
-      const now = watch(fresh);
-      const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(fresh, (b) =>
-        b.include(sub()),
-      );
-      try {
-        await again.start();
-        await guard(again.idle(), 120_000, 'idle of the fresh app');
-        expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]);
-        const members = await withAdmin(fault.address, async (a) =>
-          (await a.describeGroups([group])).groups[0]!.members.map((m) => m.memberId),
-        );
-        expect(members).toEqual([now.memberIds.at(-1)]);
-      } finally {
-        await again.stop();
-      }
+      await nextMemberReadsAll(run);
       console.log(`stop with the broker ${state}: ${stopMs} ms (shutdownTimeoutMs 5000)`);
     },
     300_000,
