@@ -1,6 +1,6 @@
 /**
- * The one-way direction of imports: core <- spec, shard <- dispatch, pace, store <- app.
- * Brokers and testing depend on core only; only spec/ uses reflect-metadata; only brokers/kafka/ uses kafkajs,
+ * The one-way direction of imports: core <- declare, shard <- dispatch, pace, store <- app.
+ * Brokers and testing depend on core only; only declare/ uses reflect-metadata; only brokers/kafka/ uses kafkajs,
  * and only brokers/kafka/kafkajs.ts loads it at run time (an optional peer dependency: nothing the main entry,
  * src/index.ts, reaches may load it or the Kafka broker).
  * `npm test` fails on any cycle or any import against these arrows.
@@ -16,18 +16,18 @@ module.exports = {
   forbidden: [
     { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
     layer('core', []),
-    layer('spec', ['core']),
+    layer('declare', ['core']),
     layer('shard', ['core']),
-    layer('dispatch', ['core', 'spec', 'shard']),
-    layer('pace', ['core', 'spec', 'shard']),
-    layer('store', ['core', 'spec', 'shard']),
+    layer('dispatch', ['core', 'declare', 'shard']),
+    layer('pace', ['core', 'declare', 'shard']),
+    layer('store', ['core', 'declare', 'shard']),
     layer('brokers', ['core']),
     layer('testing', ['core']),
-    layer('app', ['core', 'spec', 'shard', 'dispatch', 'pace', 'store']),
+    layer('app', ['core', 'declare', 'shard', 'dispatch', 'pace', 'store']),
     {
-      name: 'reflect-metadata-only-in-spec',
+      name: 'reflect-metadata-only-in-declare',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/(spec/|index\\.ts)' },
+      from: { path: '^src/', pathNot: '^src/(declare/|index\\.ts)' },
       to: { path: 'reflect-metadata' },
     },
     {

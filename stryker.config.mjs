@@ -7,7 +7,7 @@ export const CORE = [
   'src/shard/timer-wheel.ts',
   'src/shard/parked-table.ts',
   'src/pace/rules.ts',
-  'src/spec/validate.ts',
+  'src/declare/validate.ts',
   'src/store/frame.ts',
 ];
 

@@ -58,13 +58,13 @@ export type {
 } from './core/ports.js';
 export { lanes, pool, type DispatchStrategy, type Keyed, type Scheduler } from './dispatch/strategy.js';
 export { MAX_BATCH, MAX_KEY_BYTES } from './pace/config.js';
-export { MAX_WORKERS } from './spec/validate.js';
+export { MAX_WORKERS } from './declare/validate.js';
 export type { PaceReceipt, PaceRun } from './pace/rules.js';
 export { MemoryBroker, type MemoryBrokerOptions } from './brokers/memory/memory-broker.js';
-export { SubscriberBuilder } from './spec/builder.js';
-export { DEFAULTS, type CompiledSubscriber } from './spec/compile.js';
-export { subscriber, type SubscriberDecorator } from './spec/decorators.js';
-export { parseDuration, type Duration } from './spec/duration.js';
+export { SubscriberBuilder } from './declare/builder.js';
+export { DEFAULTS, type CompiledSubscriber } from './declare/compile.js';
+export { subscriber, type SubscriberDecorator } from './declare/decorators.js';
+export { parseDuration, type Duration } from './declare/duration.js';
 export type {
   Decoder,
   Handler,
@@ -76,9 +76,9 @@ export type {
   RetryOptions,
   SharedOptions,
   SubscriberOptions,
-} from './spec/options.js';
-export { Router, type Includable, type RouterOptions } from './spec/router.js';
-export { SubscriberSpec } from './spec/spec.js';
+} from './declare/options.js';
+export { Router, type Includable, type RouterOptions } from './declare/router.js';
+export { SubscriberSpec } from './declare/spec.js';
 export { shardOf } from './shard/shard-of.js';
 export { fileStore, type FileStoreOptions } from './store/file-store.js';
 export { memoryStore, type MemoryStore, type MemoryStoreOptions } from './store/memory-store.js';

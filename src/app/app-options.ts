@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { SluiceError, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
-import type { SharedOptions } from '../spec/options.js';
+import type { SharedOptions } from '../declare/options.js';
 
 /**
  * Settings of an {@link App}. Checked by the constructor: an unknown key or a bad value throws

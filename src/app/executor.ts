@@ -12,7 +12,7 @@ import { HandlerOutcome } from '../core/outcome.js';
 import type { Clock, Logger } from '../core/ports.js';
 import { backoffMs } from '../dispatch/backoff.js';
 import type { Slot } from '../dispatch/workers.js';
-import type { CompiledSubscriber } from '../spec/compile.js';
+import type { CompiledSubscriber } from '../declare/compile.js';
 import type { ContextHost, Job } from './job.js';
 
 /** `begin` markers: the job was abandoned, or nothing of it decoded. */

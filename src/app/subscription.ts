@@ -6,7 +6,7 @@ import { lanes, pool } from '../dispatch/strategy.js';
 import { Watermark } from '../dispatch/watermark.js';
 import { Workers, type Slot } from '../dispatch/workers.js';
 import type { PaceRun } from '../pace/rules.js';
-import type { CompiledSubscriber } from '../spec/compile.js';
+import type { CompiledSubscriber } from '../declare/compile.js';
 import { Executor, type DeadLetterCounts, type ExecutorHost } from './executor.js';
 import { Job } from './job.js';
 import type { Pacer } from './pacer.js';

@@ -3,8 +3,8 @@
  * `compilePace`, which throws on settings that do not go together.
  */
 import { SluiceError, show } from '../core/errors.js';
-import { parseDuration } from '../spec/duration.js';
-import type { PaceOptions } from '../spec/options.js';
+import { parseDuration } from '../declare/duration.js';
+import type { PaceOptions } from '../declare/options.js';
 
 /**
  * The most events one batch run carries, 1,000: `pace.batch.max` may not exceed it (`CONFIG_INVALID`), and
@@ -61,7 +61,7 @@ export type CompiledPace =
   | (Common & { readonly kind: 'batch'; readonly max: number; readonly waitMs: number })
   | (Common & { readonly kind: 'each' });
 
-/** Resolves validated pace options (spec/validate.ts has checked each part) for subscriber `who`. */
+/** Resolves validated pace options (declare/validate.ts has checked each part) for subscriber `who`. */
 export function compilePace(pace: PaceOptions, who: string): CompiledPace {
   const dedupMs = pace.dedup === undefined ? DEFAULT_DEDUP_MS : parseDuration(pace.dedup, `${who}: pace.dedup`);
   if (pace.debounce !== undefined && pace.batch !== undefined) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SubscriberOptions } from '../src/index.js';
-import { checkName, MAX_WORKERS, validateDefaults, validateOptions } from '../src/spec/validate.js';
+import { checkName, MAX_WORKERS, validateDefaults, validateOptions } from '../src/declare/validate.js';
 import { expectError } from './expect-error.js';
 
 // Every setting a subscriber or router takes, refused and accepted at its edges, with the whole message a
