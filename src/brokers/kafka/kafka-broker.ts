@@ -1,9 +1,10 @@
 import type { Admin, KafkaConfig, LogEntry, Producer } from 'kafkajs';
 import { Kafka, Partitioners, logLevel as KafkaLogLevel } from './kafkajs.js';
 import { SluiceError, reasonOf, show } from '../../core/errors.js';
+import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
 import { encodeValue, type PublishOptions } from '../../core/message.js';
-import type { Broker, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import type { Broker, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
 import { headersTo } from './convert.js';
 import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
 
@@ -46,8 +47,9 @@ export interface KafkaBrokerOptions {
         replicationFactor?: number;
       };
   /**
-   * Where kafkajs's own log goes (warnings and errors). @default `jsonLogger()`: JSON lines on stderr at
-   * `SLUICE_LOG_LEVEL`
+   * Where this broker's log goes: kafkajs's own (warnings and errors) and Sluice's about its consumers.
+   * @default the logger of the app that connects it (`new App({ logger })`); before an app has, as when
+   * publishing with no app, `jsonLogger()`: JSON lines on stderr at `SLUICE_LOG_LEVEL`
    */
   logger?: Logger;
 }
@@ -86,7 +88,9 @@ export class KafkaBroker implements Broker {
   private connecting: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaConsumer>();
   private readonly known = new Set<string>();
-  private readonly log: Logger;
+  private log: Logger;
+  /** The clock of the consumers' own timers: the app's, once an app has connected this broker. */
+  private clock: Clock = new SystemClock();
   private readonly consumerSettings: KafkaConsumerSettings;
 
   /**
@@ -134,8 +138,16 @@ export class KafkaBroker implements Broker {
     });
   }
 
-  /** Connects the producer and the admin client. A failed connect is forgotten: the next call tries again. */
-  connect(): Promise<void> {
+  /**
+   * Connects the producer and the admin client. A failed connect is forgotten: the next call tries again.
+   * The app passes its logger (used unless the `logger` option gave one) and its clock, which the
+   * consumers started from then on run their commit interval, crash restarts and close deadline on.
+   */
+  connect(app?: { readonly logger: Logger; readonly clock: Clock }): Promise<void> {
+    if (app !== undefined) {
+      if (this.options.logger === undefined) this.log = app.logger.child({ broker: 'kafka' });
+      this.clock = app.clock;
+    }
     this.connecting ??= (async () => {
       const producer = (this.producer = this.kafka.producer({
         createPartitioner: Partitioners.DefaultPartitioner,
@@ -233,6 +245,7 @@ export class KafkaBroker implements Broker {
       request,
       this.consumerSettings,
       this.log.child({ group: request.group, topic: request.topic }),
+      this.clock,
     );
     this.consumers.add(consumer);
     await consumer.start();

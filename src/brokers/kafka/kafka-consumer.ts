@@ -2,7 +2,8 @@ import type { Admin, Consumer as KafkajsConsumer, EachBatchPayload } from 'kafka
 import { PartitionAssigners, type Kafka } from './kafkajs.js';
 import { subscriptionAwareAssigner } from './assigner.js';
 import type { InboundMessage } from '../../core/message.js';
-import type { ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { SystemClock } from '../../core/clock.js';
+import type { Clock, ConsumeRequest, Consumer, Logger, Timer } from '../../core/ports.js';
 import { heartbeating, isRebalance } from './heartbeats.js';
 import { PartitionEnds } from './partition-ends.js';
 import { OffsetCommits, pending } from './offset-commits.js';
@@ -46,6 +47,12 @@ const RESTART_MAX_MS = 15_000;
 const CLOSE_TIMEOUT_MS = 30_000;
 /** While a batch is held only for the work in flight, how often the partition's end is asked for. */
 const POLL_MS = 100;
+/**
+ * The clock of the timers paced against deadlines the broker keeps in real time — heartbeats while a batch
+ * is held or a revoke waits, and the polls for newer messages meanwhile: on a test's `ManualClock` they
+ * would stop, and the group would drop this member. Every other timer runs on the app's clock.
+ */
+const SESSION_CLOCK: Clock = new SystemClock();
 
 /**
  * One member of a Kafka consumer group reading one topic, through kafkajs's eachBatch.
@@ -71,8 +78,8 @@ export class KafkaConsumer implements Consumer {
   private cursor = 0;
   private closing = false;
   private revoking: Promise<void> | undefined;
-  private commitTimer: NodeJS.Timeout | undefined;
-  private restartTimer: NodeJS.Timeout | undefined;
+  private commitTimer: Timer | undefined;
+  private restartTimer: Timer | undefined;
   /** kafkajs's run() under way: joining the group (at start, or after a crash). */
   private starting: Promise<void> | undefined;
   /** Crashes since a batch last arrived: how long the next restart waits. */
@@ -88,6 +95,8 @@ export class KafkaConsumer implements Consumer {
     private readonly request: ConsumeRequest,
     private readonly settings: KafkaConsumerSettings,
     private readonly log: Logger,
+    /** The app's clock: the commit interval, the backoff of crash restarts, the close deadline. */
+    private readonly clock: Clock,
   ) {
     this.ends = new PartitionEnds(admin, request.topic, request.group, settings.fromBeginning, log);
     const due = (): PartitionFeed[] =>
@@ -129,8 +138,16 @@ export class KafkaConsumer implements Consumer {
     await consumer.subscribe({ topic: this.request.topic, fromBeginning: s.fromBeginning });
     await this.run();
     await joined;
-    this.commitTimer = setInterval(() => void this.flush().catch(() => {}), s.commitIntervalMs);
-    this.commitTimer.unref();
+    this.commitEvery(s.commitIntervalMs);
+  }
+
+  /** Sends the pending commits every `ms` on the app's clock, until the consumer closes. */
+  private commitEvery(ms: number): void {
+    this.commitTimer = this.clock.setTimer(ms, () => {
+      if (this.closing) return;
+      this.commitEvery(ms);
+      void this.flush().catch(() => {});
+    });
   }
 
   /** kafkajs's run(): joins the group and reads; resolves once joined, or once a failed join crashed. */
@@ -181,8 +198,9 @@ export class KafkaConsumer implements Consumer {
       .catch((error: unknown) => this.log.warn('revoke failed', { error }))
       .then(() => {
         if (this.closing) return;
-        clearTimeout(this.restartTimer);
-        this.restartTimer = setTimeout(() => {
+        this.restartTimer?.cancel();
+        // Held (keepAlive): the consumer's connections, which held the process, are gone until it restarts.
+        const restart = (): void => {
           if (this.closing) return;
           this.log.debug('kafka consumer restarting after a crash', {
             group: this.request.group,
@@ -190,7 +208,8 @@ export class KafkaConsumer implements Consumer {
           });
           // A failed join crashes (the CRASH event schedules the next try); run() rejects only on a fault of its own.
           this.run().catch((error: unknown) => this.crashed(error instanceof Error ? error : new Error(String(error))));
-        }, delayMs);
+        };
+        this.restartTimer = this.clock.setTimer(delayMs, restart, { keepAlive: true });
       });
   }
 
@@ -293,14 +312,16 @@ export class KafkaConsumer implements Consumer {
 
   private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
     this.closing = true;
-    clearInterval(this.commitTimer);
-    clearTimeout(this.restartTimer);
+    this.commitTimer?.cancel();
+    this.restartTimer?.cancel();
     for (const f of this.feeds.values()) f.wake();
-    let timer: NodeJS.Timeout | undefined;
+    let timer: Timer | undefined;
     const timeoutMs = this.request.shutdownTimeoutMs ?? CLOSE_TIMEOUT_MS;
     const timedOut = deadline
       ? deadline.then(() => false as const)
-      : new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)));
+      : new Promise<false>(
+          (resolve) => (timer = this.clock.setTimer(timeoutMs, () => resolve(false), { keepAlive: true })),
+        );
     const within = (work: Promise<unknown>): Promise<boolean> => Promise.race([work.then(() => true), timedOut]);
     try {
       if (!(await within(this.flush().catch((error: unknown) => this.log.warn('final commit failed', { error })))))
@@ -322,7 +343,7 @@ export class KafkaConsumer implements Consumer {
           { timeoutMs },
         );
     } finally {
-      clearTimeout(timer);
+      timer?.cancel();
       this.feeds.clear();
       this.feedList = [];
       this.assignment.clear();
@@ -337,7 +358,7 @@ export class KafkaConsumer implements Consumer {
     if (this.closing || !this.assignment.has(p)) return;
     let feed = this.feeds.get(p);
     if (!feed) {
-      this.feeds.set(p, (feed = new PartitionFeed(this.request.topic, p)));
+      this.feeds.set(p, (feed = new PartitionFeed(this.request.topic, p, SESSION_CLOCK)));
       this.feedList = [...this.feeds.values()];
       feed.skipBelow = this.commits.takeFinished(p);
     }
@@ -393,7 +414,7 @@ export class KafkaConsumer implements Consumer {
       // A heartbeat that failed otherwise (a slow coordinator, a timeout) is tried again next round; throwing
       // it would make kafkajs retry the whole batch with backoff, or crash the consumer.
       if (!isRebalance(error)) return this.log.debug('heartbeat failed', { error });
-      await heartbeating(this.revokeAll(), heartbeat, this.settings, this.log);
+      await heartbeating(this.revokeAll(), heartbeat, this.settings, this.log, SESSION_CLOCK);
       throw error;
     }
   }

@@ -1,5 +1,6 @@
 import type { KafkaMessage } from 'kafkajs';
 import type { InboundMessage } from '../../core/message.js';
+import type { Clock } from '../../core/ports.js';
 import { KafkaInbound } from './convert.js';
 
 const NONE: readonly KafkaMessage[] = [];
@@ -41,6 +42,8 @@ export class PartitionFeed {
   constructor(
     readonly topic: string,
     readonly partition: number,
+    /** The clock `until`'s wait runs on. */
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -104,9 +107,9 @@ export class PartitionFeed {
     if ((this.position ?? -1) < offset) this.target = offset;
     else this.waitingForWork = true;
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = this.clock.setTimer(ms, resolve, { keepAlive: true });
       this.waiters.push(() => {
-        clearTimeout(timer);
+        timer.cancel();
         resolve();
       });
     });
