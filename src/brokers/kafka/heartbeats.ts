@@ -25,16 +25,16 @@ export async function heartbeating(
   const { heartbeatIntervalMs, rebalanceTimeoutMs } = settings;
   const giveUpAt = clock.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
   let finished = false;
-  const done = work.then(
-    () => void (finished = true),
-    () => void (finished = true),
-  );
+  const finish = (): void => {
+    finished = true;
+  };
+  const done = work.then(finish, finish);
   while (!finished && clock.now() < giveUpAt) {
     let timer: Timer | undefined;
-    const beat = new Promise<void>(
-      (resolve) => (timer = clock.setTimer(heartbeatIntervalMs, resolve, { keepAlive: true })),
-    );
-    await Promise.race([done, beat]);
+    const beatDue = new Promise<void>((resolve) => {
+      timer = clock.setTimer(heartbeatIntervalMs, resolve, { keepAlive: true });
+    });
+    await Promise.race([done, beatDue]);
     timer?.cancel();
     if (!finished) await heartbeat().catch(() => {}); // REBALANCE_IN_PROGRESS is the expected answer
   }

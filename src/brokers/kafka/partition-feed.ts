@@ -80,7 +80,10 @@ export class PartitionFeed {
     const messages = this.messages;
     const end = Math.min(messages.length, this.head + max);
     let last: KafkaInbound | undefined;
-    for (let i = this.head; i < end; i++) out.push((last = new KafkaInbound(this.topic, this.partition, messages[i]!)));
+    for (let i = this.head; i < end; i++) {
+      last = new KafkaInbound(this.topic, this.partition, messages[i]!);
+      out.push(last);
+    }
     if (last !== undefined) this.position = last.offset + 1;
     if (end === messages.length) {
       this.messages = NONE; // drained: let the batch go as soon as its deliveries do
