@@ -234,8 +234,8 @@ export interface TimerOptions {
 }
 
 /**
- * Time. The app reads time and sets timers only through this port, so tests drive time with
- * `ManualClock` and never sleep.
+ * Time. The app reads time and sets timers only through this port, and hands it to the brokers it connects
+ * (see {@link Broker.connect}), so tests drive time with `ManualClock` and never sleep.
  *
  * @category Time and logs
  */
