@@ -228,7 +228,7 @@ export class App {
       };
       for (const { broker, subscribers } of this.mounts) {
         if (!this.connected.includes(broker)) {
-          await broker.connect();
+          await broker.connect({ logger: this.log, clock: this.clock });
           this.connected.push(broker);
           this.interrupted();
         }

@@ -23,8 +23,21 @@ import type { Headers, InboundMessage, PublishOptions } from './message.js';
 export interface Broker {
   /** A short name for logs: `memory`, `kafka`. */
   readonly kind: string;
-  /** Connects (the app calls it in `start()`, once per broker); a rejection fails the start. */
-  connect(): Promise<void>;
+  /**
+   * Connects (the app calls it in `start()`, once per broker); a rejection fails the start.
+   *
+   * The app passes its logger and clock: an adapter logs through that logger (unless it was given one of its
+   * own) and runs its own timers (commit intervals, restart backoff, deadlines) on that clock, so that a test
+   * on a `ManualClock` drives them too. A timer paced against a deadline the broker itself keeps in real time
+   * (a group session's heartbeats) may stay on the system clock. A broker connected without them (called by
+   * hand) uses its own defaults; one shared by two apps uses those of the app that connected it last.
+   */
+  connect(app?: {
+    /** The app's logger, with its name bound. */
+    readonly logger: Logger;
+    /** The app's clock. */
+    readonly clock: Clock;
+  }): Promise<void>;
   /**
    * Publishes one message: a `Uint8Array` as it is, a string as UTF-8 text, anything else as JSON
    * (`options.tombstone` sends no value). Resolves once the broker has it.
@@ -221,8 +234,8 @@ export interface TimerOptions {
 }
 
 /**
- * Time. The app reads time and sets timers only through this port, so tests drive time with
- * `ManualClock` and never sleep.
+ * Time. The app reads time and sets timers only through this port, and hands it to the brokers it connects
+ * (see {@link Broker.connect}), so tests drive time with `ManualClock` and never sleep.
  *
  * @category Time and logs
  */

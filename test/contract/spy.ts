@@ -10,8 +10,8 @@ export class SpyBroker implements Broker {
     this.kind = inner.kind;
   }
 
-  connect(): Promise<void> {
-    return this.inner.connect();
+  connect(app?: Parameters<Broker['connect']>[0]): Promise<void> {
+    return this.inner.connect(app);
   }
   close(): Promise<void> {
     return this.inner.close();

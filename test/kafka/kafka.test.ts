@@ -241,6 +241,28 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     expect(await withAdmin((a) => committedOffsets(a, `g-${topic}`, topic))).toEqual(new Map([[0, 3]]));
   });
 
+  it('commits finished work on the app clock: a ManualClock that does not move sends no periodic commit', async () => {
+    const topic = uniqueTopic('commit-clock');
+    await admin!.createTopic(topic, 1);
+    const clock = new ManualClock();
+    const broker = testKafka(); // commitIntervalMs: 200
+    const handled: number[] = [];
+    const app = makeApp(
+      `g-${topic}`,
+      broker,
+      (b) => b.include(subscriber(topic, (v: { n: number }) => void handled.push(v.n)).build()),
+      { clock },
+    );
+    await app.start();
+    for (let n = 0; n < 3; n++) await broker.publish(topic, { n });
+    await app.idle();
+    expect(handled).toEqual([0, 1, 2]);
+    // Finished, and not committed: the commit interval runs on the app's clock, which has not moved.
+    expect(await withAdmin((a) => committedOffsets(a, `g-${topic}`, topic))).toEqual(new Map([[0, -1]]));
+    await clock.advance(200);
+    await withAdmin((a) => untilBroker(async () => (await committedOffsets(a, `g-${topic}`, topic)).get(0) === 3));
+  });
+
   it('keeps per-key order under workersByKey with 1,000 keys over 3 partitions', async () => {
     const topic = uniqueTopic('keys1000');
     await admin!.createTopic(topic, 3);

@@ -1,5 +1,8 @@
-import type { PartitionAssigner } from 'kafkajs';
+import type { GroupMember, PartitionAssigner } from 'kafkajs';
 import { AssignerProtocol } from './kafkajs.js';
+
+/** Per member id, its partitions of each topic (null-prototype records: a topic may be named `__proto__`). */
+type Assignment = Map<string, Record<string, number[]>>;
 
 /**
  * A round-robin assigner that respects each member's own subscription. kafkajs's built-in round-robin
@@ -12,35 +15,16 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
   version: 0,
 
   async assign({ members }) {
-    const subscribers = new Map<string, string[]>();
-    // Null-prototype records: a topic may be named `constructor` or `__proto__` (Kafka allows both).
-    const assignment = new Map<string, Record<string, number[]>>(
-      members.map((m) => [m.memberId, Object.create(null) as Record<string, number[]>]),
-    );
-    for (const { memberId, memberMetadata } of [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : 1))) {
-      const decoded = AssignerProtocol.MemberMetadata.decode(memberMetadata);
-      for (const topic of decoded?.topics ?? []) {
-        subscribers.set(topic, [...(subscribers.get(topic) ?? []), memberId]);
-        // Every topic a member reads is in its assignment, with no partitions if none fall to it: kafkajs keeps
-        // one table of committed offsets per group, which each generation's assignment resets to its own
-        // topics, and a fetch of the generation before that still runs would find its topic gone and crash.
-        assignment.get(memberId)![topic] = [];
-      }
-    }
+    const { subscribers, assignment } = subscriptionsOf(members);
     // kafkajs hands the leader only its own topics: deal every member's, with their metadata loaded.
     const topics = [...subscribers.keys()].sort();
     await cluster.addMultipleTargetTopics(topics);
     for (const topic of topics) {
-      const takers = subscribers.get(topic) ?? [];
-      if (takers.length === 0) continue;
       const partitions = cluster
         .findTopicPartitionMetadata(topic)
         .map((m) => m.partitionId)
         .sort((a, b) => a - b);
-      partitions.forEach((partition, i) => {
-        const mine = assignment.get(takers[i % takers.length]!)!;
-        mine[topic]!.push(partition);
-      });
+      deal(topic, partitions, subscribers.get(topic) ?? [], assignment);
     }
     return [...assignment].map(([memberId, topicsOf]) => ({
       memberId,
@@ -59,3 +43,32 @@ export const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
     };
   },
 });
+
+/**
+ * Which members (in member-id order) read each topic, and an assignment in which every topic a member reads
+ * is listed, with no partitions yet: kafkajs keeps one table of committed offsets per group, which each
+ * generation's assignment resets to its own topics, and a fetch of the generation before that still runs
+ * would find its topic gone and crash.
+ */
+function subscriptionsOf(members: GroupMember[]): { subscribers: Map<string, string[]>; assignment: Assignment } {
+  const subscribers = new Map<string, string[]>();
+  const assignment: Assignment = new Map(
+    members.map((m) => [m.memberId, Object.create(null) as Record<string, number[]>]),
+  );
+  for (const { memberId, memberMetadata } of [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : 1))) {
+    const decoded = AssignerProtocol.MemberMetadata.decode(memberMetadata);
+    for (const topic of decoded?.topics ?? []) {
+      subscribers.set(topic, [...(subscribers.get(topic) ?? []), memberId]);
+      assignment.get(memberId)![topic] = [];
+    }
+  }
+  return { subscribers, assignment };
+}
+
+/** Deals `partitions` of `topic` round-robin over `takers`. */
+function deal(topic: string, partitions: number[], takers: string[], assignment: Assignment): void {
+  if (takers.length === 0) return;
+  partitions.forEach((partition, i) => {
+    assignment.get(takers[i % takers.length]!)![topic]!.push(partition);
+  });
+}

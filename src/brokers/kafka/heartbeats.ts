@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/ports.js';
+import type { Clock, Logger, Timer } from '../../core/ports.js';
 
 const REBALANCE_ERRORS = new Set([
   'REBALANCE_IN_PROGRESS',
@@ -20,18 +20,22 @@ export async function heartbeating(
   heartbeat: () => Promise<void>,
   settings: { heartbeatIntervalMs: number; rebalanceTimeoutMs: number },
   log: Logger,
+  clock: Clock,
 ): Promise<void> {
   const { heartbeatIntervalMs, rebalanceTimeoutMs } = settings;
-  const giveUpAt = Date.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
+  const giveUpAt = clock.now() + Math.max(heartbeatIntervalMs, rebalanceTimeoutMs - heartbeatIntervalMs);
   let finished = false;
-  const done = work.then(
-    () => void (finished = true),
-    () => void (finished = true),
-  );
-  while (!finished && Date.now() < giveUpAt) {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([done, new Promise<void>((resolve) => (timer = setTimeout(resolve, heartbeatIntervalMs)))]);
-    clearTimeout(timer);
+  const finish = (): void => {
+    finished = true;
+  };
+  const done = work.then(finish, finish);
+  while (!finished && clock.now() < giveUpAt) {
+    let timer: Timer | undefined;
+    const beatDue = new Promise<void>((resolve) => {
+      timer = clock.setTimer(heartbeatIntervalMs, resolve, { keepAlive: true });
+    });
+    await Promise.race([done, beatDue]);
+    timer?.cancel();
     if (!finished) await heartbeat().catch(() => {}); // REBALANCE_IN_PROGRESS is the expected answer
   }
   if (!finished)

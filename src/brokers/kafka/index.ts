@@ -17,5 +17,5 @@
  *
  * @module sluice/kafka
  */
-export { KafkaBroker, type KafkaBrokerOptions } from './kafka-broker.js';
-export type { KafkaConsumerSettings } from './kafka-consumer.js';
+export { KafkaBroker } from './kafka-broker.js';
+export type { KafkaBrokerOptions, KafkaConsumerSettings } from './options.js';

@@ -1,66 +1,14 @@
-import type { Admin, KafkaConfig, LogEntry, Producer } from 'kafkajs';
+import type { Admin, LogEntry, Producer } from 'kafkajs';
 import { Kafka, Partitioners, logLevel as KafkaLogLevel } from './kafkajs.js';
-import { SluiceError, reasonOf, show } from '../../core/errors.js';
+import { SluiceError, show } from '../../core/errors.js';
+import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
-import { encodeValue, type PublishOptions } from '../../core/message.js';
-import type { Broker, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
-import { headersTo } from './convert.js';
-import { KafkaConsumer, type KafkaConsumerSettings } from './kafka-consumer.js';
-
-/** Settings of a {@link KafkaBroker}. */
-export interface KafkaBrokerOptions {
-  /** Bootstrap servers, `host:port`: at least one. */
-  brokers: string[];
-  /** The kafkajs client id. @default 'sluice' */
-  clientId?: string;
-  /** TLS settings, passed to kafkajs as they are. */
-  ssl?: KafkaConfig['ssl'];
-  /** SASL settings, passed to kafkajs as they are. */
-  sasl?: KafkaConfig['sasl'];
-  /** Anything else for the kafkajs client; merged over Sluice's settings. */
-  kafkajs?: Partial<KafkaConfig>;
-  /**
-   * Consumer settings, in milliseconds where they are times; each has a default (see {@link KafkaConsumerSettings}).
-   */
-  consumer?: Partial<Omit<KafkaConsumerSettings, 'metadataMaxAgeMs'>>;
-  /**
-   * How old the cluster metadata (topics, partitions, leaders) may grow before the producer and the
-   * consumers read it again. Partitions added to a topic are read, and published to, only once it is:
-   * a consumer that sees new partitions makes its group rebalance so that someone owns them. kafkajs's own
-   * default is 5 minutes. A positive integer, in milliseconds. @default 30_000
-   */
-  metadataMaxAgeMs?: number;
-  /**
-   * Create topics that do not exist when a subscriber starts or a message is published, with this many
-   * partitions (replication factor 1 unless `replicationFactor` says otherwise). With `false` no topic is
-   * created: neither by Sluice nor, through its requests, by the broker's `auto.create.topics.enable`, so
-   * a publish to a missing topic fails (and a dead letter is retried until the topic exists).
-   * @default false
-   */
-  createTopics?:
-    | false
-    | {
-        /** Partitions of a topic created. */
-        partitions: number;
-        /** Replicas of each partition. @default 1 */
-        replicationFactor?: number;
-      };
-  /**
-   * Where kafkajs's own log goes (warnings and errors). @default `jsonLogger()`: JSON lines on stderr at
-   * `SLUICE_LOG_LEVEL`
-   */
-  logger?: Logger;
-}
-
-const DEFAULT_CONSUMER: KafkaConsumerSettings = {
-  sessionTimeoutMs: 30_000,
-  rebalanceTimeoutMs: 60_000,
-  heartbeatIntervalMs: 3_000,
-  maxWaitTimeMs: 1_000,
-  commitIntervalMs: 1_000,
-  fromBeginning: true,
-  metadataMaxAgeMs: 30_000,
-};
+import type { PublishOptions } from '../../core/message.js';
+import type { Broker, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { KafkaConsumer } from './kafka-consumer.js';
+import { logKafkajs } from './kafkajs-log.js';
+import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
+import { isLegalTopic, publishError, recordOf } from './publishing.js';
 
 /**
  * Apache Kafka through kafkajs: one kafkajs consumer per subscriber (each made by a kafkajs client of
@@ -86,7 +34,9 @@ export class KafkaBroker implements Broker {
   private connecting: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaConsumer>();
   private readonly known = new Set<string>();
-  private readonly log: Logger;
+  private log: Logger;
+  /** The clock of the consumers' own timers: the app's, once an app has connected this broker. */
+  private clock: Clock = new SystemClock();
   private readonly consumerSettings: KafkaConsumerSettings;
 
   /**
@@ -100,18 +50,7 @@ export class KafkaBroker implements Broker {
     if (!Array.isArray(options?.brokers) || options.brokers.length === 0)
       throw new TypeError('KafkaBroker: brokers must list at least one host:port');
     this.log = (options.logger ?? jsonLogger()).child({ broker: 'kafka' });
-    const age = options.metadataMaxAgeMs;
-    if (age !== undefined && !(typeof age === 'number' && Number.isInteger(age) && age > 0)) {
-      throw new SluiceError(
-        'CONFIG_INVALID',
-        `KafkaBroker: metadataMaxAgeMs must be a positive integer (milliseconds), got ${show(age)}`,
-      );
-    }
-    this.consumerSettings = {
-      ...DEFAULT_CONSUMER,
-      ...options.consumer,
-      ...(age !== undefined && { metadataMaxAgeMs: age }),
-    };
+    this.consumerSettings = consumerSettingsOf(options);
     this.kafka = this.createKafka();
   }
 
@@ -129,29 +68,41 @@ export class KafkaBroker implements Broker {
       ssl: options.ssl,
       sasl: options.sasl,
       logLevel: KafkaLogLevel.WARN,
-      logCreator: () => (entry: LogEntry) => this.kafkaLog(entry),
+      logCreator: () => (entry: LogEntry) => logKafkajs(this.log, entry),
       ...options.kafkajs,
     });
   }
 
-  /** Connects the producer and the admin client. A failed connect is forgotten: the next call tries again. */
-  connect(): Promise<void> {
-    this.connecting ??= (async () => {
-      const producer = (this.producer = this.kafka.producer({
-        createPartitioner: Partitioners.DefaultPartitioner,
-        allowAutoTopicCreation: false,
-        metadataMaxAge: this.consumerSettings.metadataMaxAgeMs,
-      }));
-      const admin = (this.admin = this.kafka.admin());
-      try {
-        await Promise.all([producer.connect(), admin.connect()]);
-      } catch (error) {
-        this.connecting = undefined;
-        await Promise.allSettled([producer.disconnect(), admin.disconnect()]);
-        throw error;
-      }
-    })();
+  /**
+   * Connects the producer and the admin client. A failed connect is forgotten: the next call tries again.
+   * The app passes its logger (used unless the `logger` option gave one) and its clock, which the
+   * consumers started from then on run their commit interval, crash restarts and close deadline on.
+   */
+  connect(app?: { readonly logger: Logger; readonly clock: Clock }): Promise<void> {
+    if (app !== undefined) {
+      if (this.options.logger === undefined) this.log = app.logger.child({ broker: 'kafka' });
+      this.clock = app.clock;
+    }
+    this.connecting ??= this.connectClients();
     return this.connecting;
+  }
+
+  private async connectClients(): Promise<void> {
+    const producer = this.kafka.producer({
+      createPartitioner: Partitioners.DefaultPartitioner,
+      allowAutoTopicCreation: false,
+      metadataMaxAge: this.consumerSettings.metadataMaxAgeMs,
+    });
+    const admin = this.kafka.admin();
+    this.producer = producer;
+    this.admin = admin;
+    try {
+      await Promise.all([producer.connect(), admin.connect()]);
+    } catch (error) {
+      this.connecting = undefined;
+      await Promise.allSettled([producer.disconnect(), admin.disconnect()]);
+      throw error;
+    }
   }
 
   /**
@@ -172,30 +123,11 @@ export class KafkaBroker implements Broker {
     await this.connect();
     await this.ensureTopic(topic);
     // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
-    if (LEGAL_TOPIC.test(topic) && topic !== '.' && topic !== '..') await this.mustExist(topic, '(publishing)');
+    if (isLegalTopic(topic)) await this.mustExist(topic, '(publishing)');
     const partition = options?.partition;
-    let sent;
-    try {
-      sent = await this.producer!.send({
-        topic,
-        messages: [
-          {
-            key: keyBytes(options?.key),
-            value: options?.tombstone === true ? null : encodeValue(value),
-            headers: options?.headers ? headersTo(options.headers) : undefined,
-            partition,
-          },
-        ],
-      });
-    } catch (error) {
-      const refused = refusalOf(error);
-      if (refused === undefined) throw error;
-      throw new SluiceError(
-        'PUBLISH_REFUSED',
-        `kafka: publish to "${topic}" refused: ${refused} (${reasonOf(error)})`,
-        { cause: error },
-      );
-    }
+    const sent = await this.producer!.send({ topic, messages: [recordOf(value, options)] }).catch((error: unknown) => {
+      throw publishError(topic, error);
+    });
     // kafkajs sends nothing, and reports no error, for a pinned partition its metadata does not list.
     if (partition !== undefined && !sent.some((r) => r.partition === partition))
       await this.unknownPartition(topic, partition);
@@ -233,6 +165,7 @@ export class KafkaBroker implements Broker {
       request,
       this.consumerSettings,
       this.log.child({ group: request.group, topic: request.topic }),
+      this.clock,
     );
     this.consumers.add(consumer);
     await consumer.start();
@@ -285,51 +218,4 @@ export class KafkaBroker implements Broker {
     if (!create || this.known.has(topic)) return;
     await this.createTopic(topic, create.partitions, create.replicationFactor);
   }
-
-  private kafkaLog({ level, log }: LogEntry): void {
-    const { message, ...fields } = log;
-    // kafkajs logs every error answer of the broker as an error, though it handles most itself: a group
-    // rebalancing is the normal course of a rebalance (debug); other answers are warnings. Its failures
-    // that matter reach Sluice as errors or crashes, which are logged as errors.
-    if (level === KafkaLogLevel.ERROR && message.startsWith('Response ')) {
-      if (/rebalanc/i.test(String((fields as { error?: unknown }).error))) this.log.debug(message, fields);
-      else this.log.warn(message, fields);
-    } else if (level === KafkaLogLevel.ERROR && message.startsWith('Crash: ')) {
-      this.log.debug(message, fields); // Sluice logs the crash itself (once per row of crashes as an error)
-    } else if (level === KafkaLogLevel.ERROR) this.log.error(message, fields);
-    else if (level === KafkaLogLevel.WARN) this.log.warn(message, fields);
-    else this.log.debug(message, fields);
-  }
-}
-
-/** A publish's key as kafkajs takes it: text as it is, bytes as a Buffer (not copied), none as null. */
-function keyBytes(key: string | Uint8Array | undefined): Buffer | string | null {
-  if (key === undefined) return null;
-  return typeof key === 'string' || Buffer.isBuffer(key)
-    ? key
-    : Buffer.from(key.buffer, key.byteOffset, key.byteLength);
-}
-
-/**
- * Broker answers that refuse the message itself, or a topic name no topic can have (kafkajs calls them not
- * retriable): sending it again cannot succeed. Other non-retriable answers (authorization) can pass once an
- * operator acts, and a missing topic once it is created.
- */
-/** What Kafka allows a topic's name to be (besides not `.` or `..`). */
-const LEGAL_TOPIC = /^[a-zA-Z0-9._-]{1,249}$/;
-const REFUSALS = new Set([
-  'MESSAGE_TOO_LARGE',
-  'RECORD_LIST_TOO_LARGE',
-  'INVALID_RECORD',
-  'INVALID_TIMESTAMP',
-  'INVALID_TOPIC_EXCEPTION',
-]);
-
-/** The refusal in a kafkajs error or its causes (kafkajs wraps the broker's answer), if there is one. */
-function refusalOf(error: unknown): string | undefined {
-  let e = error as { type?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; e !== null && typeof e === 'object' && depth < 8; depth++, e = e.cause as typeof e) {
-    if (typeof e.type === 'string' && REFUSALS.has(e.type)) return e.type;
-  }
-  return undefined;
 }

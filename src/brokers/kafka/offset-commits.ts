@@ -65,7 +65,8 @@ export class OffsetCommits {
     };
     const queued = this.chain.then(send, send);
     this.chain = queued;
-    return (this.queued = queued);
+    this.queued = queued;
+    return queued;
   }
 
   private async send(): Promise<void> {

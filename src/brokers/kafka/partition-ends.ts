@@ -52,7 +52,10 @@ export class PartitionEnds {
       let start = this.starts.get(q);
       if (start === undefined) {
         start = this.firstEnds.get(q);
-        if (start === undefined) this.firstEnds.set(q, (start = e));
+        if (start === undefined) {
+          start = e;
+          this.firstEnds.set(q, start);
+        }
       }
       if (e > start) return true;
     }
@@ -79,7 +82,9 @@ export class PartitionEnds {
         }
       })
       .catch((error: unknown) => this.log.debug('partition ends not read', { error }))
-      .finally(() => (this.request = undefined));
+      .finally(() => {
+        this.request = undefined;
+      });
     return this.request;
   }
 }

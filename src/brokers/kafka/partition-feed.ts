@@ -1,5 +1,6 @@
 import type { KafkaMessage } from 'kafkajs';
 import type { InboundMessage } from '../../core/message.js';
+import type { Clock } from '../../core/ports.js';
 import { KafkaInbound } from './convert.js';
 
 const NONE: readonly KafkaMessage[] = [];
@@ -41,6 +42,8 @@ export class PartitionFeed {
   constructor(
     readonly topic: string,
     readonly partition: number,
+    /** The clock `until`'s wait runs on. */
+    private readonly clock: Clock,
   ) {}
 
   /**
@@ -77,7 +80,10 @@ export class PartitionFeed {
     const messages = this.messages;
     const end = Math.min(messages.length, this.head + max);
     let last: KafkaInbound | undefined;
-    for (let i = this.head; i < end; i++) out.push((last = new KafkaInbound(this.topic, this.partition, messages[i]!)));
+    for (let i = this.head; i < end; i++) {
+      last = new KafkaInbound(this.topic, this.partition, messages[i]!);
+      out.push(last);
+    }
     if (last !== undefined) this.position = last.offset + 1;
     if (end === messages.length) {
       this.messages = NONE; // drained: let the batch go as soon as its deliveries do
@@ -104,9 +110,9 @@ export class PartitionFeed {
     if ((this.position ?? -1) < offset) this.target = offset;
     else this.waitingForWork = true;
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = this.clock.setTimer(ms, resolve, { keepAlive: true });
       this.waiters.push(() => {
-        clearTimeout(timer);
+        timer.cancel();
         resolve();
       });
     });

@@ -91,7 +91,10 @@ export class MemoryBroker implements Broker {
       this.maxMessageBytes = checkCount('MemoryBroker: maxMessageBytes', options.maxMessageBytes);
   }
 
-  /** Does nothing: there is nothing to connect to. */
+  /**
+   * Does nothing: there is nothing to connect to. It takes no logger or clock from the app either: it logs
+   * nothing and sets no timers, and stamps messages with `options.now`, which several apps sharing it agree on.
+   */
   async connect(): Promise<void> {}
 
   /**

@@ -1,0 +1,163 @@
+import type { InboundMessage } from '../../core/message.js';
+import type { Clock } from '../../core/ports.js';
+import type { OffsetCommits } from './offset-commits.js';
+import { PartitionFeed } from './partition-feed.js';
+
+/**
+ * The partitions a group member owns and their feeds: what `take()` hands out, what is committed, and the
+ * revokes. A revoked feed stays until the app has settled its work and the commits were sent, so that a
+ * partition given back to the member meanwhile is read again only after that.
+ */
+export class OwnedPartitions {
+  /** The partitions of the member's current assignment. */
+  assignment = new Set<number>();
+  /** The revoke under way, if any: a later one runs after it. */
+  revoking: Promise<void> | undefined;
+  private readonly feeds = new Map<number, PartitionFeed>();
+  /** The feeds as an array, for take(); rebuilt when the map changes. */
+  private feedList: PartitionFeed[] = [];
+  private cursor = 0;
+
+  constructor(
+    private readonly topic: string,
+    private readonly commits: OffsetCommits,
+    /** The app settles the work of partitions taken away (see `ConsumeRequest.onRevoke`). */
+    private readonly onRevoke: (partitions: readonly number[]) => Promise<void>,
+    /** The clock of the feeds' waits. */
+    private readonly clock: Clock,
+  ) {}
+
+  /** The feed of `partition`, if it has one. */
+  feed(partition: number): PartitionFeed | undefined {
+    return this.feeds.get(partition);
+  }
+
+  /** A new feed for `partition`, which skips what this member finished before (see {@link OffsetCommits}). */
+  open(partition: number): PartitionFeed {
+    const feed = new PartitionFeed(this.topic, partition, this.clock);
+    this.feeds.set(partition, feed);
+    this.feedList = [...this.feeds.values()];
+    feed.skipBelow = this.commits.takeFinished(partition);
+    return feed;
+  }
+
+  /** The feeds whose commits may be sent now: owned, and not lost. */
+  due(): PartitionFeed[] {
+    return [...this.feeds.values()].filter((f) => !f.lost && this.assignment.has(f.partition));
+  }
+
+  /** Every feed, revoked or not. */
+  all(): IterableIterator<PartitionFeed> {
+    return this.feeds.values();
+  }
+
+  /** Up to `max` messages, one partition's batch drained before the next (see `KafkaConsumer.take`). */
+  take(max: number): readonly InboundMessage[] {
+    const out: InboundMessage[] = [];
+    const feeds = this.feedList;
+    const n = feeds.length;
+    for (let k = 0; k < n && out.length < max; k++) {
+      const feed = feeds[(this.cursor + k) % n]!;
+      if (feed.paused || feed.revoked) continue;
+      feed.takeInto(out, max - out.length);
+      if (out.length === max) {
+        this.cursor = (this.cursor + k) % n;
+        return out;
+      }
+    }
+    this.cursor = n > 0 ? (this.cursor + 1) % n : 0;
+    return out;
+  }
+
+  /** Messages fetched and not taken, over the feeds not revoked. */
+  backlog(): number {
+    let waiting = 0;
+    for (const f of this.feeds.values()) if (!f.revoked) waiting += f.buffered();
+    return waiting;
+  }
+
+  /**
+   * Of a partition owned and read (or being revoked): committable. Otherwise (a partition taken away before
+   * the app's revoke reported it) it is only remembered: everything below was finished here.
+   */
+  commit(partition: number, offset: number): void {
+    const f = this.feeds.get(partition);
+    const read = f !== undefined && this.assignment.has(partition) && f.readFrom !== undefined && offset >= f.readFrom;
+    if (f !== undefined && (f.revoked || read)) f.markCommittable(offset);
+    else this.commits.remember(partition, offset);
+  }
+
+  /**
+   * A new assignment. Partitions still held here were revoked without a heartbeat telling us first: the app
+   * drops them (their uncommitted work is delivered again to whoever owns them now, unless they come back
+   * here). Their feeds stay (revoked, and not committed: another member may have moved on) until the app has
+   * reported what it finished, which is remembered; a partition back here is read again only after that.
+   * Returns the partitions found stale, and their revoke.
+   */
+  assign(partitions: readonly number[]): { stale: number[]; revoked: Promise<void> | undefined } {
+    const stale = [...this.feeds.values()].filter((f) => !f.revoked);
+    for (const f of stale) f.lost = true;
+    this.assignment = new Set(partitions);
+    const revoked = stale.length > 0 ? this.revokeFeeds(stale) : undefined;
+    return { stale: stale.map((f) => f.partition), revoked };
+  }
+
+  /**
+   * A rebalance is coming (eager: every partition goes): stop handing out, let the app settle its
+   * in-flight work and commit, send the commits while still a member of this generation, let go.
+   */
+  revokeAll(): Promise<void> {
+    const revoked = [...this.feeds.values()].filter((f) => !f.revoked);
+    if (revoked.length === 0) return this.revoking ?? Promise.resolve();
+    return this.revokeFeeds(revoked);
+  }
+
+  /** Wakes every feed's waiter: the consumer is closing. */
+  wakeAll(): void {
+    for (const f of this.feeds.values()) f.wake();
+  }
+
+  /** Forgets every feed and the assignment (the consumer has closed). */
+  clear(): void {
+    this.feeds.clear();
+    this.feedList = [];
+    this.assignment.clear();
+  }
+
+  /**
+   * Stops handing out `revoked`, lets the app settle their work (after any revoke under way), sends the
+   * commits, lets them go. A feed leaves only then, so that a partition given back meanwhile waits for it.
+   */
+  private revokeFeeds(revoked: PartitionFeed[]): Promise<void> {
+    for (const f of revoked) {
+      f.revoked = true;
+      f.clear();
+      f.wake();
+    }
+    const previous = (this.revoking ?? Promise.resolve()).catch(() => {});
+    const revoking = previous.then(() => this.settle(revoked));
+    // Cleared once it settles (not inside it: a revoke that finished at once would clear before being set).
+    const clear = (): void => {
+      if (this.revoking === revoking) this.revoking = undefined;
+    };
+    revoking.then(clear, clear);
+    this.revoking = revoking;
+    return revoking;
+  }
+
+  private async settle(revoked: PartitionFeed[]): Promise<void> {
+    try {
+      await this.onRevoke(revoked.map((f) => f.partition));
+      await this.commits.flush();
+    } finally {
+      for (const f of revoked) this.drop(f);
+      this.feedList = [...this.feeds.values()];
+    }
+  }
+
+  /** A feed leaves: what it finished and did not commit is remembered. */
+  private drop(f: PartitionFeed): void {
+    if (this.feeds.get(f.partition) === f) this.feeds.delete(f.partition);
+    this.commits.left(f);
+  }
+}
