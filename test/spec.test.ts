@@ -46,6 +46,21 @@ describe('the @subscriber decorator', () => {
     expect(billing.charged).toEqual([7]);
   });
 
+  it("reads a class's @subscriber by its own methods' names, so one named toString is its own, not Object's", () => {
+    class Named {
+      @subscriber('names')
+      toString() {
+        return 'named';
+      }
+      valueOf() {
+        return 1;
+      }
+    }
+    const a = app().withBroker(new MemoryBroker(), (b) => b.include(Named));
+    expect(Object.keys(compiled(a))).toEqual(['Named.toString']);
+    expectError(() => new Router().include(new Date() as never), 'CONFIG_INVALID', /include: expected/);
+  });
+
   it('includes a class by instantiating it, and also works as a standard (TC39) decorator', () => {
     const decorate = subscriber('std', { workers: 2 }) as unknown as (
       v: object,

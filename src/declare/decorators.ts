@@ -145,7 +145,7 @@ export function subscriber(
     };
     const list =
       (Reflect.getOwnMetadata(METADATA_KEY, target as object) as Record<string, Declared[]> | undefined) ?? {};
-    Reflect.defineMetadata(METADATA_KEY, { ...list, [method]: [...(list[method] ?? []), declared] }, target as object);
+    Reflect.defineMetadata(METADATA_KEY, { ...list, [method]: [...ownList(list, method), declared] }, target as object);
   }) as SubscriberDecorator;
   if (second !== undefined) return decorator;
   const start: SubscriberStart = {
@@ -198,7 +198,7 @@ function declaredOn(proto: object): { method: string; declared: Declared }[] {
       if (method === 'constructor' || seen.has(method)) continue;
       const value: unknown = Object.getOwnPropertyDescriptor(p, method)?.value;
       const list = [
-        ...(legacy[method] ?? []),
+        ...ownList(legacy, method),
         ...(typeof value === 'function' ? (declaredByFunction.get(value) ?? []) : []),
       ];
       if (list.length > 0) seen.add(method);
@@ -206,4 +206,9 @@ function declaredOn(proto: object): { method: string; declared: Declared }[] {
     }
   }
   return found;
+}
+
+/** The `@subscriber`s of `method` in a class's metadata: its own key only, so `toString` is not `Object`'s. */
+function ownList(byMethod: Record<string, Declared[]>, method: string): Declared[] {
+  return Object.hasOwn(byMethod, method) ? byMethod[method]! : [];
 }
