@@ -63,7 +63,7 @@ export type Includable<X> = 0 extends 1 & X
   ? X // any: not checked
   : X extends SubscriberSpec | SubscriberBuilder | Router
     ? X
-    : X extends TopicBuilder<unknown, boolean>
+    : X extends TopicBuilder<infer _T, infer _Many>
       ? NotIncludable<'a subscriber without a handler yet: end its chain with .handle(...)'>
       : X extends abstract new (...args: never[]) => infer O
         ? X extends new () => object
