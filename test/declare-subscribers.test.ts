@@ -14,7 +14,7 @@ import {
 } from '../src/index.js';
 import { expectError } from './expect-error.js';
 
-const app = () => new App({ name: 'spec-app', logger: silentLogger });
+const app = () => new App({ name: 'shop', logger: silentLogger });
 const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
 
 describe('the @subscriber decorator', () => {
@@ -36,7 +36,7 @@ describe('the @subscriber decorator', () => {
     const a = app().withBroker(broker, (b) => b.include(billing));
     const subs = compiled(a);
     expect(Object.keys(subs).sort()).toEqual(['Billing.bill', 'Billing.refund', 'chargebacks']);
-    expect(subs['Billing.bill']).toMatchObject({ topic: 'orders', workers: 4, byKey: false, group: 'spec-app' });
+    expect(subs['Billing.bill']).toMatchObject({ topic: 'orders', workers: 4, byKey: false, group: 'shop' });
     expect(subs['Billing.refund']).toMatchObject({ topic: 'refunds', workers: 4, byKey: true });
     expect(Object.isFrozen(subs['Billing.bill'])).toBe(true);
     await a.start();
@@ -157,7 +157,7 @@ describe('the builder chain', () => {
     expect(c).toMatchObject({
       workers: 1,
       byKey: false,
-      group: 'spec-app',
+      group: 'shop',
       deadLetter: 'orders.dlq',
       timeoutMs: DEFAULTS.timeoutMs,
       batchMax: undefined,
@@ -362,7 +362,7 @@ describe('mount-time conflicts and merging', () => {
           b.include(subscriber('orders', h).build(), subscriber('orders', g).build()),
         ),
       'CONFIG_INVALID',
-      /both read topic "orders" in group "spec-app"/,
+      /both read topic "orders" in group "shop"/,
     );
     const ok = app().withBroker(new MemoryBroker(), (b) =>
       b.include(subscriber('orders', h).build(), subscriber('orders', g).group('audit').build()),
