@@ -293,7 +293,7 @@ describe('mounting', () => {
     expect(compiled(a).h!.workers).toBe(3);
   });
 
-  it('refuses pace settings that contradict each other, at mount, naming the subscriber, field and value', () => {
+  it('refuses pace settings that contradict each other when it builds the spec (here at include), naming the subscriber, field and value', () => {
     const paced = (pace: object, batchMax?: number) => () =>
       app().withBroker(new MemoryBroker(), (b) =>
         b.include(
@@ -342,6 +342,23 @@ describe('mounting', () => {
     );
     expectError(paced({ batch: {} }, 5), 'CONFIG_INVALID', /batch must not be combined with pace/);
     expectError(paced({ debounce: 'soon' }), 'PACE_BAD_DURATION', /pace\.debounce: "soon" is not a duration/);
+    // Parsed where declared: build() refuses them without an app, and so does the decorator.
+    expectError(
+      () => subscriber('a', h).pace({ debounce: '1s', batch: {} }).build(),
+      'CONFIG_INVALID',
+      /^subscriber "h": pace\.debounce and pace\.batch exclude each other/,
+    );
+    expectError(
+      () => {
+        class Shop {
+          @subscriber('orders', { pace: { perMinute: 1, drop: { max: 1, per: '1s' } } })
+          bill() {}
+        }
+        return Shop;
+      },
+      'CONFIG_INVALID',
+      /^subscriber "Shop\.bill" \(@subscriber\("orders"\)\): pace\.perMinute and pace\.drop exclude each other/,
+    );
     expect(() => paced({ debounce: { window: '1s', maxWait: '1 minute' }, dedup: '5 minutes' })()).not.toThrow();
     // Every part goes with every other but its exclusions; a pace of only a rate, an order or turns is a run per start.
     expect(() => paced({ batch: { max: 10 }, perMinute: 5, order: () => 1, turns: 'key' })()).not.toThrow();
