@@ -7,7 +7,9 @@ export const CORE = [
   'src/shard/timer-wheel.ts',
   'src/shard/parked-table.ts',
   'src/pace/rules.ts',
-  'src/declare/validate.ts',
+  'src/declare/parse.ts',
+  'src/declare/pace.ts',
+  'src/declare/checks.ts',
   'src/store/frame.ts',
 ];
 

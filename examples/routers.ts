@@ -40,11 +40,13 @@ eu.include(
   subscriber('invoices', function invoice(i: unknown, ctx: Context) {
     note(i, ctx);
   }).build(),
-  subscriber('vat', function vat(v: unknown, ctx: Context) {
-    note(v, ctx);
-  })
-    .workers(3)
-    .build(), // own: a pool of 3
+  // The decoder first: its type is the handler's payload (`v: { at: string }`).
+  subscriber('vat')
+    .decode({ parse: (value: unknown) => value as { at: string } })
+    .workers(3) // own: a pool of 3
+    .handle(function vat(v, ctx) {
+      note(v.at, ctx);
+    }),
 );
 billing.include(eu);
 

@@ -58,13 +58,22 @@ export type {
 } from './core/ports.js';
 export { lanes, pool, type DispatchStrategy, type Keyed, type Scheduler } from './dispatch/strategy.js';
 export { MAX_BATCH, MAX_KEY_BYTES } from './pace/config.js';
-export { MAX_WORKERS } from './declare/validate.js';
+export { MAX_WORKERS } from './declare/parse.js';
 export type { PaceReceipt, PaceRun } from './pace/rules.js';
 export { MemoryBroker, type MemoryBrokerOptions } from './brokers/memory/memory-broker.js';
-export { SubscriberBuilder } from './declare/builder.js';
+export { SubscriberBuilder, TopicBuilder, type DecodedFor, type PayloadOf } from './declare/builder.js';
 export { DEFAULTS, type CompiledSubscriber } from './declare/compile.js';
-export { subscriber, type SubscriberDecorator } from './declare/decorators.js';
+export { subscriber, type SubscriberDecorator, type SubscriberStart } from './declare/decorators.js';
 export { parseDuration, type Duration } from './declare/duration.js';
+export type {
+  CompiledBatch,
+  CompiledDebounce,
+  CompiledEach,
+  CompiledPace,
+  CompiledPaceCommon,
+  CompiledRate,
+  OrderFn,
+} from './declare/pace.js';
 export type {
   Decoder,
   Handler,
@@ -77,7 +86,7 @@ export type {
   SharedOptions,
   SubscriberOptions,
 } from './declare/options.js';
-export { Router, type Includable, type RouterOptions } from './declare/router.js';
+export { Router, type Includable, type NotIncludable, type RouterOptions } from './declare/router.js';
 export { SubscriberSpec } from './declare/spec.js';
 export { shardOf } from './shard/shard-of.js';
 export { fileStore, type FileStoreOptions } from './store/file-store.js';

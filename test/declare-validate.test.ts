@@ -1,17 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { SubscriberOptions } from '../src/index.js';
-import { checkName, MAX_WORKERS, validateDefaults, validateOptions } from '../src/declare/validate.js';
+import { checkName } from '../src/declare/checks.js';
+import { MAX_WORKERS, parseDefaults, parseOptions } from '../src/declare/parse.js';
 import { expectError } from './expect-error.js';
 
 // Every setting a subscriber or router takes, refused and accepted at its edges, with the whole message a
 // user reads: `<who>: <field> must be <expected>, got <value>` (docs/subscribers.md).
 const WHO = 'subscriber "bill"';
-const check = (options: unknown) => () => validateOptions(options as SubscriberOptions, WHO);
+const check = (options: unknown) => () => parseOptions(options as SubscriberOptions, WHO);
 const DURATION = "is not a duration (milliseconds, or text such as '500 ms', '10s', '2 minutes', '1 hour')";
 const OPTIONS = 'name, workers, byKey, key, group, decode, batch, retry, deadLetter, pace, timeoutMs';
 const PARTS = 'debounce, batch, perMinute, drop, order, turns, dedup';
 
-describe('validateOptions', () => {
+describe('parseOptions', () => {
   it.each<[string, unknown, string, string]>([
     ['not an object', null, 'CONFIG_INVALID', 'options must be an object, got null'],
     ['an array', [1], 'CONFIG_INVALID', 'options must be an object, got [1]'],
@@ -266,7 +267,7 @@ describe('validateOptions', () => {
     ],
     ['drop', { pace: { drop: { max: 1, per: '1s' } } }],
   ])('accepts %s, and returns it copied and frozen at every level', (_name, options) => {
-    const copy = validateOptions(options, WHO);
+    const copy = parseOptions(options, WHO).options;
     expect(copy).toStrictEqual(options);
     expect(copy).not.toBe(options);
     const nested = [
@@ -301,7 +302,7 @@ describe('validateOptions', () => {
   });
 });
 
-describe('validateDefaults', () => {
+describe('parseDefaults', () => {
   const who = 'App "shop" defaults';
   it.each<[string, unknown, string]>([
     ['null', null, `${who} must be an object, got null`],
@@ -318,7 +319,7 @@ describe('validateDefaults', () => {
       `${who}: timeoutMs must be a positive number of milliseconds, got -1`,
     ],
   ])('refuses %s', (_name, defaults, message) => {
-    expect(expectError(() => validateDefaults(defaults, who), 'CONFIG_INVALID')).toBe(message);
+    expect(expectError(() => parseDefaults(defaults, who), 'CONFIG_INVALID')).toBe(message);
   });
 
   it('accepts the settings a router may give, copied and frozen', () => {
@@ -331,7 +332,7 @@ describe('validateDefaults', () => {
       timeoutMs: 10,
       decode: (b: Uint8Array) => b,
     };
-    const copy = validateDefaults(defaults, who);
+    const copy = parseDefaults(defaults, who);
     expect(copy).toStrictEqual(defaults);
     expect(Object.isFrozen(copy.retry!.backoff)).toBe(true);
   });

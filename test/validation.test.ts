@@ -221,8 +221,10 @@ describe('frozen specs', () => {
     const c = compiled(a);
     expect(c.bill!.retry).toEqual({ attempts: 3, initialMs: 10, maxMs: 100 });
     expect(c.bill!.pace).toMatchObject({
-      debounce: { window: '1s', maxWait: '1 minute' },
-      drop: { max: 2, per: '1 hour' },
+      kind: 'debounce',
+      windowMs: 1_000,
+      maxWaitMs: 60_000,
+      rate: { max: 2, perMs: 3_600_000, drop: true },
     });
     expect(c.clicks!.batchMax).toBe(4);
 
@@ -235,6 +237,7 @@ describe('frozen specs', () => {
       spec.options.pace!.drop,
       batched.options.batch,
       c.bill!.pace,
+      c.bill!.pace!.rate,
       c.bill!.retry,
     ]) {
       expect(Object.isFrozen(frozen)).toBe(true);

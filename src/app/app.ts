@@ -2,12 +2,12 @@ import { SystemClock, holdProcess } from '../core/clock.js';
 import { SluiceError, show } from '../core/errors.js';
 import { jsonLogger, safeLogger } from '../core/logger.js';
 import { faultsOf, type Broker, type Clock, type Logger } from '../core/ports.js';
-import { compilePace, type CompiledPace } from '../pace/config.js';
+import type { CompiledPace } from '../pace/config.js';
 import type { PaceReceipt } from '../pace/rules.js';
 import { compile, type CompiledSubscriber } from '../declare/compile.js';
 import type { SharedOptions } from '../declare/options.js';
 import { Router } from '../declare/router.js';
-import { validateDefaults } from '../declare/validate.js';
+import { parseDefaults } from '../declare/parse.js';
 import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
 import { callingHandlerHost, type DeadLetterCounts } from './executor.js';
@@ -105,7 +105,7 @@ export class App {
     this.stopCalled = new Promise((resolve) => (this.onStopCalled = () => resolve('stop')));
     const t = options.shutdownTimeoutMs;
     this.defaults =
-      options.defaults === undefined ? undefined : validateDefaults(options.defaults, `App "${options.name}" defaults`);
+      options.defaults === undefined ? undefined : parseDefaults(options.defaults, `App "${options.name}" defaults`);
     this.name = options.name;
     this.version = options.version ?? '0.0.0';
     this.shutdownTimeoutMs = t ?? 30_000;
@@ -155,7 +155,7 @@ export class App {
         );
       }
       reads.set(`${s.topic}\u0000${s.group}`, s.name);
-      if (s.pace !== undefined) this.paces.set(s.name, compilePace(s.pace, `subscriber "${s.name}"`));
+      if (s.pace !== undefined) this.paces.set(s.name, s.pace);
     }
     if (this.paces.size > 0 && this.options.store === undefined) defaultStoreDir(this.name);
     this.mounts.push({ broker, subscribers });

@@ -8,8 +8,24 @@ import type {
   RetryOptions,
   SubscriberOptions,
 } from './options.js';
+import { parseOptions } from './parse.js';
 import { SubscriberSpec } from './spec.js';
-import { validateOptions } from './validate.js';
+
+/**
+ * What a decoder may return for a handler of `T`: a `T`, or, for a handler of arrays (a batch handler, or
+ * `pace.batch`), one item of it.
+ *
+ * @category Subscribers
+ */
+export type DecodedFor<T> = T | (T extends readonly (infer E)[] ? E : never);
+
+/**
+ * The payload a handler gets for decoded values of `T`: `T`, or `T[]` once `batch` (or `pace.batch`) gathers
+ * them.
+ *
+ * @category Subscribers
+ */
+export type PayloadOf<T, Many extends boolean> = Many extends true ? T[] : T;
 
 /**
  * The builder chain: `subscriber('orders', bill).workers(4).build()`. Each method returns a new builder,
@@ -31,7 +47,7 @@ import { validateOptions } from './validate.js';
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export class SubscriberBuilder<T = any> {
-  /** @internal Made by {@link subscriber}. */
+  /** @internal Made by {@link subscriber} and by {@link TopicBuilder.handle}. */
   constructor(
     private readonly topic: string,
     private readonly handler: Handler<T>,
@@ -61,10 +77,12 @@ export class SubscriberBuilder<T = any> {
   }
   /**
    * How the message value becomes the payload: a function of the raw bytes, or an object with `parse` of the JSON value
-   * (a zod schema fits).
+   * (a zod schema fits). What it returns must be what the handler takes (or, for a handler of arrays, one item of
+   * it): `subscriber('orders', (o: Order) => …).decode(refundSchema)` does not compile. To let the decoder's type
+   * give the handler's, start with the decoder: `subscriber('orders').decode(Order).handle((o, ctx) => …)`.
    */
-  decode<U>(decoder: Decoder<U>): SubscriberBuilder<U> {
-    return this.with({ decode: decoder as unknown as Decoder<T> }) as unknown as SubscriberBuilder<U>;
+  decode(decoder: Decoder<DecodedFor<T>>): SubscriberBuilder<T> {
+    return this.with({ decode: decoder as Decoder<T> }); // for a handler of arrays, one item: the type says T
   }
   /**
    * The handler gets arrays of up to `max` payloads: what the broker has ready when a worker is free. Not with
@@ -81,10 +99,7 @@ export class SubscriberBuilder<T = any> {
   deadLetter(topic: string | false): SubscriberBuilder<T> {
     return this.with({ deadLetter: topic });
   }
-  /**
-   * Durable flow control per key: see {@link PaceOptions}. Its parts are checked by `build()`, their combinations when
-   * the app mounts the subscriber.
-   */
+  /** Durable flow control per key: see {@link PaceOptions}. Checked by `build()`, each part and their combination. */
   pace(pace: PaceOptions): SubscriberBuilder<T> {
     return this.with({ pace });
   }
@@ -94,14 +109,14 @@ export class SubscriberBuilder<T = any> {
   }
 
   /**
-   * Checks every setting and returns the frozen spec, for `include`.
+   * Parses every setting and returns the frozen spec, for `include`.
    *
    * @throws {@link SluiceError} `WORKERS_INVALID`, `CONFIG_INVALID`, `PACE_UNKNOWN_PART` or
    *   `PACE_BAD_DURATION`, naming the subscriber, the field and the value.
    */
   build(): SubscriberSpec<T> {
     const who = `subscriber "${this.options.name ?? this.defaultName}"`;
-    return new SubscriberSpec(this.topic, this.handler, validateOptions(this.options, who), this.defaultName);
+    return new SubscriberSpec(this.topic, this.handler, parseOptions(this.options, who), this.defaultName);
   }
 
   private with(patch: SubscriberOptions<T>): SubscriberBuilder<T> {
@@ -109,14 +124,114 @@ export class SubscriberBuilder<T = any> {
   }
 }
 
+/**
+ * A builder chain that starts with the decoder and ends with the handler, so that the decoder's type gives the
+ * handler's: `subscriber('orders').decode(Order).workers(4).handle((order, ctx) => …)`. After `batch` (or a
+ * `pace` with `batch`) the handler gets an array. `handle` returns a {@link SubscriberBuilder}, to `include` as it
+ * is or to `build()`. Each method returns a new builder, and sets the {@link SubscriberOptions} field of the same
+ * name.
+ *
+ * @example
+ * ```ts
+ * const Order = z.object({ id: z.string(), cents: z.number().int() });
+ * subscriber('orders').decode(Order).workers(4).handle(async (order, ctx) => charge(order.cents, ctx.signal));
+ * subscriber('clicks').decode(Click).batch({ max: 100 }).handle((clicks) => store(clicks)); // clicks: Click[]
+ * ```
+ *
+ * @category Subscribers
+ */
+export class TopicBuilder<T, Many extends boolean = false> {
+  /** @internal Made by `subscriber(topic).decode(decoder)`. */
+  constructor(
+    private readonly topic: string,
+    private readonly options: SubscriberOptions,
+  ) {}
+
+  /** The subscriber's name, unique in the app: in logs, and for `app.send`. @default the handler's name */
+  name(name: string): TopicBuilder<T, Many> {
+    return this.with({ name });
+  }
+  /** n long-lived workers (a pool): at most n deliveries in flight, completing in any order. */
+  workers(n: number): TopicBuilder<T, Many> {
+    return this.with({ workers: n, byKey: false });
+  }
+  /** n sequential lanes by partition key: one key never reorders, different keys run at once. */
+  workersByKey(n: number): TopicBuilder<T, Many> {
+    return this.with({ workers: n, byKey: true });
+  }
+  /** The partition key: it reads one message, whose decoded value is a `T`. */
+  key(fn: KeyFn<T>): TopicBuilder<T, Many> {
+    return this.with({ key: fn as KeyFn });
+  }
+  /** The consumer group (default: the app's name). */
+  group(group: string): TopicBuilder<T, Many> {
+    return this.with({ group });
+  }
+  /** Another decoder, in place of the one given: its type is the handler's from here on. */
+  decode<U>(decoder: Decoder<U>): TopicBuilder<U, Many> {
+    return new TopicBuilder(this.topic, { ...this.options, decode: decoder });
+  }
+  /** The handler gets arrays of up to `max` decoded values. Not with `workersByKey` or `pace`. */
+  batch(batch: { max: number }): TopicBuilder<T, true> {
+    return new TopicBuilder(this.topic, { ...this.options, batch });
+  }
+  /** The retry policy: attempts in all and the backoff between them. */
+  retry(retry: RetryOptions): TopicBuilder<T, Many> {
+    return this.with({ retry });
+  }
+  /** The dead-letter topic, or `false` to drop rejected and exhausted deliveries (with a warning in the log). */
+  deadLetter(topic: string | false): TopicBuilder<T, Many> {
+    return this.with({ deadLetter: topic });
+  }
+  /** Durable flow control per key: see {@link PaceOptions}. With `batch`, the handler gets every event of a run. */
+  pace<P extends PaceOptions>(pace: P): TopicBuilder<T, 'batch' extends keyof P ? true : Many> {
+    return new TopicBuilder(this.topic, { ...this.options, pace });
+  }
+  /** How long one attempt may take, in milliseconds, before `ctx.signal` aborts and it counts as failed. */
+  timeout(ms: number): TopicBuilder<T, Many> {
+    return this.with({ timeoutMs: ms });
+  }
+
+  /**
+   * The handler, which gets what the decoder returns (an array of them after `batch`): a function, or an object
+   * with `handle` (called bound to it). Settings are parsed at `build()` (or at `include`).
+   *
+   * @throws {@link SluiceError} `CONFIG_INVALID` for a handler that is neither.
+   */
+  handle(
+    handler: Handler<PayloadOf<T, Many>> | HandlerObject<PayloadOf<T, Many>>,
+  ): SubscriberBuilder<PayloadOf<T, Many>> {
+    const { handle, defaultName } = handlerOf(this.topic, handler);
+    return new SubscriberBuilder(
+      this.topic,
+      handle,
+      defaultName,
+      this.options as SubscriberOptions<PayloadOf<T, Many>>,
+    );
+  }
+
+  private with(patch: SubscriberOptions): TopicBuilder<T, Many> {
+    return new TopicBuilder(this.topic, { ...this.options, ...patch });
+  }
+}
+
 /** Starts a builder from a handler function or an object with `handle`. */
 export function startBuilder<T>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T> {
   checkTopic(topic);
-  if (typeof handler === 'function') return new SubscriberBuilder(topic, handler, handler.name || topic);
+  const { handle, defaultName } = handlerOf(topic, handler);
+  return new SubscriberBuilder(topic, handle, defaultName);
+}
+
+/** A handler function as it is, or an object's `handle` bound to it; and the subscriber's default name. */
+function handlerOf<T>(
+  topic: string,
+  handler: Handler<T> | HandlerObject<T>,
+): { handle: Handler<T>; defaultName: string } {
+  if (typeof handler === 'function') return { handle: handler, defaultName: handler.name || topic };
   if (handler !== null && typeof handler === 'object' && typeof handler.handle === 'function') {
     const ctorName = (handler.constructor as { name?: string } | undefined)?.name;
-    const name = ctorName && ctorName !== 'Object' ? `${ctorName}.handle` : topic;
-    return new SubscriberBuilder(topic, handler.handle.bind(handler), name);
+    const defaultName = ctorName && ctorName !== 'Object' ? `${ctorName}.handle` : topic;
+    return { handle: handler.handle.bind(handler), defaultName };
   }
   throw new SluiceError(
     'CONFIG_INVALID',

@@ -1,8 +1,10 @@
-import { SluiceError, show } from '../core/errors.js';
+import { show } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
-import type { Handler, KeyFn, PaceOptions, SharedOptions, SubscriberOptions } from './options.js';
+import { fail } from './checks.js';
+import type { Handler, KeyFn, RetryOptions, SharedOptions, SubscriberOptions } from './options.js';
+import type { CompiledPace } from './pace.js';
+import { checkBackoff } from './parse.js';
 import type { Mounted } from './router.js';
-import { checkName, validateOptions } from './validate.js';
 
 /**
  * A subscriber with every setting resolved (its own over its routers' over the app's `defaults` over
@@ -40,8 +42,8 @@ export interface CompiledSubscriber {
   readonly deadLetter: string | false;
   /** How long one attempt may take, in milliseconds. */
   readonly timeoutMs: number;
-  /** The pace settings as given (checked), or `undefined` for an unpaced subscriber. */
-  readonly pace: PaceOptions | undefined;
+  /** The pace settings, parsed (durations in milliseconds), or `undefined` for an unpaced subscriber. */
+  readonly pace: CompiledPace | undefined;
   /** The handler (a decorated method bound to its instance, a handler object's `handle` bound to it). */
   readonly handler: Handler;
 }
@@ -66,9 +68,10 @@ export const DEFAULTS = Object.freeze({
 });
 
 /**
- * Merges a subscriber's settings over its routers' and the app's, checks the merged result as one
- * subscriber's settings (so no combination of layers escapes validation), applies defaults, freezes it.
- * Nested settings come out as frozen copies; functions are kept by reference.
+ * Merges a subscriber's parsed settings over its routers' and the app's, applies defaults, and freezes the
+ * result. Each layer was parsed where it was given; this checks only what no single layer could: the
+ * mounted topic, a backoff whose ends come from two layers, and a router's `byKey` under the subscriber's
+ * own `batch`.
  */
 export function compile(mounted: Mounted, app: { name: string; defaults?: SharedOptions }): CompiledSubscriber {
   const { spec, prefix, layers } = mounted;
@@ -78,61 +81,45 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
   const pick = <K extends keyof SharedOptions>(k: K): SharedOptions[K] => chain.find((o) => o[k] !== undefined)?.[k];
   const topic = prefix + spec.topic;
   const name = spec.name;
-  checkName(`subscriber ${show(name)}`, name); // a default name (a method's or function's) too
-  if (!(typeof topic === 'string' && topic !== '' && !topic.includes('\u0000'))) {
-    throw new SluiceError(
-      'CONFIG_INVALID',
-      `subscriber ${show(name)}: topic must be a non-empty string without NUL, got ${show(topic)}`,
-    );
-  }
+  const who = `subscriber "${name}"`;
+  if (topic.includes('\u0000'))
+    fail('CONFIG_INVALID', `subscriber ${show(name)}`, 'topic', topic, 'a non-empty string without NUL');
   // retry merges field by field: a subscriber's attempts keep its router's backoff.
   const retries = chain.map((o) => o.retry).filter((r) => r !== undefined);
-  const retryField = <T>(get: (r: NonNullable<SharedOptions['retry']>) => T | undefined): T | undefined =>
+  const retryField = <T>(get: (r: RetryOptions) => T | undefined): T | undefined =>
     retries.map(get).find((v) => v !== undefined);
-  const merged = validateOptions<SubscriberOptions>(
-    {
-      ...own,
-      workers: pick('workers'),
-      byKey: (own.workers !== undefined ? own.byKey : pick('byKey')) ?? false,
-      group: pick('group'),
-      decode: pick('decode'),
-      retry: {
-        attempts: retryField((r) => r.attempts),
-        backoff: { initialMs: retryField((r) => r.backoff?.initialMs), maxMs: retryField((r) => r.backoff?.maxMs) },
-      },
-      deadLetter: pick('deadLetter'),
-      timeoutMs: pick('timeoutMs'),
-    },
-    `subscriber "${name}"`,
-  );
-  const backoff = merged.retry!.backoff!;
-  const initialMs = backoff.initialMs ?? DEFAULTS.initialMs;
-  const compiled: CompiledSubscriber = {
+  const givenInitialMs = retryField((r) => r.backoff?.initialMs);
+  const givenMaxMs = retryField((r) => r.backoff?.maxMs);
+  checkBackoff(who, givenInitialMs, givenMaxMs);
+  const byKey = (own.workers !== undefined ? own.byKey : pick('byKey')) ?? false;
+  if (byKey && own.batch !== undefined)
+    fail(
+      'CONFIG_INVALID',
+      who,
+      'batch',
+      own.batch,
+      'left out when byKey is set (a batch spans keys; use pace.batch for per-key batches)',
+    );
+  const initialMs = givenInitialMs ?? DEFAULTS.initialMs;
+  return Object.freeze({
     name,
     topic,
-    group: merged.group ?? app.name,
-    workers: merged.workers ?? DEFAULTS.workers,
-    byKey: merged.byKey!,
-    key: merged.key,
-    decode: decoderOf(merged.decode),
-    batchMax: merged.batch?.max,
+    group: pick('group') ?? app.name,
+    workers: pick('workers') ?? DEFAULTS.workers,
+    byKey,
+    key: own.key,
+    decode: decoderOf(pick('decode')),
+    batchMax: own.batch?.max,
     retry: Object.freeze({
-      attempts: merged.retry!.attempts ?? DEFAULTS.attempts,
+      attempts: retryField((r) => r.attempts) ?? DEFAULTS.attempts,
       initialMs,
-      maxMs: backoff.maxMs ?? Math.max(initialMs, DEFAULTS.maxMs),
+      maxMs: givenMaxMs ?? Math.max(initialMs, DEFAULTS.maxMs),
     }),
-    deadLetter: merged.deadLetter ?? `${topic}.dlq`,
-    timeoutMs: merged.timeoutMs ?? DEFAULTS.timeoutMs,
-    pace: merged.pace,
+    deadLetter: pick('deadLetter') ?? `${topic}.dlq`,
+    timeoutMs: pick('timeoutMs') ?? DEFAULTS.timeoutMs,
+    pace: spec.pace,
     handler: spec.handler,
-  };
-  if (compiled.pace !== undefined && compiled.batchMax !== undefined) {
-    throw new SluiceError(
-      'CONFIG_INVALID',
-      `subscriber "${name}": batch must not be combined with pace (a paced run is one key's; use pace.batch), got batch ${show(merged.batch)}`,
-    );
-  }
-  return Object.freeze(compiled);
+  });
 }
 
 /** The default decoder: UTF-8 JSON. */

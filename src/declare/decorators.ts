@@ -1,14 +1,14 @@
 import 'reflect-metadata';
 import { SluiceError, show } from '../core/errors.js';
-import { checkTopic, startBuilder, type SubscriberBuilder } from './builder.js';
-import type { Handler, HandlerObject, SubscriberOptions } from './options.js';
+import { checkTopic, startBuilder, TopicBuilder, type SubscriberBuilder } from './builder.js';
+import type { Decoder, Handler, HandlerObject, SubscriberOptions } from './options.js';
+import { parseOptions, type ParsedOptions } from './parse.js';
 import { SubscriberSpec } from './spec.js';
-import { validateOptions } from './validate.js';
 
-/** One `@subscriber` on a method. */
+/** One `@subscriber` on a method: its topic and its settings, parsed when the decorator was applied. */
 interface Declared {
   readonly topic: string;
-  readonly options: Readonly<SubscriberOptions>;
+  readonly parsed: ParsedOptions;
 }
 
 const METADATA_KEY = 'sluice:subscribers';
@@ -26,6 +26,23 @@ export type SubscriberDecorator = {
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type -- handed whatever method it decorates
   (value: Function, context: { kind: 'method'; name: string | symbol }): void;
 };
+
+/**
+ * What `subscriber(topic)`, without options, offers besides decorating a method: a builder chain that starts
+ * with the decoder (whose type then gives the handler's), or with the handler.
+ *
+ * @category Subscribers
+ */
+export interface SubscriberStart {
+  /**
+   * Starts a chain with the decoder: `subscriber('orders').decode(Order).handle((order, ctx) => …)`; the handler
+   * gets what the decoder returns. See {@link TopicBuilder}.
+   */
+  decode<U>(decoder: Decoder<U>): TopicBuilder<U>;
+  /** Starts a chain with the handler, as `subscriber(topic, handler)` does. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
+  handle<T = any>(handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
+}
 
 /**
  * Starts a builder chain for `handler` on `topic`: `subscriber('orders', bill).workers(4).build()`. It
@@ -47,12 +64,31 @@ export type SubscriberDecorator = {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
 /**
+ * `subscriber(topic)`, without options: the `@subscriber` decorator with no settings (see the form with
+ * options), which also starts a builder chain — with the decoder, whose type then gives the handler's
+ * (`subscriber('orders').decode(Order).handle((order, ctx) => …)`), or with the handler.
+ *
+ * @param topic - the topic, a non-empty string (a router's prefix is prepended at mount).
+ * @throws {@link SluiceError} `CONFIG_INVALID` for an empty topic.
+ *
+ * @example
+ * ```ts
+ * const Order = z.object({ id: z.string(), cents: z.number().int() });
+ * app.withBroker(broker, (b) =>
+ *   b.include(subscriber('orders').decode(Order).workers(4).handle((order, ctx) => charge(order.cents, ctx.signal))),
+ * );
+ * ```
+ *
+ * @category Subscribers
+ */
+export function subscriber(topic: string): SubscriberDecorator & SubscriberStart;
+/**
  * `@subscriber(topic, options?)` on a handler method: the method becomes a subscriber of `topic`, bound
  * to the instance that `include` gets (or makes with `new`, no arguments, when given the class). A
  * method can carry several. Import `reflect-metadata` once at the top of your entry file.
  *
  * @param topic - the topic, a non-empty string (a router's prefix is prepended at mount).
- * @param options - the subscriber's settings; checked when the class is defined.
+ * @param options - the subscriber's settings; parsed when the decorator is applied.
  * @throws {@link SluiceError} `CONFIG_INVALID` for an empty topic, options that are not an object, or (when
  *   the decorator is applied) a bad setting; `WORKERS_INVALID`, `PACE_UNKNOWN_PART` and
  *   `PACE_BAD_DURATION` as their settings say.
@@ -72,7 +108,10 @@ export function subscriber<T = any>(topic: string, handler: Handler<T> | Handler
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
-export function subscriber(topic: string, second?: unknown): SubscriberBuilder | SubscriberDecorator {
+export function subscriber(
+  topic: string,
+  second?: unknown,
+): SubscriberBuilder | SubscriberDecorator | (SubscriberDecorator & SubscriberStart) {
   if (
     typeof second === 'function' ||
     (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')
@@ -87,14 +126,14 @@ export function subscriber(topic: string, second?: unknown): SubscriberBuilder |
     );
   }
   const raw = (second ?? {}) as SubscriberOptions;
-  // Checked when the decorator is applied, when the method (and, for legacy decorators, the class) is known.
-  return ((target: unknown, context: unknown) => {
+  // Parsed when the decorator is applied, when the method (and, for legacy decorators, the class) is known.
+  const decorator = ((target: unknown, context: unknown) => {
     if (typeof target === 'function' && typeof context === 'object' && context !== null && 'kind' in context) {
       const { kind, name } = context as { kind: string; name: string | symbol };
       if (kind !== 'method')
         throw new SluiceError('CONFIG_INVALID', `@subscriber(${show(topic)}) decorates methods only`);
       // A standard decorator sees the method, not its class: the subscriber is named by the method alone.
-      const declared: Declared = { topic, options: validateOptions(raw, whoIs(raw, String(name), topic)) };
+      const declared: Declared = { topic, parsed: parseOptions(raw, whoIs(raw, String(name), topic)) };
       declaredByFunction.set(target, [...(declaredByFunction.get(target) ?? []), declared]);
       return;
     }
@@ -102,12 +141,18 @@ export function subscriber(topic: string, second?: unknown): SubscriberBuilder |
     const className = (target as { constructor?: { name?: string } }).constructor?.name;
     const declared: Declared = {
       topic,
-      options: validateOptions(raw, whoIs(raw, className ? `${className}.${method}` : method, topic)),
+      parsed: parseOptions(raw, whoIs(raw, className ? `${className}.${method}` : method, topic)),
     };
     const list =
       (Reflect.getOwnMetadata(METADATA_KEY, target as object) as Record<string, Declared[]> | undefined) ?? {};
-    Reflect.defineMetadata(METADATA_KEY, { ...list, [method]: [...(list[method] ?? []), declared] }, target as object);
+    Reflect.defineMetadata(METADATA_KEY, { ...list, [method]: [...ownList(list, method), declared] }, target as object);
   }) as SubscriberDecorator;
+  if (second !== undefined) return decorator;
+  const start: SubscriberStart = {
+    decode: (decoder) => new TopicBuilder(topic, { decode: decoder }),
+    handle: (handler) => startBuilder(topic, handler),
+  };
+  return Object.assign(decorator, start);
 }
 
 /**
@@ -135,12 +180,12 @@ export function specsOf(target: object): SubscriberSpec[] {
   // `Class.method`; where one method carries several unnamed @subscriber, `Class.method@topic` each.
   const unnamed = new Map<string, number>();
   for (const { method, declared } of found)
-    if (!declared.options.name) unnamed.set(method, (unnamed.get(method) ?? 0) + 1);
+    if (!declared.parsed.options.name) unnamed.set(method, (unnamed.get(method) ?? 0) + 1);
   return found.map(({ method, declared }) => {
     const fn = (instance as Record<string, unknown>)[method] as Handler;
     const defaultName =
       (unnamed.get(method) ?? 0) > 1 ? `${className}.${method}@${declared.topic}` : `${className}.${method}`;
-    return new SubscriberSpec(declared.topic, fn.bind(instance), declared.options, defaultName);
+    return new SubscriberSpec(declared.topic, fn.bind(instance), declared.parsed, defaultName);
   });
 }
 
@@ -153,7 +198,7 @@ function declaredOn(proto: object): { method: string; declared: Declared }[] {
       if (method === 'constructor' || seen.has(method)) continue;
       const value: unknown = Object.getOwnPropertyDescriptor(p, method)?.value;
       const list = [
-        ...(legacy[method] ?? []),
+        ...ownList(legacy, method),
         ...(typeof value === 'function' ? (declaredByFunction.get(value) ?? []) : []),
       ];
       if (list.length > 0) seen.add(method);
@@ -161,4 +206,9 @@ function declaredOn(proto: object): { method: string; declared: Declared }[] {
     }
   }
   return found;
+}
+
+/** The `@subscriber`s of `method` in a class's metadata: its own key only, so `toString` is not `Object`'s. */
+function ownList(byMethod: Record<string, Declared[]>, method: string): Declared[] {
+  return Object.hasOwn(byMethod, method) ? byMethod[method]! : [];
 }

@@ -263,6 +263,17 @@ export type SharedOptions = Pick<
   'workers' | 'byKey' | 'group' | 'retry' | 'deadLetter' | 'timeoutMs' | 'decode'
 >;
 
+/**
+ * Settings of a {@link Router}: a topic prefix and defaults for what it includes. Any other option
+ * (`name`, `key`, `batch`, `pace`) throws {@link SluiceError} `CONFIG_INVALID`.
+ *
+ * @category Subscribers
+ */
+export interface RouterOptions extends SharedOptions {
+  /** Prepended to every topic included (nested routers' prefixes concatenate). @default '' */
+  prefix?: string;
+}
+
 /** The settings a router (or the app) may give as defaults to what it includes: the keys of {@link SharedOptions}. */
 export const SHARED_OPTION_NAMES = [
   'workers',

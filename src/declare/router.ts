@@ -1,28 +1,82 @@
 import { SluiceError, show } from '../core/errors.js';
-import { SubscriberBuilder } from './builder.js';
+import { SubscriberBuilder, TopicBuilder } from './builder.js';
 import { hasSubscribers, specsOf } from './decorators.js';
-import { SHARED_OPTION_NAMES, type Decoder, type RetryOptions, type SharedOptions } from './options.js';
+import type { Decoder, RetryOptions, RouterOptions, SharedOptions } from './options.js';
+import { parseRouterOptions } from './parse.js';
 import { SubscriberSpec } from './spec.js';
-import { validateOptions } from './validate.js';
+
+export type { RouterOptions } from './options.js';
+
+/** @internal Built-in objects that `include` could only refuse: none of them has `@subscriber` methods. */
+type BuiltIn =
+  | Date
+  | RegExp
+  | Error
+  | ReadonlyMap<unknown, unknown>
+  | ReadonlySet<unknown>
+  | WeakMap<WeakKey, unknown>
+  | WeakSet<WeakKey>
+  | Promise<unknown>
+  | readonly unknown[]
+  | ArrayBufferLike
+  | ArrayBufferView;
 
 /**
- * Settings of a {@link Router}: a topic prefix and defaults for what it includes. Any other option
- * (`name`, `key`, `batch`, `pace`) throws {@link SluiceError} `CONFIG_INVALID`.
+ * @internal True when instances of type `O` may have `@subscriber` methods, as far as TypeScript can tell: they have a
+ * public method, or private or protected members (which it cannot see into). Decorators do not change types,
+ * so a class whose methods carry no `@subscriber` still passes; `include` refuses it when it runs.
+ */
+type MaySubscribe<O> = {
+  [K in keyof O]-?: O[K] extends (...args: never[]) => unknown ? true : never;
+}[keyof O] extends never
+  ? Pick<O, keyof O> extends O
+    ? false
+    : true
+  : true;
+
+/**
+ * What `include` expects in place of an item it refuses: a type that no value has, whose `reason` says what is
+ * wrong, so the compiler's error names it.
  *
  * @category Subscribers
  */
-export interface RouterOptions extends SharedOptions {
-  /** Prepended to every topic included (nested routers' prefixes concatenate). @default '' */
-  prefix?: string;
+export interface NotIncludable<Reason extends string> {
+  /** Why `include` refuses the item. */
+  readonly reason: Reason;
+  /** No value has this property. */
+  readonly notIncludable: never;
 }
 
 /**
- * What `include` takes: a spec, a builder (built at `include`), a router, a decorated class or an instance of one.
+ * What `include` checks each item against: for an item of type `X`, `X` itself when `include` takes it — a
+ * {@link SubscriberSpec}, a {@link SubscriberBuilder}, a {@link Router}, a class it can make with `new` and
+ * no arguments whose instances may have `@subscriber` methods, or such an instance — and otherwise a
+ * {@link NotIncludable} whose `reason` says why not, so the call does not compile. `include(new Date())`, `include(class {})`,
+ * `include({})`, `include(subscriber('t').decode(d))` (no handler yet) and a class whose constructor needs
+ * arguments are refused. TypeScript cannot see decorators: a class (or instance) with methods, none of them
+ * a `@subscriber`, and an object literal with a method, pass here and are refused by `include` when it runs,
+ * with `CONFIG_INVALID`.
  *
  * @category Subscribers
  */
-export type Includable =
-  SubscriberSpec | SubscriberBuilder | Router | (abstract new (...args: never[]) => object) | object;
+export type Includable<X> = 0 extends 1 & X
+  ? X // any: not checked
+  : X extends SubscriberSpec | SubscriberBuilder | Router
+    ? X
+    : X extends TopicBuilder<infer _T, infer _Many>
+      ? NotIncludable<'a subscriber without a handler yet: end its chain with .handle(...)'>
+      : X extends abstract new (...args: never[]) => infer O
+        ? X extends new () => object
+          ? MaySubscribe<O> extends true
+            ? X
+            : NotIncludable<'a class without methods, so none with @subscriber'>
+          : NotIncludable<'a class that include cannot make with new and no arguments: pass an instance'>
+        : X extends
+              BuiltIn | ((...args: never[]) => unknown) | string | number | boolean | bigint | symbol | null | undefined
+          ? NotIncludable<'not a subscriber spec, a builder, a router, or a class with @subscriber methods or an instance of one'>
+          : MaySubscribe<X> extends true
+            ? X
+            : NotIncludable<'an object without methods, so none with @subscriber'>;
 
 /** A subscriber with the router layers it was included through, outermost last. */
 export interface Mounted {
@@ -64,7 +118,7 @@ export class Router {
    * @throws {@link SluiceError} `CONFIG_INVALID` (or `WORKERS_INVALID`) for a bad or unknown setting.
    */
   constructor(options: RouterOptions = {}) {
-    this.settings = Router.check(options);
+    this.settings = parseRouterOptions(options);
   }
 
   /**
@@ -74,7 +128,7 @@ export class Router {
    * @throws {@link SluiceError} `CONFIG_INVALID` for anything else; `APP_STATE` once an app mounted the
    *   router.
    */
-  include(...items: Includable[]): this {
+  include<const I extends readonly unknown[]>(...items: I & { readonly [K in keyof I]: Includable<I[K]> }): this {
     this.assertOpen('include()');
     for (const item of items) this.items.push(...resolve(item));
     return this;
@@ -128,7 +182,7 @@ export class Router {
 
   private set(patch: RouterOptions): this {
     this.assertOpen('a setting');
-    this.settings = Router.check({ ...this.settings, ...patch });
+    this.settings = parseRouterOptions({ ...this.settings, ...patch });
     return this;
   }
 
@@ -140,27 +194,13 @@ export class Router {
       `router${prefix ? ` "${prefix}"` : ''}: ${what} after App "${this.mountedBy}" mounted it with withBroker() would be ignored; include everything inside withBroker's callback`,
     );
   }
-
-  private static check(options: RouterOptions): Readonly<RouterOptions> {
-    const { prefix, ...rest } = options ?? {};
-    const who = `router${prefix ? ` "${prefix}"` : ''}`;
-    if (prefix !== undefined && typeof prefix !== 'string')
-      throw new SluiceError('CONFIG_INVALID', `${who}: prefix must be a string, got ${show(prefix)}`);
-    for (const field of Object.keys(rest)) {
-      if (!(SHARED_OPTION_NAMES as readonly string[]).includes(field)) {
-        throw new SluiceError(
-          'CONFIG_INVALID',
-          `${who}: ${field} is not a router setting (prefix, ${SHARED_OPTION_NAMES.join(', ')}), got ${show((rest as Record<string, unknown>)[field])}`,
-        );
-      }
-    }
-    return Object.freeze({ ...validateOptions(rest, who), ...(prefix !== undefined ? { prefix } : {}) });
-  }
 }
 
 /** Turns anything `include` takes into specs and routers; throws on anything else. */
-export function resolve(item: Includable): (SubscriberSpec | Router)[] {
+export function resolve(item: unknown): (SubscriberSpec | Router)[] {
   if (item instanceof SubscriberSpec || item instanceof Router) return [item];
+  if (item instanceof TopicBuilder)
+    throw new SluiceError('CONFIG_INVALID', 'include: a subscriber without a handler; end its chain with .handle(...)');
   if (item !== null && (typeof item === 'function' || typeof item === 'object') && hasSubscribers(item))
     return specsOf(item);
   if (item instanceof SubscriberBuilder) return [item.build()];

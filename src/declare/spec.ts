@@ -1,4 +1,8 @@
+import { show } from '../core/errors.js';
+import { checkName } from './checks.js';
 import type { Handler, SubscriberOptions } from './options.js';
+import type { CompiledPace } from './pace.js';
+import type { ParsedOptions } from './parse.js';
 
 /**
  * One subscriber, as declared: topic, handler and the settings given explicitly (router and app
@@ -8,17 +12,27 @@ import type { Handler, SubscriberOptions } from './options.js';
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export class SubscriberSpec<T = any> {
-  /** @internal Made by {@link SubscriberBuilder.build} and by the decorator. */
+  /** The settings given explicitly, checked and frozen. */
+  readonly options: Readonly<SubscriberOptions<T>>;
+  /** @internal Its `pace`, parsed when it was declared. */
+  readonly pace: CompiledPace | undefined;
+
+  /**
+   * @internal Made by {@link SubscriberBuilder.build} and by the decorator, from settings parsed there.
+   * @throws {@link SluiceError} `CONFIG_INVALID` for a default name that is blank or holds NUL.
+   */
   constructor(
     /** The topic, without the prefixes of the routers it will be included through. */
     readonly topic: string,
     /** The handler (a decorated method bound to its instance). */
     readonly handler: Handler<T>,
-    /** The settings given explicitly, checked and frozen. */
-    readonly options: Readonly<SubscriberOptions<T>>,
+    parsed: ParsedOptions<T>,
     /** The default name: `Class.method`, or the handler's name. */
     readonly defaultName: string,
   ) {
+    this.options = parsed.options;
+    this.pace = parsed.pace;
+    checkName(`subscriber ${show(this.name)}`, this.name); // a default name (a method's or function's) too
     Object.freeze(this);
   }
 

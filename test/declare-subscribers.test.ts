@@ -14,7 +14,7 @@ import {
 } from '../src/index.js';
 import { expectError } from './expect-error.js';
 
-const app = () => new App({ name: 'spec-app', logger: silentLogger });
+const app = () => new App({ name: 'shop', logger: silentLogger });
 const compiled = (a: App) => Object.fromEntries(a.subscribers().map((s) => [s.name, s]));
 
 describe('the @subscriber decorator', () => {
@@ -36,7 +36,7 @@ describe('the @subscriber decorator', () => {
     const a = app().withBroker(broker, (b) => b.include(billing));
     const subs = compiled(a);
     expect(Object.keys(subs).sort()).toEqual(['Billing.bill', 'Billing.refund', 'chargebacks']);
-    expect(subs['Billing.bill']).toMatchObject({ topic: 'orders', workers: 4, byKey: false, group: 'spec-app' });
+    expect(subs['Billing.bill']).toMatchObject({ topic: 'orders', workers: 4, byKey: false, group: 'shop' });
     expect(subs['Billing.refund']).toMatchObject({ topic: 'refunds', workers: 4, byKey: true });
     expect(Object.isFrozen(subs['Billing.bill'])).toBe(true);
     await a.start();
@@ -44,6 +44,21 @@ describe('the @subscriber decorator', () => {
     await a.idle();
     await a.stop();
     expect(billing.charged).toEqual([7]);
+  });
+
+  it("reads a class's @subscriber by its own methods' names, so one named toString is its own, not Object's", () => {
+    class Named {
+      @subscriber('names')
+      toString() {
+        return 'named';
+      }
+      valueOf() {
+        return 1;
+      }
+    }
+    const a = app().withBroker(new MemoryBroker(), (b) => b.include(Named));
+    expect(Object.keys(compiled(a))).toEqual(['Named.toString']);
+    expectError(() => new Router().include(new Date() as never), 'CONFIG_INVALID', /include: expected/);
   });
 
   it('includes a class by instantiating it, and also works as a standard (TC39) decorator', () => {
@@ -142,7 +157,7 @@ describe('the builder chain', () => {
     expect(c).toMatchObject({
       workers: 1,
       byKey: false,
-      group: 'spec-app',
+      group: 'shop',
       deadLetter: 'orders.dlq',
       timeoutMs: DEFAULTS.timeoutMs,
       batchMax: undefined,
@@ -256,6 +271,7 @@ describe('routers', () => {
 
   it('rejects what it cannot include', () => {
     expectError(() => new Router().include({} as never), 'CONFIG_INVALID', /include/);
+    // @ts-expect-error -- a class without methods is refused by the compiler too
     expectError(() => new Router().include(class Plain {}), 'CONFIG_INVALID');
   });
 });
@@ -277,7 +293,7 @@ describe('mounting', () => {
     expect(compiled(a).h!.workers).toBe(3);
   });
 
-  it('refuses pace settings that contradict each other, at mount, naming the subscriber, field and value', () => {
+  it('refuses pace settings that contradict each other when it builds the spec (here at include), naming the subscriber, field and value', () => {
     const paced = (pace: object, batchMax?: number) => () =>
       app().withBroker(new MemoryBroker(), (b) =>
         b.include(
@@ -326,6 +342,23 @@ describe('mounting', () => {
     );
     expectError(paced({ batch: {} }, 5), 'CONFIG_INVALID', /batch must not be combined with pace/);
     expectError(paced({ debounce: 'soon' }), 'PACE_BAD_DURATION', /pace\.debounce: "soon" is not a duration/);
+    // Parsed where declared: build() refuses them without an app, and so does the decorator.
+    expectError(
+      () => subscriber('a', h).pace({ debounce: '1s', batch: {} }).build(),
+      'CONFIG_INVALID',
+      /^subscriber "h": pace\.debounce and pace\.batch exclude each other/,
+    );
+    expectError(
+      () => {
+        class Shop {
+          @subscriber('orders', { pace: { perMinute: 1, drop: { max: 1, per: '1s' } } })
+          bill() {}
+        }
+        return Shop;
+      },
+      'CONFIG_INVALID',
+      /^subscriber "Shop\.bill" \(@subscriber\("orders"\)\): pace\.perMinute and pace\.drop exclude each other/,
+    );
     expect(() => paced({ debounce: { window: '1s', maxWait: '1 minute' }, dedup: '5 minutes' })()).not.toThrow();
     // Every part goes with every other but its exclusions; a pace of only a rate, an order or turns is a run per start.
     expect(() => paced({ batch: { max: 10 }, perMinute: 5, order: () => 1, turns: 'key' })()).not.toThrow();
@@ -346,7 +379,7 @@ describe('mount-time conflicts and merging', () => {
           b.include(subscriber('orders', h).build(), subscriber('orders', g).build()),
         ),
       'CONFIG_INVALID',
-      /both read topic "orders" in group "spec-app"/,
+      /both read topic "orders" in group "shop"/,
     );
     const ok = app().withBroker(new MemoryBroker(), (b) =>
       b.include(subscriber('orders', h).build(), subscriber('orders', g).group('audit').build()),
