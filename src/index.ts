@@ -26,6 +26,7 @@
  * @module sluice
  */
 export { App, type AppOptions, type Receipt } from './app/app.js';
+export type { AsJson, PacedEventOf, PacedStart } from './app/send.js';
 export { STRIPPED_HEADER, type DeadLetterCounts } from './app/executor.js';
 export type { Context, RunInfo } from './core/context.js';
 export { ERROR_CODES, SluiceError, type ErrorCode } from './core/errors.js';
