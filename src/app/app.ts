@@ -16,7 +16,7 @@ import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
 import { Parts } from './parts.js';
-import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart } from './send.js';
+import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
 import { listenForSignals } from './signals.js';
 import type { Subscription } from './subscription.js';
 
@@ -265,7 +265,7 @@ export class App {
     return this.lifecycle.parts!.pacer!.start(name, { key, event, eventId });
   }
 
-  private sendTarget() {
+  private sendTarget(): SendTarget {
     return {
       name: this.name,
       state: this.lifecycle.state,
