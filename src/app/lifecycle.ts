@@ -52,23 +52,24 @@ export class Lifecycle {
     }
     this.state = 'starting';
     this.stopRequested = false;
-    this.starting = held(() => this.open());
+    this.starting = held(() => this.bringUp());
     return this.starting;
   }
 
   /** Stops the app, once: every call after the first gets the first one's promise. */
   stop(): Promise<void> {
     this.onStopCalled();
-    this.stopped ??= held(() => this.close());
+    this.stopped ??= held(() => this.shutDown());
     return this.stopped;
   }
 
-  private async open(): Promise<void> {
+  /** The start: opens the parts; on a failure, or a stop meanwhile, closes them again and throws. */
+  private async bringUp(): Promise<void> {
     try {
       this.parts = this.host.makeParts();
       await this.parts.open(this.host.mounts(), () => this.checkpoint());
     } catch (error) {
-      await this.unwind(error);
+      await this.unwind(error); // throws: the start failed, or a stop interrupted it
     }
     this.state = 'running';
     const subscribers = this.parts?.subscriptions.length ?? 0;
@@ -96,7 +97,8 @@ export class Lifecycle {
     throw error;
   }
 
-  private async close(): Promise<void> {
+  /** The stop: by state, nothing to close, the start to interrupt, or the running parts to close. */
+  private async shutDown(): Promise<void> {
     if (this.state === 'new') {
       this.state = 'stopped';
       return;
@@ -123,6 +125,7 @@ export class Lifecycle {
     return failures;
   }
 
+  /** The app has stopped: says so, and wakes whoever waits for progress (`idle()` resolves). */
   private ended(): void {
     this.state = 'stopped';
     this.host.log.info('stopped');
