@@ -20,16 +20,8 @@
  */
 import 'reflect-metadata';
 import { rmSync } from 'node:fs';
-import {
-  App,
-  ERROR_HEADER,
-  HandlerOutcome,
-  MemoryBroker,
-  jsonLogger,
-  silentLogger,
-  subscriber,
-  type Context,
-} from '../src/index.js';
+import { App, ERROR_HEADER, HandlerOutcome, MemoryBroker, jsonLogger, subscriber, type Context } from '../src/index.js';
+import { silentLogger } from '../src/testing.js';
 
 interface Order {
   id: string;

@@ -13,16 +13,8 @@
  *   node --no-warnings --loader ts-node/esm examples/outcomes.ts
  */
 import 'reflect-metadata';
-import {
-  App,
-  ERROR_HEADER,
-  HandlerOutcome,
-  MemoryBroker,
-  jsonLogger,
-  silentLogger,
-  subscriber,
-  type Context,
-} from '../src/index.js';
+import { App, ERROR_HEADER, HandlerOutcome, MemoryBroker, jsonLogger, subscriber, type Context } from '../src/index.js';
+import { silentLogger } from '../src/testing.js';
 
 interface Payment {
   id: string;

@@ -9,16 +9,8 @@
  *
  * Run: node --no-warnings --loader ts-node/esm examples/pace.ts
  */
-import {
-  App,
-  ManualClock,
-  MemoryBroker,
-  memoryStore,
-  silentLogger,
-  subscriber,
-  type Context,
-  type KeySource,
-} from '../src/index.js';
+import { App, MemoryBroker, subscriber, type Context, type KeySource } from '../src/index.js';
+import { ManualClock, memoryStore, silentLogger } from '../src/testing.js';
 
 interface RowChange {
   rowId: string;

@@ -6,7 +6,8 @@
  *   node --no-warnings --loader ts-node/esm examples/routers.ts
  */
 import 'reflect-metadata';
-import { App, MemoryBroker, Router, jsonLogger, silentLogger, subscriber, type Context } from '../src/index.js';
+import { App, MemoryBroker, Router, jsonLogger, subscriber, type Context } from '../src/index.js';
+import { silentLogger } from '../src/testing.js';
 
 const handled: string[] = [];
 const note = (_payload: unknown, ctx: Context): void => void handled.push(ctx.message.topic);

@@ -11,7 +11,8 @@
  * The builder-chain version of the same app is examples/manual/workers.ts.
  */
 import 'reflect-metadata';
-import { App, HandlerOutcome, MemoryBroker, jsonLogger, silentLogger, subscriber, type Context } from '../src/index.js';
+import { App, HandlerOutcome, MemoryBroker, jsonLogger, subscriber, type Context } from '../src/index.js';
+import { silentLogger } from '../src/testing.js';
 
 interface Order {
   id: string;

@@ -1,6 +1,8 @@
 /**
- * Sluice: subscribers, worker pools, by-key lanes, durable pace, the memory broker and the testing
- * helpers. The Kafka broker is in `sluice/kafka`.
+ * Sluice: what an app author uses. Subscribers, worker pools, by-key lanes, durable pace, the app and the
+ * memory broker. The other entry points: `sluice/kafka` (the Kafka broker), `sluice/testing` (a manual
+ * clock, loggers for tests, the memory store) and `sluice/adapter` (the ports, for those who write a
+ * broker or a store). What moved to those is still exported from here in this release, marked deprecated.
  *
  * Start with {@link App}, {@link subscriber} and {@link MemoryBroker}; the guides in the repository's
  * `docs/` folder (subscribers, workers, routers, pace, store, testing, kafka) tell the same story at
@@ -26,6 +28,7 @@
  * @module sluice
  */
 export { App, type AppOptions, type Receipt } from './app/app.js';
+export type { AsJson, PacedEventOf, PacedStart } from './app/send.js';
 export { STRIPPED_HEADER, type DeadLetterCounts } from './app/executor.js';
 export type { Context, RunInfo } from './core/context.js';
 export { ERROR_CODES, SluiceError, type ErrorCode } from './core/errors.js';
@@ -44,25 +47,43 @@ export {
 } from './core/message.js';
 export { HandlerOutcome } from './core/outcome.js';
 export type {
+  /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   Broker,
   Clock,
+  /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   ConsumeRequest,
+  /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   Consumer,
   LogFields,
   Logger,
   LogLevel,
+  /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   ShardLog,
   Store,
+  /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   Timer,
+  /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   TimerOptions,
 } from './core/ports.js';
 export { lanes, pool, type DispatchStrategy, type Keyed, type Scheduler } from './dispatch/strategy.js';
 export { MAX_BATCH, MAX_KEY_BYTES } from './pace/config.js';
 export { MAX_WORKERS } from './declare/parse.js';
-export type { PaceReceipt, PaceRun } from './pace/rules.js';
+export type {
+  PaceReceipt,
+  /**
+   * @deprecated The pace stage's own record of a run: no entry point exports it in a later release. A
+   * handler sees its run as {@link RunInfo} (`ctx.run`).
+   */
+  PaceRun,
+} from './pace/rules.js';
 export { MemoryBroker, type MemoryBrokerOptions } from './brokers/memory/memory-broker.js';
 export { SubscriberBuilder, TopicBuilder, type DecodedFor, type PayloadOf } from './declare/builder.js';
-export { DEFAULTS, type CompiledSubscriber } from './declare/compile.js';
+export {
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  DEFAULTS,
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  type CompiledSubscriber,
+} from './declare/compile.js';
 export { subscriber, type SubscriberDecorator, type SubscriberStart } from './declare/decorators.js';
 export { parseDuration, type Duration } from './declare/duration.js';
 export type {
@@ -88,8 +109,30 @@ export type {
 } from './declare/options.js';
 export { Router, type Includable, type NotIncludable, type RouterOptions } from './declare/router.js';
 export { SubscriberSpec } from './declare/spec.js';
-export { shardOf } from './shard/shard-of.js';
+export {
+  /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
+  shardOf,
+} from './shard/shard-of.js';
 export { fileStore, type FileStoreOptions } from './store/file-store.js';
-export { memoryStore, type MemoryStore, type MemoryStoreOptions } from './store/memory-store.js';
-export { ManualClock, settle } from './testing/manual-clock.js';
-export { memoryLogger, silentLogger, type LogRecord } from './testing/memory-logger.js';
+export {
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  memoryStore,
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  type MemoryStore,
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  type MemoryStoreOptions,
+} from './store/memory-store.js';
+export {
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  ManualClock,
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  settle,
+} from './testing/manual-clock.js';
+export {
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  memoryLogger,
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  silentLogger,
+  /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
+  type LogRecord,
+} from './testing/memory-logger.js';

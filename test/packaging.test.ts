@@ -4,7 +4,10 @@ import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { KAFKAJS_RANGE, loadKafkajs } from '../src/brokers/kafka/kafkajs.js';
+import * as adapter from '../src/adapter.js';
+import * as sluice from '../src/index.js';
 import { SluiceError } from '../src/index.js';
+import * as testing from '../src/testing.js';
 import type * as Load from '../src/require/load.cjs';
 
 const run = promisify(execFile);
@@ -52,9 +55,11 @@ describe('kafkajs, an optional peer dependency of sluice/kafka', () => {
   });
 });
 
-describe("require('sluice') and require('sluice/kafka')", () => {
+describe("require('sluice') and require() of its subpaths", () => {
   it.each([
     ['index', 'App'],
+    ['testing', 'ManualClock'],
+    ['adapter', 'shardOf'],
     ['kafka', 'KafkaBroker'],
   ])(
     'dist/require/%s.cjs loads the ES module, so no module it reaches uses top-level await (require() would throw ERR_REQUIRE_ASYNC_MODULE)',
@@ -92,7 +97,7 @@ describe("require('sluice') on a Node that cannot require an ES module", () => {
     ).toThrow(other);
   });
 
-  it.each(['index', 'kafka'])(
+  it.each(['index', 'testing', 'adapter', 'kafka'])(
     'says so from the built stub dist/require/%s.cjs, with require(esm) turned off',
     async (stub) => {
       const refused = run(process.execPath, [
@@ -103,6 +108,19 @@ describe("require('sluice') on a Node that cannot require an ES module", () => {
       await expect(refused).rejects.toMatchObject({
         stderr: expect.stringMatching(/needs a Node\.js that can require\(\) an ES module: 20\.19\+, 22\.12\+ or 24\+/),
       });
+    },
+  );
+});
+
+describe('sluice/testing and sluice/adapter', () => {
+  it.each([
+    ['testing', testing],
+    ['adapter', adapter],
+  ])(
+    'export nothing that sluice does not export too, as the same object (it keeps what moved, deprecated)',
+    (_name, sub) => {
+      const main = sluice as Record<string, unknown>;
+      for (const [name, value] of Object.entries(sub)) expect(main[name], name).toBe(value);
     },
   );
 });

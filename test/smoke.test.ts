@@ -69,10 +69,18 @@ describe('the package, installed from its tarball', () => {
       'CHANGELOG.md',
       'dist/index.js',
       'dist/index.d.ts',
+      'dist/testing.js',
+      'dist/testing.d.ts',
+      'dist/adapter.js',
+      'dist/adapter.d.ts',
       'dist/brokers/kafka/index.js',
       'dist/brokers/kafka/index.d.ts',
       'dist/require/index.cjs',
       'dist/require/index.d.cts',
+      'dist/require/testing.cjs',
+      'dist/require/testing.d.cts',
+      'dist/require/adapter.cjs',
+      'dist/require/adapter.d.cts',
       'dist/require/kafka.cjs',
       'dist/require/kafka.d.cts',
     ]) {
@@ -95,8 +103,8 @@ describe('the package, installed from its tarball', () => {
   });
 
   it.each([
-    ['esm', 'plain JavaScript, ES modules, without kafkajs'],
-    ['cjs', "CommonJS: require('sluice') and require('sluice/kafka'), with kafkajs"],
+    ['esm', 'plain JavaScript, ES modules, without kafkajs; sluice/testing and sluice/adapter'],
+    ['cjs', "CommonJS: require('sluice'), require() of each subpath, with kafkajs"],
     ['ts-nodenext', 'TypeScript, module nodenext, experimentalDecorators, declarations type-checked'],
     ['ts-standard', 'TypeScript, standard decorators'],
     ['ts-bundler', 'TypeScript, moduleResolution bundler'],

@@ -9,15 +9,8 @@
  * Run from the repository root:
  *   node --no-warnings --loader ts-node/esm examples/manual/workers.ts
  */
-import {
-  App,
-  HandlerOutcome,
-  MemoryBroker,
-  jsonLogger,
-  silentLogger,
-  subscriber,
-  type Context,
-} from '../../src/index.js';
+import { App, HandlerOutcome, MemoryBroker, jsonLogger, subscriber, type Context } from '../../src/index.js';
+import { silentLogger } from '../../src/testing.js';
 
 interface Order {
   id: string;

@@ -1,18 +1,24 @@
 import { SystemClock, holdProcess } from '../core/clock.js';
-import { SluiceError, show } from '../core/errors.js';
+import { SluiceError } from '../core/errors.js';
 import { jsonLogger, safeLogger } from '../core/logger.js';
 import { faultsOf, type Broker, type Clock, type Logger } from '../core/ports.js';
-import type { CompiledPace } from '../pace/config.js';
-import type { PaceReceipt } from '../pace/rules.js';
-import { compile, type CompiledSubscriber } from '../declare/compile.js';
+import { Waiters } from '../core/waiters.js';
+import type { CompiledSubscriber } from '../declare/compile.js';
 import type { SharedOptions } from '../declare/options.js';
-import { Router } from '../declare/router.js';
+import type { Router } from '../declare/router.js';
+import type { SubscriberSpec } from '../declare/spec.js';
 import { parseDefaults } from '../declare/parse.js';
+import type { PaceReceipt } from '../pace/rules.js';
 import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
 import { callingHandlerHost, type DeadLetterCounts } from './executor.js';
-import { Pacer } from './pacer.js';
-import { Subscription } from './subscription.js';
+import { waitIdle } from './idle.js';
+import { held, Lifecycle } from './lifecycle.js';
+import { Mounts } from './mounts.js';
+import { Parts } from './parts.js';
+import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
+import { listenForSignals } from './signals.js';
+import type { Subscription } from './subscription.js';
 
 export type { AppOptions };
 
@@ -28,11 +34,6 @@ export type Receipt =
       /** The start was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
       readonly dropped: true;
     };
-
-type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
-
-/** Thrown inside `start()` when `stop()` was called meanwhile: the start unwinds. */
-class StartInterrupted extends Error {}
 
 /**
  * The composition root: brokers with their subscribers, a lifecycle (start, stop, run) and `idle()` for
@@ -74,24 +75,10 @@ export class App {
   readonly clock: Clock;
   /** The app's logger, with `app: <name>` bound; it never throws into the app, whatever the logger given does. */
   readonly log: Logger;
-  private readonly shutdownTimeoutMs: number;
-  /** `options.defaults`, checked and frozen at construction. */
-  private readonly defaults: Readonly<SharedOptions> | undefined;
-  private readonly mounts: { broker: Broker; subscribers: CompiledSubscriber[] }[] = [];
-  private readonly names = new Set<string>();
-  private readonly paces = new Map<string, CompiledPace>();
-  private pacer: Pacer | undefined;
-  private subscriptions: Subscription[] = [];
-  /** Brokers whose `connect` resolved in this start: the ones to close. */
-  private connected: Broker[] = [];
-  private state: State = 'new';
-  private progressWaiters: (() => void)[] = [];
-  private starting: Promise<void> | undefined;
-  private stopRequested = false;
-  private stopped: Promise<void> | undefined;
-  /** Resolves when stop() is first called: run() then stops waiting for a signal. */
-  private readonly stopCalled: Promise<'stop'>;
-  private onStopCalled: () => void = () => {};
+  private readonly mounts: Mounts;
+  private readonly lifecycle: Lifecycle;
+  /** Woken whenever work was taken or finished, an append became durable, or the app stopped: `idle()` looks again. */
+  private readonly progress = new Waiters();
 
   /**
    * Checks the settings; nothing is connected or opened before {@link App.start}.
@@ -102,16 +89,22 @@ export class App {
    */
   constructor(private readonly options: AppOptions) {
     checkAppOptions(options);
-    this.stopCalled = new Promise((resolve) => (this.onStopCalled = () => resolve('stop')));
-    const t = options.shutdownTimeoutMs;
-    this.defaults =
-      options.defaults === undefined ? undefined : parseDefaults(options.defaults, `App "${options.name}" defaults`);
     this.name = options.name;
     this.version = options.version ?? '0.0.0';
-    this.shutdownTimeoutMs = t ?? 30_000;
     this.clock = options.clock ?? new SystemClock();
     // Whatever a logger does, logging never throws into the app: it logs from where a throw would stop a worker.
     this.log = safeLogger(options.logger ?? jsonLogger()).child({ app: this.name });
+    const defaults: Readonly<SharedOptions> | undefined =
+      options.defaults === undefined ? undefined : parseDefaults(options.defaults, `App "${options.name}" defaults`);
+    this.mounts = new Mounts({ name: this.name, defaults, hasStore: options.store !== undefined });
+    this.lifecycle = new Lifecycle({
+      name: this.name,
+      log: this.log,
+      version: this.version,
+      mounts: () => this.mounts.all,
+      makeParts: () => this.makeParts(),
+      onProgress: () => this.progress.wake(),
+    });
   }
 
   /**
@@ -130,35 +123,9 @@ export class App {
    *   `PACE_UNKNOWN_PART` and `PACE_BAD_DURATION` as their settings say.
    */
   withBroker(broker: Broker, configure: (b: Router) => void): this {
-    if (this.state !== 'new')
+    if (this.lifecycle.state !== 'new')
       throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
-    const router = new Router();
-    configure(router);
-    const subscribers = router.mounted(this.name).map((m) => compile(m, { name: this.name, defaults: this.defaults }));
-    const reads = new Map(
-      this.mounts
-        .filter((m) => m.broker === broker)
-        .flatMap((m) => m.subscribers.map((s) => [`${s.topic}\u0000${s.group}`, s.name])),
-    );
-    for (const s of subscribers) {
-      if (this.names.has(s.name))
-        throw new SluiceError(
-          'CONFIG_INVALID',
-          `App "${this.name}": two subscribers are named ${show(s.name)}; give one a name`,
-        );
-      this.names.add(s.name);
-      const other = reads.get(`${s.topic}\u0000${s.group}`);
-      if (other !== undefined) {
-        throw new SluiceError(
-          'CONFIG_INVALID',
-          `App "${this.name}": subscribers ${show(other)} and ${show(s.name)} both read topic ${show(s.topic)} in group ${show(s.group)} and would split its messages; give one its own group`,
-        );
-      }
-      reads.set(`${s.topic}\u0000${s.group}`, s.name);
-      if (s.pace !== undefined) this.paces.set(s.name, s.pace);
-    }
-    if (this.paces.size > 0 && this.options.store === undefined) defaultStoreDir(this.name);
-    this.mounts.push({ broker, subscribers });
+    this.mounts.add(broker, configure);
     return this;
   }
 
@@ -168,7 +135,7 @@ export class App {
    * came to.
    */
   subscribers(): readonly CompiledSubscriber[] {
-    return this.mounts.flatMap((m) => m.subscribers);
+    return this.mounts.subscribers();
   }
 
   /**
@@ -177,7 +144,7 @@ export class App {
    * Empty before `start()` and after `stop()`.
    */
   deadLetters(): Readonly<Record<string, Readonly<DeadLetterCounts>>> {
-    return Object.fromEntries(this.subscriptions.map((s) => [s.sub.name, { ...s.deadLetters }]));
+    return Object.fromEntries(this.subscriptions().map((s) => [s.sub.name, { ...s.deadLetters }]));
   }
 
   /**
@@ -190,80 +157,7 @@ export class App {
    *   `TOPIC_MISSING` from `KafkaBroker` for a missing topic; whatever a broker's `connect` rejects with.
    */
   start(): Promise<void> {
-    if (this.state !== 'new')
-      return Promise.reject(
-        new SluiceError(
-          'APP_STATE',
-          `App "${this.name}": start() needs a new app, it is ${this.state}${STATE_HINT[this.state]}`,
-        ),
-      );
-    this.state = 'starting';
-    this.stopRequested = false;
-    this.starting = held(() => this.doStart());
-    return this.starting;
-  }
-
-  private async doStart(): Promise<void> {
-    try {
-      const pacer =
-        this.paces.size > 0
-          ? new Pacer(
-              this.options.store ?? fileStore({ dir: defaultStoreDir(this.name) }),
-              this.paces,
-              this.clock,
-              this.log,
-              this.progress,
-              this.options.randomUUID,
-              faultsOf(this.options),
-            )
-          : undefined;
-      this.pacer = pacer;
-      const settings = {
-        clock: this.clock,
-        logger: this.log,
-        revokeTimeoutMs: this.shutdownTimeoutMs,
-        maxUncommitted: this.options.maxUncommitted ?? 10_000,
-        onProgress: this.progress,
-        pacer,
-      };
-      for (const { broker, subscribers } of this.mounts) {
-        if (!this.connected.includes(broker)) {
-          await broker.connect({ logger: this.log, clock: this.clock });
-          this.connected.push(broker);
-          this.interrupted();
-        }
-        for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
-      }
-      // Subscriptions are attached first: recovered runs that did not finish go to their workers.
-      await pacer?.open();
-      this.interrupted();
-      // Every join settles before anything is closed: a consumer that joins after its subscription stopped would never
-      // leave.
-      const joins = await Promise.allSettled(this.subscriptions.map((s) => s.start()));
-      const failed = joins.find((j) => j.status === 'rejected');
-      if (failed) throw failed.reason;
-      this.interrupted();
-    } catch (error) {
-      await this.close(); // what fails to close is logged: the start's own error is the one to report
-      if (this.stopRequested) {
-        this.state = 'stopped';
-        this.log.info('stopped');
-        this.progress();
-        if (error instanceof StartInterrupted)
-          throw new SluiceError(
-            'APP_STATE',
-            `App "${this.name}": stop() was called during start(); the app stopped before it ran`,
-          );
-      } else this.state = 'new';
-      throw error;
-    }
-    this.state = 'running';
-    this.log.info('started', { version: this.version, subscribers: this.subscriptions.length });
-  }
-
-  /** Between the steps of a start: throws if stop() was called meanwhile. */
-  private interrupted(): void {
-    if (this.stopRequested) throw new StartInterrupted();
+    return this.lifecycle.start();
   }
 
   /**
@@ -276,78 +170,13 @@ export class App {
    * waits for that handler, until `shutdownTimeoutMs`; it calls `void app.stop()` and returns.
    */
   stop(): Promise<void> {
-    this.onStopCalled();
-    this.stopped ??= held(() => this.doStop());
+    const stopped = this.lifecycle.stop();
     // From a handler of this app (before its first await): the stop waits for that handler, so the handler
     // must not wait for the stop. It is answered once the stop has begun (nothing more is read), returns,
     // its delivery is committed, and the stop goes on.
     const host = callingHandlerHost();
-    if (host !== undefined && this.subscriptions.includes(host as Subscription)) return Promise.resolve();
-    return this.stopped;
-  }
-
-  private async doStop(): Promise<void> {
-    if (this.state === 'new') {
-      this.state = 'stopped';
-      return;
-    }
-    if (this.state === 'starting') {
-      // The start sees it between its steps and unwinds; it closes what it opened and ends stopped.
-      this.stopRequested = true;
-      await this.starting!.catch(() => {});
-      // A start that failed just before (and left the app new) is stopped here.
-      if ((this.state as State) === 'new') this.state = 'stopped';
-      return;
-    }
-    this.state = 'stopping';
-    const failures = await this.close();
-    this.state = 'stopped';
-    this.log.info('stopped');
-    this.progress();
-    // Stopped all the same: what failed to close is reported to the caller.
-    if (failures.length > 0) throw failures[0];
-  }
-
-  /**
-   * Closes what a start opened: the subscriptions, the pace store, the brokers, all within one deadline
-   * `shutdownTimeoutMs` away. Leaves the app ready for a new start.
-   */
-  private async close(): Promise<unknown[]> {
-    let timer: { cancel(): void } | undefined;
-    // The caller awaits this deadline: it keeps the process alive.
-    const deadline = new Promise<void>(
-      (resolve) => (timer = this.clock.setTimer(this.shutdownTimeoutMs, resolve, { keepAlive: true })),
-    );
-    const { subscriptions, pacer, connected } = this;
-    // Every part is closed whatever another one does; what failed is logged and returned.
-    const failures: unknown[] = [];
-    const settle = async (what: string, steps: Promise<unknown>[]): Promise<void> => {
-      for (const r of await Promise.allSettled(steps)) {
-        if (r.status === 'fulfilled') continue;
-        failures.push(r.reason);
-        this.log.error(`closing: ${what} failed`, { error: r.reason });
-      }
-    };
-    await settle(
-      'a subscription',
-      subscriptions.map((s) => s.stop(deadline)),
-    );
-    await settle('the pace store', pacer ? [pacer.close(deadline)] : []);
-    // The brokers' own clients (a producer, an admin) close within what is left of the same deadline; one
-    // that cannot reach its broker goes on closing in the background.
-    const closing = (b: Broker): Promise<void> =>
-      Promise.race([b.close().then(() => true), deadline.then(() => false)]).then((closed) => {
-        if (!closed)
-          this.log.warn('closing: a broker did not close within the shutdown timeout; it goes on in the background', {
-            timeoutMs: this.shutdownTimeoutMs,
-          });
-      });
-    await settle('a broker', connected.map(closing));
-    timer?.cancel();
-    this.subscriptions = [];
-    this.pacer = undefined;
-    this.connected = [];
-    return failures;
+    if (host !== undefined && this.subscriptions().includes(host as Subscription)) return Promise.resolve();
+    return stopped;
   }
 
   /**
@@ -356,27 +185,23 @@ export class App {
    * start unwinds), and run() resolves once it is stopped.
    */
   async run(): Promise<void> {
-    let onSignal: (signal: NodeJS.Signals) => void = () => {};
-    const signalled = new Promise<'signal'>((resolve) => {
-      onSignal = (signal) => {
-        this.log.info('signal received, stopping', { signal });
-        resolve('signal');
-      };
-    });
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    const signals = listenForSignals(this.log);
     const release = holdProcess();
     try {
       const started = this.start();
-      if ((await Promise.race([started.then(() => 'started' as const), signalled, this.stopCalled])) !== 'started') {
+      const first = await Promise.race([
+        started.then(() => 'started' as const),
+        signals.received,
+        this.lifecycle.stopCalled,
+      ]);
+      if (first !== 'started') {
         await this.stop();
         await started.catch(() => {}); // it unwound (or had just finished, and the stop stopped it)
         return;
       }
-      await Promise.race([signalled, this.stopCalled]);
+      await Promise.race([signals.received, this.lifecycle.stopCalled]);
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      signals.dispose();
       release();
     }
     await this.stop();
@@ -390,30 +215,13 @@ export class App {
    * {@link ManualClock}, advance it past them first (and past a retry's backoff), or `idle()` waits for ever.
    */
   idle(): Promise<void> {
-    return held(() => this.waitIdle());
-  }
-
-  private async waitIdle(): Promise<void> {
-    const quiet = (): boolean =>
-      this.state === 'stopped' || ((this.pacer?.idle() ?? true) && this.subscriptions.every((s) => s.idle()));
-    for (;;) {
-      if (quiet()) {
-        // Look again after the ready work has run (a settled handler may just have published more),
-        // then ask the brokers whether anything is left to read.
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        if (quiet()) {
-          const lags = await Promise.all(this.subscriptions.map((s) => s.lag()));
-          if (quiet() && lags.every((l) => l === 0)) return;
-          // Something is on its way: wait for progress, or look again shortly (a remote fetch is under way).
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, 20);
-            this.progressWaiters.push(() => (clearTimeout(timer), resolve()));
-          });
-        }
-        continue;
-      }
-      await new Promise<void>((resolve) => this.progressWaiters.push(resolve));
-    }
+    return held(() =>
+      waitIdle({
+        quiet: () => this.lifecycle.state === 'stopped' || (this.lifecycle.parts?.idle() ?? true),
+        lags: async () => (await this.lifecycle.parts?.lags()) ?? [],
+        progress: this.progress,
+      }),
+    );
   }
 
   /**
@@ -421,11 +229,19 @@ export class App {
    * the run it joined (from then on it is part of exactly one run, across any crash). An `eventId` the key
    * has seen within `dedup` gets the first receipt again, with `duplicate: true`, and adds nothing.
    *
-   * @param name - the paced subscriber's name.
+   * The event is typed by the subscriber: given its {@link SubscriberSpec}, the event must be what its
+   * handler takes (or one element, for a `batch` handler that takes an array); given its name, any value
+   * that JSON keeps. Where TypeScript can tell that JSON would not keep it (a function, a `bigint`, an
+   * object holding one: see {@link AsJson}), the call does not compile.
+   *
+   * @typeParam T - what the subscriber's handler takes (from the spec).
+   * @typeParam E - the event's own type (from `start.event`).
+   * @param subscriber - the paced subscriber: its spec (as mounted in this app), or its name.
    * @param start - `key`: the key whose coordinator takes the start; `event`: the payload, a JSON value;
    *   `eventId`: optional, a non-empty string that makes a retried send join once.
    * @returns the {@link Receipt}: the run ID (`<key>@<uuid>`) the start joined, or `{ dropped: true }`.
-   * @throws {@link SluiceError} (as a rejection) `UNKNOWN_SUBSCRIBER` for an unknown name;
+   * @throws {@link SluiceError} (as a rejection) `UNKNOWN_SUBSCRIBER` for a name (or a spec's name) that no
+   *   subscriber of the app has;
    *   `CONFIG_INVALID` for a subscriber without pace; `APP_STATE` when the app is not running;
    *   `SEND_INVALID` for a key that is not a string or is over {@link MAX_KEY_BYTES}, an empty `eventId`,
    *   an event that is not JSON or whose record is over 64 MiB, or an `order` that throws or is not a
@@ -433,61 +249,47 @@ export class App {
    *
    * @example
    * ```ts
-   * const receipt = await app.send('reindex', { key: 'row-7', event: { rowId: 'row-7' }, eventId: 'chg-91' });
+   * const receipt = await app.send(reindex, { key: 'row-7', event: { rowId: 'row-7' }, eventId: 'chg-91' });
    * // { runId: 'row-7@6f1c…', duplicate: false }: durable once this resolves
+   * await app.send('reindex', { key: 'row-8', event: { rowId: 'row-8' } }); // by name: any JSON event
    * ```
    */
-  send(name: string, start: { key: string; event: unknown; eventId?: string }): Promise<Receipt> {
-    // Not async: the hot path hands back the pacer's own promise, one fewer to resolve per send.
-    const { key, event, eventId } = start ?? ({} as typeof start);
-    const refused = this.sendRefusal(name, key, eventId);
-    return refused ? Promise.reject(refused) : this.pacer!.start(name, { key, event, eventId });
+  async send<T = unknown, E = unknown>(
+    subscriber: SubscriberSpec<T> | string,
+    start: PacedStart<E & AsJson<E> & PacedEventOf<T>>,
+  ): Promise<Receipt> {
+    const refused = sendRefusal(this.sendTarget(), subscriber, start);
+    if (refused) throw refused;
+    const { key, event, eventId } = start;
+    const name = typeof subscriber === 'string' ? subscriber : subscriber.name;
+    return this.lifecycle.parts!.pacer!.start(name, { key, event, eventId });
   }
 
-  /** Why `send` cannot take a start, or undefined when it can. */
-  private sendRefusal(name: string, key: unknown, eventId: unknown): SluiceError | undefined {
-    if (!this.names.has(name))
-      return new SluiceError('UNKNOWN_SUBSCRIBER', `App "${this.name}": no subscriber is named ${show(name)}`);
-    if (!this.paces.has(name))
-      return new SluiceError(
-        'CONFIG_INVALID',
-        `App "${this.name}": subscriber ${show(name)} is not paced; send() starts paced subscribers only`,
-      );
-    if (this.state !== 'running')
-      return new SluiceError('APP_STATE', `App "${this.name}": send() needs a running app, it is ${this.state}`);
-    if (typeof key !== 'string')
-      return new SluiceError(
-        'SEND_INVALID',
-        `App "${this.name}": send(${show(name)}): key must be a string, got ${show(key)}`,
-      );
-    if (eventId !== undefined && (typeof eventId !== 'string' || eventId === '')) {
-      return new SluiceError(
-        'SEND_INVALID',
-        `App "${this.name}": send(${show(name)}): eventId must be a non-empty string, got ${show(eventId)}`,
-      );
-    }
-    return undefined;
+  private sendTarget(): SendTarget {
+    return {
+      name: this.name,
+      state: this.lifecycle.state,
+      has: (name: string) => this.mounts.has(name),
+      paced: (name: string) => this.mounts.paces.has(name),
+    };
   }
 
-  private readonly progress = (): void => {
-    if (this.progressWaiters.length > 0) for (const wake of this.progressWaiters.splice(0)) wake();
-  };
-}
+  private subscriptions(): readonly Subscription[] {
+    return this.lifecycle.parts?.subscriptions ?? [];
+  }
 
-const STATE_HINT: Record<State, string> = {
-  new: '',
-  starting: ' (start() is under way)',
-  running: ' (start() was called before)',
-  stopping: ' (an App runs once: make a new one)',
-  stopped: ' (an App runs once: make a new one)',
-};
-
-/** Runs `call` with the process held alive until it settles: the user awaits it. */
-async function held<T>(call: () => Promise<T>): Promise<T> {
-  const release = holdProcess();
-  try {
-    return await call();
-  } finally {
-    release();
+  private makeParts(): Parts {
+    const { options } = this;
+    return new Parts({
+      clock: this.clock,
+      log: this.log,
+      shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000,
+      maxUncommitted: options.maxUncommitted ?? 10_000,
+      paces: this.mounts.paces,
+      store: () => options.store ?? fileStore({ dir: defaultStoreDir(this.name) }),
+      randomUUID: options.randomUUID,
+      faults: faultsOf(options),
+      onProgress: () => this.progress.wake(),
+    });
   }
 }

@@ -233,7 +233,8 @@ describe('pace: event IDs', () => {
       code: 'SEND_INVALID',
       message: expect.stringMatching(/key must be a string, got 7/),
     });
-    await expect(app.send('p', { key: 'k', event: { n: 1n } })).rejects.toMatchObject({
+    const notJson: unknown = { n: 1n }; // as a JavaScript caller sends it: TypeScript refuses a bigint
+    await expect(app.send('p', { key: 'k', event: notJson })).rejects.toMatchObject({
       code: 'SEND_INVALID',
       message: expect.stringMatching(/event must be JSON/),
     });

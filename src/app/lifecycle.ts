@@ -1,0 +1,152 @@
+import { holdProcess } from '../core/clock.js';
+import { SluiceError } from '../core/errors.js';
+import type { Logger } from '../core/ports.js';
+import type { Mount } from './mounts.js';
+import type { Parts } from './parts.js';
+
+/** Where an app is in its life: see the table on {@link App}. */
+export type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/** What a lifecycle opens and closes, and where it reports. */
+export interface LifecycleHost {
+  readonly name: string;
+  readonly log: Logger;
+  readonly version: string;
+  /** The mounts to open, read at each start. */
+  mounts(): readonly Mount[];
+  /** Makes the parts of one start (it may throw: the start then fails with nothing to close). */
+  makeParts(): Parts;
+  /** Called when the app stopped: whoever waits for progress looks again. */
+  onProgress(): void;
+}
+
+/** Thrown inside a start when `stop()` was called meanwhile: the start unwinds. */
+class StartInterrupted extends Error {}
+
+/**
+ * An app's lifecycle: one outcome for each call in each state (the table on {@link App}). A start opens
+ * {@link Parts}; a stop, or a start that fails, closes them.
+ */
+export class Lifecycle {
+  state: State = 'new';
+  /** What the start under way or the running app opened; undefined before a start and once closed. */
+  parts: Parts | undefined;
+  private starting: Promise<void> | undefined;
+  private stopRequested = false;
+  private stopped: Promise<void> | undefined;
+  /** Resolves when stop() is first called: run() then stops waiting for a signal. */
+  readonly stopCalled: Promise<'stop'>;
+  private onStopCalled: () => void = () => {};
+
+  constructor(private readonly host: LifecycleHost) {
+    this.stopCalled = new Promise((resolve) => {
+      this.onStopCalled = () => resolve('stop');
+    });
+  }
+
+  /** Starts a new app; rejects `APP_STATE` in any other state. */
+  start(): Promise<void> {
+    if (this.state !== 'new') {
+      const message = `App "${this.host.name}": start() needs a new app, it is ${this.state}${STATE_HINT[this.state]}`;
+      return Promise.reject(new SluiceError('APP_STATE', message));
+    }
+    this.state = 'starting';
+    this.stopRequested = false;
+    this.starting = held(() => this.bringUp());
+    return this.starting;
+  }
+
+  /** Stops the app, once: every call after the first gets the first one's promise. */
+  stop(): Promise<void> {
+    this.onStopCalled();
+    this.stopped ??= held(() => this.shutDown());
+    return this.stopped;
+  }
+
+  /** The start: opens the parts; on a failure, or a stop meanwhile, closes them again and throws. */
+  private async bringUp(): Promise<void> {
+    try {
+      this.parts = this.host.makeParts();
+      await this.parts.open(this.host.mounts(), () => this.checkpoint());
+    } catch (error) {
+      await this.unwind(error); // throws: the start failed, or a stop interrupted it
+    }
+    this.state = 'running';
+    const subscribers = this.parts?.subscriptions.length ?? 0;
+    this.host.log.info('started', { version: this.host.version, subscribers });
+  }
+
+  /** Between the steps of a start: throws if stop() was called meanwhile. */
+  private checkpoint(): void {
+    if (this.stopRequested) throw new StartInterrupted();
+  }
+
+  /** A start that failed, or that a stop interrupted: closes what it opened and throws. */
+  private async unwind(error: unknown): Promise<never> {
+    await this.closeParts(); // what fails to close is logged: the start's own error is the one to report
+    if (!this.stopRequested) {
+      this.state = 'new';
+      throw error;
+    }
+    this.ended();
+    if (error instanceof StartInterrupted)
+      throw new SluiceError(
+        'APP_STATE',
+        `App "${this.host.name}": stop() was called during start(); the app stopped before it ran`,
+      );
+    throw error;
+  }
+
+  /** The stop: by state, nothing to close, the start to interrupt, or the running parts to close. */
+  private async shutDown(): Promise<void> {
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      return;
+    }
+    if (this.state === 'starting') {
+      // The start sees it between its steps and unwinds; it closes what it opened and ends stopped.
+      this.stopRequested = true;
+      await this.starting?.catch(() => {});
+      // A start that failed just before (and left the app new) is stopped here.
+      if ((this.state as State) === 'new') this.state = 'stopped';
+      return;
+    }
+    this.state = 'stopping';
+    const failures = await this.closeParts();
+    this.ended();
+    // Stopped all the same: what failed to close is reported to the caller.
+    if (failures.length > 0) throw failures[0];
+  }
+
+  /** Closes what a start opened; leaves the app ready for a new start. */
+  private async closeParts(): Promise<unknown[]> {
+    const failures = (await this.parts?.close()) ?? [];
+    this.parts = undefined;
+    return failures;
+  }
+
+  /** The app has stopped: says so, and wakes whoever waits for progress (`idle()` resolves). */
+  private ended(): void {
+    this.state = 'stopped';
+    this.host.log.info('stopped');
+    this.host.onProgress();
+  }
+}
+
+const STATE_HINT: Record<State, string> = {
+  new: '',
+  starting: ' (start() is under way)',
+  running: ' (start() was called before)',
+  stopping: ' (an App runs once: make a new one)',
+  stopped: ' (an App runs once: make a new one)',
+};
+
+/** Runs `call` with the process held alive until it settles: the user awaits it. */
+export async function held<T>(call: () => Promise<T>): Promise<T> {
+  const release = holdProcess();
+  try {
+    return await call();
+  } finally {
+    release();
+  }
+}
