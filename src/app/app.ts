@@ -3,7 +3,7 @@ import { SluiceError, show } from '../core/errors.js';
 import { jsonLogger, safeLogger } from '../core/logger.js';
 import { faultsOf, type Broker, type Clock, type Logger } from '../core/ports.js';
 import { compilePace, type CompiledPace } from '../pace/config.js';
-import type { PaceReceipt } from '../pace/rules.js';
+import type { Receipt } from '../pace/state.js';
 import { compile, type CompiledSubscriber } from '../declare/compile.js';
 import type { SharedOptions } from '../declare/options.js';
 import { Router } from '../declare/router.js';
@@ -15,19 +15,7 @@ import { Pacer } from './pacer.js';
 import { Subscription } from './subscription.js';
 
 export type { AppOptions };
-
-/**
- * What {@link App.send} resolves with: the run a paced start joined (`{ runId, duplicate }`), or
- * `{ dropped: true }` when the subscriber's `pace.drop` dropped the start (no run is made for it).
- *
- * @category App
- */
-export type Receipt =
-  | PaceReceipt
-  | {
-      /** The start was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
-      readonly dropped: true;
-    };
+export type { Receipt } from '../pace/state.js';
 
 type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -424,7 +412,8 @@ export class App {
    * @param name - the paced subscriber's name.
    * @param start - `key`: the key whose coordinator takes the start; `event`: the payload, a JSON value;
    *   `eventId`: optional, a non-empty string that makes a retried send join once.
-   * @returns the {@link Receipt}: the run ID (`<key>@<uuid>`) the start joined, or `{ dropped: true }`.
+   * @returns the {@link Receipt}: `{ kind: 'run', runId, duplicate }`, the run (`<key>@<uuid>`) the event
+   *   joined, or `{ kind: 'dropped' }`.
    * @throws {@link SluiceError} (as a rejection) `UNKNOWN_SUBSCRIBER` for an unknown name;
    *   `CONFIG_INVALID` for a subscriber without pace; `APP_STATE` when the app is not running;
    *   `SEND_INVALID` for a key that is not a string or is over {@link MAX_KEY_BYTES}, an empty `eventId`,
@@ -434,14 +423,14 @@ export class App {
    * @example
    * ```ts
    * const receipt = await app.send('reindex', { key: 'row-7', event: { rowId: 'row-7' }, eventId: 'chg-91' });
-   * // { runId: 'row-7@6f1c…', duplicate: false }: durable once this resolves
+   * // { kind: 'run', runId: 'row-7@6f1c…', duplicate: false }: durable once this resolves
    * ```
    */
   send(name: string, start: { key: string; event: unknown; eventId?: string }): Promise<Receipt> {
     // Not async: the hot path hands back the pacer's own promise, one fewer to resolve per send.
     const { key, event, eventId } = start ?? ({} as typeof start);
     const refused = this.sendRefusal(name, key, eventId);
-    return refused ? Promise.reject(refused) : this.pacer!.start(name, { key, event, eventId });
+    return refused ? Promise.reject(refused) : this.pacer!.append(name, { key, event, eventId });
   }
 
   /** Why `send` cannot take a start, or undefined when it can. */

@@ -27,6 +27,7 @@ const FIXTURE = fileURLToPath(new URL('../fixtures/pace-store-v1', import.meta.u
 interface Expected {
   readonly t0: number;
   readonly stoppedAt: number;
+  /** As the code that wrote the store answered them. */
   readonly receipts: Record<string, { runId: string; duplicate: boolean } | { dropped: true }>;
 }
 
@@ -85,12 +86,16 @@ describe('a pace store written before the codec was versioned', () => {
     expect(runId('b2.2')).toBe(runId('b2.1'));
 
     // The remembered IDs answer as before: a dropped one is dropped again, a joined one names its run.
-    await expect(app.send('drop', { key: 'x1', event: {}, eventId: 'x1-second' })).resolves.toEqual({ dropped: true });
+    await expect(app.send('drop', { key: 'x1', event: {}, eventId: 'x1-second' })).resolves.toEqual({
+      kind: 'dropped',
+    });
     await expect(app.send('drop', { key: 'x1', event: {}, eventId: 'x1-first' })).resolves.toEqual({
+      kind: 'run',
       runId: runId('x1.a'),
       duplicate: true,
     });
     await expect(app.send('deb', { key: 'd1', event: {}, eventId: 'd1-second' })).resolves.toEqual({
+      kind: 'run',
       runId: runId('d1.a'),
       duplicate: true,
     });

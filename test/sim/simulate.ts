@@ -20,7 +20,6 @@ const ALL: Record<Sabotage, true> = {
   loseTimers: true,
   forgetWaiting: true,
   ignoreRates: true,
-  readClockTwice: true,
   serveShardsInTurn: true,
 };
 export const SABOTAGES = Object.keys(ALL) as Sabotage[];
