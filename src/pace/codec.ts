@@ -2,11 +2,13 @@
  * The pace codec: the one place that knows the compact form a coordinator's events and states take in the
  * journal and in snapshots (and while a key is parked), and reads it back into the plain form of state.ts.
  *
- * Versions. Every `event` record and every state this code writes carries `v: 1`; one without `v` is version
- * 1 as well (written before the mark existed), and so is the older state with one `idsUntil` for all its
- * remembered IDs, which decodes into today's per-ID form. A `v` this code does not know (written by a later
- * release) is refused with `STORE_CORRUPT`, naming it: nothing is guessed. A new form gets the next number,
- * and its decoder keeps reading every earlier one.
+ * Versions. Every state this code writes (in a snapshot, or parked) carries `v: 1`; an `event` record carries
+ * its version only when it is not 1 (a record is written for every event, and is the hot path: six bytes
+ * each). A record or state without `v` is version 1 (those written before the mark existed are too), and
+ * so is the older state with one `idsUntil` for all its remembered IDs, which decodes into today's per-ID
+ * form. A `v` this code does not know (written by a later release) is refused with `STORE_CORRUPT`, naming
+ * it: nothing is guessed. A new form gets the next number, written in records and states alike, and its
+ * decoder keeps reading every earlier one.
  *
  * Version 1, the fields:
  *   event record data  `e` event, `r` run UUID (`''` when the sender minted none), `o` order (left out for 0),
@@ -85,7 +87,8 @@ function checkVersion(v: unknown, what: string): void {
 
 /** An event record's data: what the sender's side journals. */
 export function encodeEvent(e: PaceEvent): EventJson {
-  const json: { -readonly [K in keyof EventJson]: EventJson[K] } = { v: PACE_CODEC_VERSION, e: e.event, r: e.runUuid };
+  // Version 1 is written unmarked (see the header); a later version writes `v` here.
+  const json: { -readonly [K in keyof EventJson]: EventJson[K] } = { e: e.event, r: e.runUuid };
   if (e.order !== 0) json.o = e.order;
   if (e.source !== undefined) {
     json.src = e.source.partition;

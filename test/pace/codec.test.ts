@@ -1,7 +1,7 @@
 /**
  * The pace codec: the compact form of events and states in the journal and snapshots, versioned. Version 1
- * is the form without a mark (and the older one with one `idsUntil`), and what this code writes with `v: 1`;
- * any other version is refused, naming it.
+ * is the form without a mark (and the older one with one `idsUntil`), and what this code writes: states
+ * with `v: 1`, event records unmarked; any other version is refused, naming it.
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -74,7 +74,7 @@ describe('pace codec', () => {
       { event: null, runUuid: 'u3', order: -1, source: { partition: 'orders/2', offset: 9 } },
     ];
     for (const e of events) expect(decodeEvent(JSON.parse(JSON.stringify(encodeEvent(e))))).toEqual(e);
-    expect(encodeEvent(events[1]!)).toEqual({ v: 1, e: 'x', r: 'u2', o: 3, id: 'id-1' });
+    expect(encodeEvent(events[1]!)).toEqual({ e: 'x', r: 'u2', o: 3, id: 'id-1' }); // version 1: unmarked
     expect(decodeEvent({ e: 2, r: '', id: 'x' })).toEqual({ event: 2, runUuid: '', order: 0, eventId: 'x' });
   });
 
