@@ -9,6 +9,7 @@ import {
   coordinatorKey,
   DONE,
   EVENT,
+  opensRun,
   paceRules,
   type PaceEvent,
   type PaceOutput,
@@ -165,9 +166,15 @@ export class Pacer {
         );
     }
     const key = coordinatorKey(subscriber, appended.key);
-    const data = encodeEvent(this.eventOf(subscriber, appended));
+    const host = this.host(key);
+    // The record is stamped with the very time `opensRun` looked at: a clock read twice could tick between.
+    // The host's time, not the clock's: the clock may read earlier than the shard's last record.
+    const at = host.now();
+    const pace = this.paces.get(subscriber);
+    const opens = pace === undefined || opensRun(host.core.state(key), pace, at);
+    const data = encodeEvent(this.eventOf(subscriber, appended, opens ? this.uuid() : ''));
     try {
-      return this.host(key).submit({ key, type: EVENT, data });
+      return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data });
     } catch (error) {
       if (!(error instanceof SluiceError && error.code === 'SEND_INVALID')) throw error;
       throw new SluiceError(
@@ -178,11 +185,8 @@ export class Pacer {
     }
   }
 
-  /**
-   * The event as the rules read it. Every event gets a run UUID, whether or not it opens a run: the rules
-   * alone decide that, when it is applied, and the receipt names the run it joined either way.
-   */
-  private eventOf(subscriber: string, appended: Appended): PaceEvent {
+  /** The event as the rules read it, with the UUID of the run it opens (`''` when it joins one). */
+  private eventOf(subscriber: string, appended: Appended, runUuid: string): PaceEvent {
     let event: unknown;
     try {
       event = jsonValue(appended.event); // as a replay will read it, and not shared with the sender
@@ -198,7 +202,7 @@ export class Pacer {
     const src = appended.source;
     return {
       event,
-      runUuid: this.uuid(),
+      runUuid,
       order: order === undefined ? 0 : orderOf(order, appended, subscriber),
       ...(src !== undefined
         ? { source: { partition: `${src.topic}/${src.partition}`, offset: src.offset } }

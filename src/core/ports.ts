@@ -260,6 +260,8 @@ export interface Faults {
   readonly forgetWaiting?: boolean;
   /** Pace rates (`perMinute`, `drop`) never hold a start back. */
   readonly ignoreRates?: boolean;
+  /** `app.send` reads the clock twice: once to decide whether the event opens a run, once to stamp it. */
+  readonly readClockTwice?: boolean;
   /**
    * The pace stage opens its shards one at a time, each handing out its runs (and firing its timers) before
    * the next has replayed, and routes records by the shards opened so far.

@@ -5,6 +5,7 @@ import {
   coordinatorKey,
   DONE,
   EVENT,
+  opensRun,
   paceRules,
   type PaceOutput,
   type PaceRun,
@@ -209,6 +210,18 @@ describe('pace rules', () => {
     expect(apply(ev('b', 'k', 0, 1, 'v1'))).toEqual(receipt('k@v1'));
     expect(apply(ev('b', 'k', 99, 2, 'v2'))).toEqual(receipt('k@v1'));
     expect(apply(ev('b', 'k', 100, 3, 'v3'))).toEqual(receipt('k@v3'));
+  });
+
+  it('opensRun: an event opens a run unless it joins a window still open at its time', () => {
+    const window = { runId: 'k@u1', openedAt: 0, closesAt: 100, events: [1], size: 1, order: 0 };
+    const gathering: PaceState = { ...QUIET, stage: 'gathering', window };
+    expect(opensRun(undefined, DEBOUNCE, 0)).toBe(true);
+    expect(opensRun(QUIET, BATCH, 0)).toBe(true);
+    expect(opensRun(gathering, DEBOUNCE, 99)).toBe(false);
+    expect(opensRun(gathering, BATCH, 99)).toBe(false);
+    expect(opensRun(gathering, DEBOUNCE, 100)).toBe(true); // the window closes first
+    // Without gathering every event is a run, even beside a window left by an earlier life's settings.
+    expect(opensRun(gathering, { kind: 'each', dedupMs: 1000 }, 50)).toBe(true);
   });
 
   it("rebuilds by replay exactly the state and outputs that live application built, which are the model's, over runs of up to 60 records (property)", () => {

@@ -20,6 +20,7 @@ const ALL: Record<Sabotage, true> = {
   loseTimers: true,
   forgetWaiting: true,
   ignoreRates: true,
+  readClockTwice: true,
   serveShardsInTurn: true,
 };
 export const SABOTAGES = Object.keys(ALL) as Sabotage[];
