@@ -260,7 +260,7 @@ export interface Faults {
   readonly forgetWaiting?: boolean;
   /** Pace rates (`perMinute`, `drop`) never hold a start back. */
   readonly ignoreRates?: boolean;
-  /** `app.send` reads the clock twice: once to decide whether the event opens a run, once to stamp it. */
+  /** `app.send` reads the clock twice: once to decide whether the event opens a window, once to stamp it. */
   readonly readClockTwice?: boolean;
   /**
    * The pace stage opens its shards one at a time, each handing out its runs (and firing its timers) before
