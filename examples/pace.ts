@@ -60,7 +60,7 @@ const second = await app.send('reindex', {
   eventId: 'change-2',
 });
 console.log(
-  `${t()}  send change-2 -> same run: ${'runId' in second && 'runId' in first && second.runId === first.runId ? 'yes' : 'NO'}`,
+  `${t()}  send change-2 -> same run: ${second.kind === 'run' && first.kind === 'run' && second.runId === first.runId ? 'yes' : 'NO'}`,
 );
 // The sender retries change-2 (say its connection dropped): it joins once.
 const retried = await app.send('reindex', {

@@ -1,4 +1,5 @@
 import type { ShardLog } from '../src/core/ports.js';
+import type { Receipt } from '../src/index.js';
 
 /** Test synchronisation: explicit signals instead of sleeps. */
 
@@ -80,4 +81,10 @@ export function snapshotsThrough(log: ShardLog, write: ShardLog['writeSnapshot']
     readSnapshot: () => log.readSnapshot(),
     writeSnapshot: write,
   };
+}
+
+/** The run a receipt names; throws for a dropped event (a test that expected a run). */
+export function runIdOf(r: Receipt): string {
+  if (r.kind !== 'run') throw new Error(`expected a run's receipt, got ${JSON.stringify(r)}`);
+  return r.runId;
 }

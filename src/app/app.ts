@@ -8,7 +8,6 @@ import type { SharedOptions } from '../declare/options.js';
 import type { Router } from '../declare/router.js';
 import type { SubscriberSpec } from '../declare/spec.js';
 import { parseDefaults } from '../declare/parse.js';
-import type { PaceReceipt } from '../pace/rules.js';
 import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
 import { callingHandlerHost, type DeadLetterCounts } from './executor.js';
@@ -21,19 +20,8 @@ import { listenForSignals } from './signals.js';
 import type { Subscription } from './subscription.js';
 
 export type { AppOptions };
-
-/**
- * What {@link App.send} resolves with: the run a paced start joined (`{ runId, duplicate }`), or
- * `{ dropped: true }` when the subscriber's `pace.drop` dropped the start (no run is made for it).
- *
- * @category App
- */
-export type Receipt =
-  | PaceReceipt
-  | {
-      /** The start was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
-      readonly dropped: true;
-    };
+import type { Receipt } from '../pace/state.js';
+export type { Receipt };
 
 /**
  * The composition root: brokers with their subscribers, a lifecycle (start, stop, run) and `idle()` for
@@ -239,7 +227,8 @@ export class App {
    * @param subscriber - the paced subscriber: its spec (as mounted in this app), or its name.
    * @param start - `key`: the key whose coordinator takes the start; `event`: the payload, a JSON value;
    *   `eventId`: optional, a non-empty string that makes a retried send join once.
-   * @returns the {@link Receipt}: the run ID (`<key>@<uuid>`) the start joined, or `{ dropped: true }`.
+   * @returns the {@link Receipt}: `{ kind: 'run', runId, duplicate }`, the run (`<key>@<uuid>`) the event
+   *   joined, or `{ kind: 'dropped' }`.
    * @throws {@link SluiceError} (as a rejection) `UNKNOWN_SUBSCRIBER` for a name (or a spec's name) that no
    *   subscriber of the app has;
    *   `CONFIG_INVALID` for a subscriber without pace; `APP_STATE` when the app is not running;
@@ -250,7 +239,7 @@ export class App {
    * @example
    * ```ts
    * const receipt = await app.send(reindex, { key: 'row-7', event: { rowId: 'row-7' }, eventId: 'chg-91' });
-   * // { runId: 'row-7@6f1c…', duplicate: false }: durable once this resolves
+   * // { kind: 'run', runId: 'row-7@6f1c…', duplicate: false }: durable once this resolves
    * await app.send('reindex', { key: 'row-8', event: { rowId: 'row-8' } }); // by name: any JSON event
    * ```
    */
@@ -262,7 +251,7 @@ export class App {
     if (refused) throw refused;
     const { key, event, eventId } = start;
     const name = typeof subscriber === 'string' ? subscriber : subscriber.name;
-    return this.lifecycle.parts!.pacer!.start(name, { key, event, eventId });
+    return this.lifecycle.parts!.pacer!.append(name, { key, event, eventId });
   }
 
   private sendTarget(): SendTarget {

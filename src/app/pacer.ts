@@ -2,31 +2,35 @@ import { randomUUID } from 'node:crypto';
 import { SluiceError, reasonOf, show } from '../core/errors.js';
 import type { Clock, Faults, Logger, Store } from '../core/ports.js';
 import { MAX_KEY_BYTES, type CompiledPace } from '../pace/config.js';
+import { encodeEvent } from '../pace/codec.js';
 import { withoutIds } from '../pace/ids.js';
 import { jsonValue } from '../pace/json-value.js';
 import {
   coordinatorKey,
   DONE,
   EVENT,
-  needsRunId,
+  opensRun,
   paceRules,
-  type EventData,
+  type PaceEvent,
   type PaceOutput,
-  type PaceReply,
   type PaceRun,
   type PaceState,
+  type Receipt,
 } from '../pace/rules.js';
 import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
 import { ShardHost } from '../store/shard-host.js';
 
-const replyOf = (submitted: { readonly reply: unknown }): PaceReply => submitted.reply as PaceReply;
+const receiptOf = (submitted: { readonly reply: unknown }): Receipt => submitted.reply as Receipt;
 
 /** Where a paced subscriber's runs go. */
 export type RunTarget = (run: PaceRun) => void;
 
-/** An event for a coordinator: from `app.send` (an optional ID) or from a broker delivery (its source and offset). */
-export interface PaceStart {
+/**
+ * An event to append to a coordinator: from `app.send` (an optional ID) or from a broker delivery (its
+ * source and offset).
+ */
+export interface Appended {
   readonly key: string;
   readonly event: unknown;
   readonly eventId?: string;
@@ -35,7 +39,7 @@ export interface PaceStart {
 
 /**
  * The app's pace stage: one store, one {@link ShardHost} per shard, the coordinators of every paced
- * subscriber in them. Events go in by `start` (resolving once durable, with the receipt); runs come out
+ * subscriber in them. Events go in by `append` (resolving once durable, with the receipt); runs come out
  * to each subscriber's target once the record that closed their window is durable, and again after a
  * restart until their `done` record is.
  */
@@ -101,7 +105,7 @@ export class Pacer {
       // Runs that started and did not finish before the restart run again, under the same ID.
       resume: (key, state) => {
         const [subscriber, user] = splitKey(key);
-        return (state.runs ?? []).map((r) => runOf(subscriber, user, r));
+        return state.running.map((r) => runOf(subscriber, user, r));
       },
       onSettled: this.onProgress,
       snapshotEvery: this.store.snapshotEvery,
@@ -119,7 +123,7 @@ export class Pacer {
       ...rules,
       rebase: (s) => {
         if (forgetIds) s = withoutIds(s);
-        return forgetWaiting ? { ...s, q: undefined } : s;
+        return forgetWaiting ? { ...s, waiting: [] } : s;
       },
     };
   }
@@ -139,68 +143,73 @@ export class Pacer {
   }
 
   /**
-   * Appends an event to its coordinator; resolves once it is durable, with the run it joined or
-   * `{ dropped: true }`. `pace.order` is asked here, once: its number is journaled with the event.
+   * Appends an event to its coordinator; resolves once it is durable, with the run it joined or that it was
+   * dropped. `pace.order` is asked here, once: its number is journaled with the event.
    */
-  start(subscriber: string, start: PaceStart): Promise<PaceReply> {
+  append(subscriber: string, appended: Appended): Promise<Receipt> {
     try {
-      return this.submitStart(subscriber, start).then(replyOf);
+      return this.submit(subscriber, appended).then(receiptOf);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  private submitStart(subscriber: string, start: PaceStart): ReturnType<ShardHost<PaceState, PaceOutput>['submit']> {
+  private submit(subscriber: string, appended: Appended): ReturnType<ShardHost<PaceState, PaceOutput>['submit']> {
     if (!this.opened) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
     // Checked before anything happens: a key past the limit is refused, never journaled.
-    if (start.key.length > MAX_KEY_BYTES / 3) {
-      const bytes = Buffer.byteLength(start.key);
+    if (appended.key.length > MAX_KEY_BYTES / 3) {
+      const bytes = Buffer.byteLength(appended.key);
       if (bytes > MAX_KEY_BYTES)
         throw new SluiceError(
           'SEND_INVALID',
           `subscriber "${subscriber}": a key may take at most MAX_KEY_BYTES (${MAX_KEY_BYTES}) bytes as UTF-8, got ${bytes}`,
         );
     }
-    const pace = this.paces.get(subscriber);
-    const key = coordinatorKey(subscriber, start.key);
-    const src = start.source;
+    const key = coordinatorKey(subscriber, appended.key);
     const host = this.host(key);
-    // A new run ID only when this event opens a window (none is open, or the open one is due) or is a run by
-    // itself. The record is stamped with the very time this looked at: a clock read twice could tick between.
+    // The record is stamped with the very time `opensRun` looked at: a clock read twice could tick between.
     // The host's time, not the clock's: the clock may read earlier than the shard's last record.
     const at = host.now();
-    const r = pace === undefined || needsRunId(host.core.state(key), pace, at) ? this.uuid() : '';
-    let e: unknown;
+    const pace = this.paces.get(subscriber);
+    const opens = pace === undefined || opensRun(host.core.state(key), pace, at);
+    const data = encodeEvent(this.eventOf(subscriber, appended, opens ? this.uuid() : ''));
     try {
-      e = jsonValue(start.event); // as a replay will read it, and not shared with the sender
-      // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
-      if (e === undefined) throw new TypeError(`${typeof start.event} is not a JSON value`);
-    } catch (error) {
-      throw new SluiceError(
-        'SEND_INVALID',
-        `pace: an event must be JSON, got ${show(start.event)}: ${reasonOf(error)}`,
-      );
-    }
-    let data: EventData = { e, r };
-    if (pace?.order !== undefined) {
-      const o = orderOf(pace.order, start, subscriber);
-      if (o !== 0) data = { ...data, o };
-    }
-    const full = src
-      ? { ...data, src: `${src.topic}/${src.partition}`, off: src.offset }
-      : start.eventId !== undefined
-        ? { ...data, id: start.eventId }
-        : data;
-    try {
-      return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data: full });
+      return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data });
     } catch (error) {
       if (!(error instanceof SluiceError && error.code === 'SEND_INVALID')) throw error;
       throw new SluiceError(
         'SEND_INVALID',
-        `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(start.key.slice(0, 40))}: ${error.message}`,
+        `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(appended.key.slice(0, 40))}: ${error.message}`,
         { cause: error },
       );
     }
+  }
+
+  /** The event as the rules read it, with the UUID of the run it opens (`''` when it joins one). */
+  private eventOf(subscriber: string, appended: Appended, runUuid: string): PaceEvent {
+    let event: unknown;
+    try {
+      event = jsonValue(appended.event); // as a replay will read it, and not shared with the sender
+      // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
+      if (event === undefined) throw new TypeError(`${typeof appended.event} is not a JSON value`);
+    } catch (error) {
+      throw new SluiceError(
+        'SEND_INVALID',
+        `pace: an event must be JSON, got ${show(appended.event)}: ${reasonOf(error)}`,
+      );
+    }
+    const order = this.paces.get(subscriber)?.order;
+    const src = appended.source;
+    return {
+      event,
+      runUuid,
+      order: order === undefined ? 0 : orderOf(order, appended, subscriber),
+      ...(src !== undefined
+        ? { source: { partition: `${src.topic}/${src.partition}`, offset: src.offset } }
+        : appended.eventId !== undefined
+          ? { eventId: appended.eventId }
+          : {}),
+    };
   }
 
   /** Records that a run finished: it never runs again. */
@@ -248,7 +257,7 @@ export class Pacer {
 
   private readonly deliver = (out: PaceOutput): void => {
     if ('dropped' in out)
-      return this.log.info('pace: a start was dropped (over its drop rate)', {
+      return this.log.info('pace: an event was dropped (over its drop rate)', {
         subscriber: out.subscriber,
         key: out.key,
         at: out.at,
@@ -265,10 +274,10 @@ export class Pacer {
   };
 }
 
-/** Asks `pace.order` for a start's number: a finite number, or the start is refused with `SEND_INVALID`. */
+/** Asks `pace.order` for an event's number: a finite number, or the event is refused with `SEND_INVALID`. */
 function orderOf(
   order: (start: { event: unknown; key: string }) => number,
-  start: PaceStart,
+  start: Appended,
   subscriber: string,
 ): number {
   let o: unknown;

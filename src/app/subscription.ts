@@ -173,7 +173,7 @@ export class Subscription implements ExecutorHost {
     }
     if (job.undecodable !== undefined) return this.push(job); // the executor dead-letters it
     this.appending++;
-    pacer.start(this.sub.name, { key: job.key ?? '', event: job.payload, source: m }).then(
+    pacer.append(this.sub.name, { key: job.key ?? '', event: job.payload, source: m }).then(
       () => {
         this.appending--;
         this.complete(marks, m.offset);

@@ -20,9 +20,7 @@ export function own<V>(o: Readonly<Record<string, V>> | undefined, k: string): V
   return o !== undefined && Object.hasOwn(o, k) ? o[k] : undefined;
 }
 
-/**
- * `o` as a null-prototype object that may be changed: itself when it is one, else a copy (a state read back from JSON).
- */
+/** `o` as a null-prototype object that may be changed: itself when it is one, else a copy. */
 function owned<V>(o: Readonly<Record<string, V>> | undefined): Record<string, V> {
   if (o !== undefined && Object.getPrototypeOf(o) === null) return o;
   const out = Object.create(null) as Record<string, V>;
@@ -31,33 +29,18 @@ function owned<V>(o: Readonly<Record<string, V>> | undefined): Record<string, V>
   return out;
 }
 
-/** A state written by an earlier version (every ID and offset forgotten at once, at `idsUntil`) in today's form. */
-function upgrade(s: PaceState): PaceState {
-  const { idsUntil, ...rest } = s;
-  const order = rest.ids === undefined ? [] : Object.keys(rest.ids);
-  return {
-    ...rest,
-    ...(order.length > 0
-      ? { ids: owned(rest.ids), idOrder: order, idUntil: order.map(() => idsUntil!), idHead: 0 }
-      : { ids: undefined }),
-    ...(rest.seen !== undefined ? { seen: owned(rest.seen), seenUntil: idsUntil } : {}),
-  };
-}
-
 /** When the next remembered ID or offset is forgotten, if any is remembered. */
 export function forgetAt(s: PaceState): number | undefined {
   const id = s.idUntil?.[s.idHead ?? 0];
-  const seen = s.seenUntil ?? s.idsUntil;
+  const seen = s.seenUntil;
   return id === undefined ? seen : seen === undefined ? id : Math.min(id, seen);
 }
 
 /** True when the state remembers no ID and no offset. */
-export const remembersNothing = (s: PaceState): boolean =>
-  s.idOrder === undefined && s.seen === undefined && s.idsUntil === undefined;
+export const remembersNothing = (s: PaceState): boolean => s.idOrder === undefined && s.seen === undefined;
 
 /** The IDs and offsets whose time is up at `at` are forgotten. */
 export function forget(s: PaceState, at: number): PaceState {
-  if (s.idsUntil !== undefined) s = upgrade(s);
   if (s.seenUntil !== undefined && at >= s.seenUntil) s = { ...s, seen: undefined, seenUntil: undefined };
   const until = s.idUntil as number[] | undefined;
   let head = s.idHead ?? 0;
@@ -107,5 +90,4 @@ export const withoutIds = (s: PaceState): PaceState => ({
   idHead: undefined,
   seen: undefined,
   seenUntil: undefined,
-  idsUntil: undefined,
 });

@@ -4,46 +4,50 @@
  * remembered IDs aged out) and `done` (a run finished). States are plain JSON values; a transition returns
  * a new one, and changes in place only the remembered IDs (ids.ts), which only the key's latest state holds.
  *
- * A start goes through three stages, every one of them state, so that a crash loses none:
- *   1. gathered — `debounce` or `batch` collect starts into a window (`w`); without either, each start is
- *      one run's start at once;
- *   2. held to the rate — `perMinute` lets at most n runs of the key start in any minute, and the others
- *      wait in `q`, highest order first; `drop` answers a start over its rate `{ dropped: true }`;
- *   3. started — the run leaves for the subscriber's dispatch and stays in `runs` until its `done`.
- * Whatever record comes to a key first moves it on: a due window closes and a waiting start whose time
- * came starts before the record's own effect, whether or not the timer record came first.
+ * A run goes through three stages, every one of them state, so that a crash loses none:
+ *   1. gathered — `debounce` or `batch` collect events into the open window (the coordinator's stage is
+ *      `gathering`); without either, each event is a run of its own at once;
+ *   2. held to the rate — `perMinute` lets at most n runs of the key start in any minute (`history`), and
+ *      the others are `waiting`, highest order first; `drop` answers an event over its rate `dropped`;
+ *   3. started — the run leaves for the subscriber's dispatch and stays in `running` until its `done`.
+ * Whatever record comes to a key first moves it on: a due window closes and a waiting run whose time came
+ * starts before the record's own effect, whether or not the timer record came first.
  */
 import { TIMER, type Effects, type Rules, type ShardRecord } from '../shard/rules.js';
-import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId } from './ids.js';
+import { decodeEvent, paceCodec } from './codec.js';
 import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace, type CompiledRate } from './config.js';
+import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId } from './ids.js';
 import {
   DONE,
   EVENT,
+  QUIET,
   runOf,
   splitKey,
-  type EventData,
+  type OpenWindow,
+  type PaceEvent,
   type PaceOutput,
-  type PaceReply,
   type PaceState,
-  type Start,
-  type Window,
+  type PendingRun,
+  type Quiet,
+  type Receipt,
 } from './state.js';
 
 export {
   coordinatorKey,
   DONE,
   EVENT,
-  type EventData,
   type PaceDrop,
+  type PaceEvent,
   type PaceOutput,
   type PaceReceipt,
   type PaceReply,
   type PaceRun,
   type PaceState,
+  type Receipt,
 } from './state.js';
 
 /**
- * For records of a subscriber no longer mounted: waiting starts start at once (no rate holds them), a window
+ * For records of a subscriber no longer mounted: waiting runs start at once (no rate holds them), a window
  * still open closes when it was due and a new one on its next record (it waits no time), new IDs are kept the
  * default time.
  */
@@ -58,99 +62,113 @@ interface Ctx {
   readonly fx: Effects<PaceOutput>;
 }
 
-/**
- * True when a start appended to `state` at `now` needs a run ID of its own (it opens a window, or is a run by itself).
- */
-export function needsRunId(state: PaceState | undefined, pace: CompiledPace, now: number): boolean {
-  if (pace.kind === 'each') return true;
-  const w = state?.w;
-  return !(w !== undefined && w.due > now);
-}
-
 const min = (a: number | undefined, b: number | undefined): number | undefined =>
   a === undefined ? b : b === undefined ? a : Math.min(a, b);
 
 /**
- * When the coordinator needs its timer: its window's end; the next waiting start's time; when its start
+ * True when an event applied to `s` at `at` opens a run — a window (none is open, or the open one is due
+ * and closes first) or a run by itself: the one place that decides. The sender asks it to mint a run UUID
+ * only for such an event (journaling one with every event cost a third of `app.send`'s throughput), and
+ * `event` asks it again as the record is applied, at the record's own time, so both see the same answer.
+ */
+export function opensRun(s: PaceState | undefined, pace: CompiledPace, at: number): boolean {
+  return pace.kind === 'each' || s === undefined || s.stage === 'quiet' || s.window.closesAt <= at;
+}
+
+/** The window, if one is open. */
+const windowOf = (s: PaceState): OpenWindow | undefined => (s.stage === 'gathering' ? s.window : undefined);
+
+/**
+ * When the coordinator needs its timer: its window's end; the next waiting run's time; when its rate's
  * history ages out; when its IDs age out — whichever comes first.
  */
 function timerOf(s: PaceState, rate: CompiledRate | undefined): number | undefined {
-  let t = min(s.w?.due, forgetAt(s));
-  const starts = s.starts;
-  if (rate !== undefined && starts !== undefined) {
-    t = min(t, starts[starts.length - 1]! + rate.perMs);
-    if (s.q !== undefined && starts.length >= rate.max) t = min(t, starts[starts.length - rate.max]! + rate.perMs);
+  let t = min(windowOf(s)?.closesAt, forgetAt(s));
+  const history = s.history;
+  if (rate !== undefined && history.length > 0) {
+    t = min(t, history[history.length - 1]! + rate.perMs);
+    if (s.waiting.length > 0 && history.length >= rate.max)
+      t = min(t, history[history.length - rate.max]! + rate.perMs);
   }
   return t;
 }
 
 /** Forgets run starts that no longer count against the rate at `at`. */
 function prune(s: PaceState, rate: CompiledRate | undefined, at: number): PaceState {
-  const starts = s.starts;
-  if (starts === undefined) return s;
+  const history = s.history;
   const perMs = rate?.perMs ?? 0;
   let i = 0;
-  while (i < starts.length && starts[i]! + perMs <= at) i++;
+  while (i < history.length && history[i]! + perMs <= at) i++;
   if (i === 0) return s;
-  return { ...s, starts: i === starts.length ? undefined : starts.slice(i) };
+  return { ...s, history: history.slice(i) };
 }
 
 /** True when the rate lets one more run of the key start now (`prune` ran at this time). */
 const allowed = (s: PaceState, rate: CompiledRate | undefined): boolean =>
-  rate === undefined || (s.starts?.length ?? 0) < rate.max;
+  rate === undefined || s.history.length < rate.max;
 
-/** A run starts: out to dispatch (once durable), into `runs` until done, into the rate's history. */
-function begin(s: PaceState, start: Start, c: Ctx): PaceState {
-  const run = { ...start, at: c.at };
+/** A run starts: out to dispatch (once durable), into `running` until done, into the rate's history. */
+function begin(s: PaceState, pending: PendingRun, c: Ctx): PaceState {
+  const run = { ...pending, startedAt: c.at };
   c.fx.output(runOf(c.subscriber, c.key, run));
   const rate = c.pace.rate;
   // Stryker disable next-line MethodExpression: a run begins only while fewer than `max` starts are kept, so the cut never cuts
-  const starts = rate === undefined ? s.starts : [...(s.starts ?? []), c.at].slice(-rate.max);
-  return { ...s, runs: [...(s.runs ?? []), run], starts };
+  const history = rate === undefined ? s.history : [...s.history, c.at].slice(-rate.max);
+  return { ...s, running: [...s.running, run], history };
 }
 
-/** A start ready to run joins the waiting ones, after those of its order or higher. */
-function enqueue(s: PaceState, start: Start): PaceState {
-  const q = s.q ?? [];
-  const o = start.o ?? 0;
-  let i = q.length;
-  while (i > 0 && (q[i - 1]!.o ?? 0) < o) i--;
-  return { ...s, q: [...q.slice(0, i), start, ...q.slice(i)] };
+/** A run ready to start joins the waiting ones, after those of its order or higher. */
+function enqueue(s: PaceState, run: PendingRun): PaceState {
+  const waiting = s.waiting;
+  let i = waiting.length;
+  while (i > 0 && waiting[i - 1]!.order < run.order) i--;
+  return { ...s, waiting: [...waiting.slice(0, i), run, ...waiting.slice(i)] };
 }
 
-/** Starts the waiting starts, highest order first, as long as the rate lets them. */
+/** Starts the waiting runs, highest order first, as long as the rate lets them. */
 function release(s: PaceState, c: Ctx): PaceState {
-  while (s.q !== undefined && allowed(s, c.pace.rate)) {
-    const [head, ...rest] = s.q;
-    s = begin({ ...s, q: rest.length > 0 ? rest : undefined }, head!, c);
+  while (s.waiting.length > 0 && allowed(s, c.pace.rate)) {
+    const [head, ...rest] = s.waiting;
+    s = begin({ ...s, waiting: rest }, head!, c);
   }
   return s;
 }
 
-/** A start is ready to run: it starts now if nothing waits before it and the rate allows, or else waits. */
-function admit(s: PaceState, start: Start, c: Ctx): PaceState {
-  return release(enqueue(s, start), c);
+/** A run is ready to start: it starts now if nothing waits before it and the rate allows, or else waits. */
+function admit(s: PaceState, run: PendingRun, c: Ctx): PaceState {
+  return release(enqueue(s, run), c);
 }
 
-/** The open window closes: it is a start ready to run (its order kept, or left out as in the window). */
+/** The coordinator without its window. */
+function quiet(s: PaceState): Quiet {
+  if (s.stage === 'quiet') return s;
+  const { window: _window, ...held } = s;
+  return { ...held, stage: 'quiet' };
+}
+
+/** The open window closes: its run is ready to start. */
 function close(s: PaceState, c: Ctx): PaceState {
-  const { first: _first, due: _due, ...start } = s.w!;
-  return admit({ ...s, w: undefined }, start, c);
+  const { openedAt: _opened, closesAt: _closes, ...run } = windowOf(s)!;
+  return admit(quiet(s), run, c);
 }
 
 function done(s: PaceState, runId: string): PaceState {
-  const runs = (s.runs ?? []).filter((r) => r.id !== runId);
-  return { ...s, runs: runs.length > 0 ? runs : undefined };
+  return { ...s, running: s.running.filter((r) => r.runId !== runId) };
 }
 
 /** The rules of every paced subscriber of an app, by subscriber name. */
 export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceState, PaceOutput> {
   return {
-    initial: () => ({}),
+    initial: () => QUIET,
     retired: (s) =>
-      s.w === undefined && s.q === undefined && s.runs === undefined && s.starts === undefined && remembersNothing(s),
-    // A snapshot carries the open window, the waiting starts, the runs not done, the rate's history and the
+      s.stage === 'quiet' &&
+      s.waiting.length === 0 &&
+      s.running.length === 0 &&
+      s.history.length === 0 &&
+      remembersNothing(s),
+    // A snapshot carries the open window, the waiting runs, the runs not done, the rate's history and the
     // remembered IDs: all of the state, so there is no `rebase`.
+    codec: paceCodec,
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
       const [subscriber, key] = splitKey(record.key);
       const pace = paces.get(subscriber) ?? ORPHAN;
@@ -159,9 +177,9 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
       let s = prune(forget(state, c.at), pace.rate, c.at);
       // A window whose time has come closes before anything else happens to the key, whether or not its
       // timer record came first: an event exactly at the window's end opens the next window.
-      if (s.w !== undefined && c.at >= s.w.due) s = close(s, c);
+      if (s.stage === 'gathering' && c.at >= s.window.closesAt) s = close(s, c);
       s = release(s, c);
-      if (record.type === EVENT) s = event(s, record.data as EventData, c);
+      if (record.type === EVENT) s = event(s, decodeEvent(record.data), c);
       else if (record.type === DONE) s = done(s, record.data as string);
       const after = timerOf(s, pace.rate);
       if (after !== before) fx.timer(after);
@@ -171,80 +189,79 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
 }
 
 /** True when the event was seen before: its ID is remembered, or its broker offset is not past the last seen. */
-function seenBefore(s: PaceState, data: EventData): boolean {
-  if (data.id !== undefined) return runOfId(s, data.id) !== undefined;
-  if (data.src !== undefined) {
-    const last = lastOffset(s, data.src);
-    return last !== undefined && data.off! <= last;
+function seenBefore(s: PaceState, e: PaceEvent): boolean {
+  if (e.eventId !== undefined) return runOfId(s, e.eventId) !== undefined;
+  if (e.source !== undefined) {
+    const last = lastOffset(s, e.source.partition);
+    return last !== undefined && e.source.offset <= last;
   }
   return false;
 }
 
 /** Remembers the event's ID as having joined `runId` (`''`: dropped), or its broker offset, until `dedup` after it. */
-function remember(s: PaceState, data: EventData, runId: string, c: Ctx): PaceState {
-  if (data.id !== undefined) return rememberId(s, data.id, runId, c.at + c.pace.dedupMs);
-  if (data.src !== undefined) return rememberOffset(s, data.src, data.off!, c.at + c.pace.dedupMs);
+function remember(s: PaceState, e: PaceEvent, runId: string, c: Ctx): PaceState {
+  if (e.eventId !== undefined) return rememberId(s, e.eventId, runId, c.at + c.pace.dedupMs);
+  if (e.source !== undefined) return rememberOffset(s, e.source.partition, e.source.offset, c.at + c.pace.dedupMs);
   return s;
 }
 
 /** The run a redelivered broker message (no ID of its own) most likely joined. */
-const latestId = (s: PaceState): string => s.w?.id ?? s.q?.at(-1)?.id ?? s.runs?.at(-1)?.id ?? '';
+const latestRunId = (s: PaceState): string =>
+  windowOf(s)?.runId ?? s.waiting.at(-1)?.runId ?? s.running.at(-1)?.runId ?? '';
 
-function reply(c: Ctx, r: PaceReply): void {
+function reply(c: Ctx, r: Receipt): void {
   c.fx.reply(r);
 }
 
-function event(s: PaceState, data: EventData, c: Ctx): PaceState {
-  if (seenBefore(s, data)) {
-    const runId = data.id !== undefined ? runOfId(s, data.id)! : latestId(s);
-    reply(c, runId === '' && data.id !== undefined ? { dropped: true } : { runId, duplicate: true });
+function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
+  if (seenBefore(s, e)) {
+    const runId = e.eventId !== undefined ? runOfId(s, e.eventId)! : latestRunId(s);
+    reply(c, runId === '' && e.eventId !== undefined ? { kind: 'dropped' } : { kind: 'run', runId, duplicate: true });
     return s;
   }
   const { pace, key, at } = c;
-  const w = s.w;
-  // `drop`: a start that would make a run (it opens a window, or is a run by itself) over the rate is dropped.
-  if (pace.rate?.drop === true && (pace.kind === 'each' || w === undefined) && !allowed(s, pace.rate)) {
+  const opens = opensRun(s, pace, at);
+  const w = opens ? undefined : windowOf(s);
+  // `drop`: an event that would make a run (it opens a window, or is a run by itself) over the rate is dropped.
+  if (pace.rate?.drop === true && opens && !allowed(s, pace.rate)) {
     c.fx.output({
       subscriber: c.subscriber,
       key,
       dropped: true,
       at,
-      ...(data.id !== undefined ? { eventId: data.id } : {}),
+      ...(e.eventId !== undefined ? { eventId: e.eventId } : {}),
     });
-    reply(c, { dropped: true });
-    return remember(s, data, '', c);
+    reply(c, { kind: 'dropped' });
+    return remember(s, e, '', c);
   }
-  const o = data.o || undefined; // an order of 0 is left out, as no order is
+  // The run ID of a run this event opens: the UUID its sender minted for it (see `opensRun`).
+  const runId = `${key}@${e.runUuid}`;
   if (pace.kind === 'each') {
-    const start: Start = { id: `${key}@${data.r}`, events: [data.e], size: 1, ...(o !== undefined ? { o } : {}) };
-    reply(c, { runId: start.id, duplicate: false });
-    return admit(remember(s, data, start.id, c), start, c);
+    const run: PendingRun = { runId, events: [e.event], size: 1, order: e.order };
+    reply(c, { kind: 'run', runId, duplicate: false });
+    return admit(remember(s, e, runId, c), run, c);
   }
-  let next: Window;
+  let next: OpenWindow;
   if (pace.kind === 'debounce') {
-    // The run gets the latest start's event, and its order.
-    const first = w?.first ?? at;
-    const cap = pace.maxWaitMs === undefined ? Number.POSITIVE_INFINITY : first + pace.maxWaitMs;
+    // The run gets the latest event, and its order.
+    const openedAt = w?.openedAt ?? at;
+    const cap = pace.maxWaitMs === undefined ? Number.POSITIVE_INFINITY : openedAt + pace.maxWaitMs;
     next = {
-      id: w?.id ?? `${key}@${data.r}`,
-      first,
-      due: Math.min(at + pace.windowMs, cap),
-      events: [data.e],
+      runId: w?.runId ?? runId,
+      openedAt,
+      closesAt: Math.min(at + pace.windowMs, cap),
+      events: [e.event],
       size: (w?.size ?? 0) + 1,
-      ...(o !== undefined ? { o } : {}),
+      order: e.order,
     };
+  } else if (w === undefined) {
+    next = { runId, openedAt: at, closesAt: at + pace.waitMs, events: [e.event], size: 1, order: e.order };
   } else {
-    // A batch goes as early as its most urgent start (a start without an order counts as order 0).
-    const top = w === undefined ? o : Math.max(o ?? 0, w.o ?? 0);
-    const base =
-      w === undefined
-        ? { id: `${key}@${data.r}`, first: at, due: at + pace.waitMs, events: [data.e], size: 1 }
-        : { ...w, events: [...w.events, data.e], size: w.size + 1 };
-    const { o: _old, ...rest } = base as Window;
-    next = top ? { ...rest, o: top } : rest; // an order of 0, or none, is left out
+    // A batch goes as early as its most urgent event (one without an order counts as order 0).
+    next = { ...w, events: [...w.events, e.event], size: w.size + 1, order: Math.max(e.order, w.order) };
   }
-  s = remember({ ...s, w: next }, data, next.id, c);
-  reply(c, { runId: next.id, duplicate: false });
+  s = remember({ ...s, stage: 'gathering', window: next }, e, next.runId, c);
+  reply(c, { kind: 'run', runId: next.runId, duplicate: false });
   if (pace.kind === 'batch' && next.size >= pace.max) s = close(s, c);
   return s;
 }

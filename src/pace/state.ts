@@ -1,7 +1,7 @@
 /**
- * The vocabulary of a pace coordinator: its records' data, its state (a plain JSON value; only its
- * remembered IDs are changed in place, see ids.ts), and what leaves it — runs, drops and receipts. The
- * transitions are in rules.ts.
+ * The vocabulary of a pace coordinator, named plainly: the events appended to it, its state in memory (an
+ * explicit stage, and what it holds in any stage), and what leaves it — runs, drops and receipts. The
+ * transitions are in rules.ts; the compact form the journal and snapshots keep is codec.ts's alone.
  */
 
 /** Record types of a pace coordinator (besides the core's `timer`). */
@@ -9,56 +9,57 @@ export const EVENT = 'event';
 export const DONE = 'done';
 
 /**
- * An `event` record's data: the event; its ID if the sender gave one, or for a broker delivery its source
- * (`topic/partition`) and offset; the run ID's UUID should it open a window (or be a run of its own); and
- * its order, when the subscriber has `pace.order` (a function, so its number is journaled instead).
+ * An event appended to a coordinator, as the rules read it (codec.ts reads it from an `event` record): the
+ * event; its ID if the sender gave one, or for a broker delivery its source and offset; the UUID of the run
+ * it opens, should it open one; and its order (`pace.order`, asked once when it was appended).
  */
-export interface EventData {
-  readonly e: unknown;
-  readonly id?: string;
-  readonly src?: string;
-  readonly off?: number;
-  readonly r: string;
-  readonly o?: number;
+export interface PaceEvent {
+  readonly event: unknown;
+  readonly eventId?: string;
+  /** A broker delivery's `topic/partition` and offset. */
+  readonly source?: { readonly partition: string; readonly offset: number };
+  /** Minted for every event by the sender's side; the rules use it only when the event opens a run. */
+  readonly runUuid: string;
+  /** 0 when the subscriber has no `pace.order`. */
+  readonly order: number;
 }
 
 /**
- * A start that is gathered, waits or runs: its run ID, its events (debounce: the latest), how many starts it took, its
- * order.
+ * A run not finished: its ID, its events (debounce: the latest), how many events it took, its order. In a
+ * window it is gathered, in `waiting` it waits for its rate, in `running` it has started.
  */
-export interface Start {
-  readonly id: string;
+export interface PendingRun {
+  /** `<key>@<uuid>`: fixed when its first event arrived, and in every receipt of it. */
+  readonly runId: string;
   readonly events: readonly unknown[];
   readonly size: number;
-  /** Its order (`pace.order`); left out for 0 or no order. */
-  readonly o?: number;
+  /** Its order (`pace.order`), 0 without one. */
+  readonly order: number;
 }
 
-/** An open window: a start being gathered. */
-export interface Window extends Start {
-  /** When the first start arrived. */
-  readonly first: number;
-  /** When the window closes. */
-  readonly due: number;
+/** The run being gathered (`debounce`, `batch`) while its window is open. */
+export interface OpenWindow extends PendingRun {
+  /** When its first event arrived. */
+  readonly openedAt: number;
+  /** When it closes. */
+  readonly closesAt: number;
 }
 
-/** A run that started (left the coordinator) at `at`. */
-export interface Started extends Start {
-  readonly at: number;
+/** A run that started (left the coordinator for its subscriber's dispatch) and has not finished. */
+export interface StartedRun extends PendingRun {
+  readonly startedAt: number;
 }
 
-/** A coordinator's state. */
-export interface PaceState {
-  /** The open window. */
-  readonly w?: Window;
-  /** Starts that wait for the rate (`perMinute`): highest order first, then in the order they came. */
-  readonly q?: readonly Start[];
+/** What a coordinator holds in either stage. */
+export interface Held {
+  /** Runs that wait for the rate (`perMinute`): highest order first, then in the order they came. */
+  readonly waiting: readonly PendingRun[];
   /** Runs that started and have not finished: handed out again after a restart. */
-  readonly runs?: readonly Started[];
+  readonly running: readonly StartedRun[];
   /** When the last runs started (at most the rate's `max` of them, oldest first), while within its period. */
-  readonly starts?: readonly number[];
+  readonly history: readonly number[];
   /**
-   * Remembered event IDs, with the run each joined (`''`: the start was dropped): a null-prototype object,
+   * Remembered event IDs, with the run each joined (`''`: the event was dropped): a null-prototype object,
    * so an ID named like a property of Object.prototype (`constructor`, `__proto__`) is an ID like any other.
    * Changed in place (see ids.ts): copying it on every event made a busy key's events cost O(IDs).
    */
@@ -77,9 +78,24 @@ export interface PaceState {
   readonly seen?: Readonly<Record<string, number>>;
   /** When the offsets in `seen` are forgotten (the last broker delivery's arrival plus `dedup`). */
   readonly seenUntil?: number;
-  /** Written by earlier versions: when every remembered ID and offset was forgotten at once. Read, never written. */
-  readonly idsUntil?: number;
 }
+
+/** No window is open: the next event that makes a run opens one (or is a run by itself). */
+export interface Quiet extends Held {
+  readonly stage: 'quiet';
+}
+
+/** A window is open: events join its run until it closes. */
+export interface Gathering extends Held {
+  readonly stage: 'gathering';
+  readonly window: OpenWindow;
+}
+
+/** A coordinator's state: its stage, tagged, and what it holds. */
+export type PaceState = Quiet | Gathering;
+
+/** The state of a key with no history. */
+export const QUIET: Quiet = { stage: 'quiet', waiting: [], running: [], history: [] };
 
 /**
  * A run leaving a coordinator, for the subscriber's dispatch: what its handler's payload and `ctx.run` are made of.
@@ -91,14 +107,14 @@ export interface PaceRun {
   readonly subscriber: string;
   /** The key whose coordinator made the run. */
   readonly key: string;
-  /** The run ID, `<key>@<uuid>`: fixed when its window's first start arrived, and in every receipt of it. */
+  /** The run ID, `<key>@<uuid>`: fixed when its window's first event arrived, and in every receipt of it. */
   readonly id: string;
   /**
-   * The events it carries, as JSON gives them back: the latest start's (debounce), every one in arrival order (batch),
-   * or the start's own.
+   * The events it carries, as JSON gives them back: the latest event's (debounce), every one in arrival order (batch),
+   * or the event's own.
    */
   readonly events: readonly unknown[];
-  /** How many starts it carries (for `debounce`, how many it collapsed). */
+  /** How many events it carries (for `debounce`, how many it collapsed). */
   readonly size: number;
   /** When it left its coordinator, in milliseconds since the epoch: its window closed and its rate let it start. */
   readonly startedAt: number;
@@ -106,7 +122,7 @@ export interface PaceRun {
   readonly order: number;
 }
 
-/** A start dropped by `pace.drop`, for the log. */
+/** An event dropped by `pace.drop`, for the log. */
 export interface PaceDrop {
   readonly subscriber: string;
   readonly key: string;
@@ -119,19 +135,38 @@ export interface PaceDrop {
 export type PaceOutput = PaceRun | PaceDrop;
 
 /**
- * What `app.send` resolves with for a start that joined a run.
+ * What `app.send` resolves with once the event is durable: `kind: 'run'`, the run it joined (its ID is
+ * fixed before the run exists), or `kind: 'dropped'`, when `pace.drop` dropped it (no run is made for it).
+ *
+ * @category App
+ */
+export type Receipt =
+  | PaceReceipt
+  | {
+      /** The event was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
+      readonly kind: 'dropped';
+    };
+
+/**
+ * The {@link Receipt} of an event that joined a run.
  *
  * @category Pace
  */
 export interface PaceReceipt {
-  /** The run the start joined, `<key>@<uuid>`: its handler sees it as `ctx.run.id`, on every attempt. */
+  /** The event joined a run. */
+  readonly kind: 'run';
+  /** The run the event joined, `<key>@<uuid>`: its handler sees it as `ctx.run.id`, on every attempt. */
   readonly runId: string;
   /** True when the key had seen this `eventId` within `dedup`: the first receipt again, and nothing added. */
   readonly duplicate: boolean;
 }
 
-/** What a start is answered: the run it joined, or that it was dropped. */
-export type PaceReply = PaceReceipt | { readonly dropped: true };
+/**
+ * What an event is answered.
+ *
+ * @deprecated Use {@link Receipt}.
+ */
+export type PaceReply = Receipt;
 
 const SEP = '\u0000';
 
@@ -145,12 +180,12 @@ export function splitKey(key: string): [string, string] {
 }
 
 /** A started run as its subscriber's dispatch gets it. */
-export const runOf = (subscriber: string, key: string, r: Started): PaceRun => ({
+export const runOf = (subscriber: string, key: string, r: StartedRun): PaceRun => ({
   subscriber,
   key,
-  id: r.id,
+  id: r.runId,
   events: r.events,
   size: r.size,
-  startedAt: r.at,
-  order: r.o ?? 0,
+  startedAt: r.startedAt,
+  order: r.order,
 });

@@ -1,16 +1,21 @@
 import { ParkedTable } from './parked-table.js';
+import type { StateCodec } from './rules.js';
 import { StateArena } from './state-arena.js';
+
+const AS_IS: StateCodec<never> = { encode: (s) => s, decode: (json) => json as never };
 
 /**
  * Parked keys with their states: a {@link ParkedTable} entry per key (its timer, and the offset of its state
- * in a {@link StateArena}, as JSON). No object per key. A state comes back as `JSON.parse` of what was
- * parked, so rules' states must be JSON values (as snapshots already require).
+ * in a {@link StateArena}, as JSON). No object per key. A state is parked as its codec encodes it for a
+ * snapshot (so a snapshot takes a parked key's JSON as it is), and comes back decoded from that JSON.
  */
 export class ParkedStates<S> {
   private readonly table = new ParkedTable();
   private readonly arena = new StateArena();
   /** The earliest parked timer; null when unknown (the earliest may have left), undefined when none. */
   private earliestCache: number | undefined | null = undefined;
+
+  constructor(private readonly codec: StateCodec<S> = AS_IS) {}
 
   get size(): number {
     return this.table.size;
@@ -20,7 +25,7 @@ export class ParkedStates<S> {
   park(key: string, state: S, timerAtMs: number | undefined): void {
     // Compacted here, not as keys leave: a mass wake unparks many and should not pay for it then.
     if (this.arena.wasteful) this.arena.compact((move) => this.table.remapRefs(move));
-    this.table.set(key, this.arena.put(JSON.stringify(state)), timerAtMs ?? Number.NaN);
+    this.table.set(key, this.arena.put(JSON.stringify(this.codec.encode(state))), timerAtMs ?? Number.NaN);
     if (timerAtMs !== undefined && this.earliestCache !== null && !(this.earliestCache! <= timerAtMs))
       this.earliestCache = timerAtMs;
   }
@@ -30,7 +35,7 @@ export class ParkedStates<S> {
     const ref = this.table.ref(key);
     if (ref === undefined) return undefined;
     const timer = this.timerOf(key);
-    const state = JSON.parse(this.arena.text(ref)) as S;
+    const state = this.codec.decode(JSON.parse(this.arena.text(ref)));
     this.table.delete(key);
     this.arena.free(ref);
     if (timer !== undefined && timer === this.earliestCache) this.earliestCache = null;
@@ -47,7 +52,7 @@ export class ParkedStates<S> {
   /** A parked key's state (decoded afresh), without unparking it. */
   state(key: string): S | undefined {
     const ref = this.table.ref(key);
-    return ref === undefined ? undefined : (JSON.parse(this.arena.text(ref)) as S);
+    return ref === undefined ? undefined : this.codec.decode(JSON.parse(this.arena.text(ref)));
   }
 
   timerOf(key: string): number | undefined {

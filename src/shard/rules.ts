@@ -41,6 +41,18 @@ export interface Rules<S, O> {
   retired(state: S): boolean;
   /** What a snapshot keeps of a state (compaction): all of it unless the rules say. */
   rebase?(state: S): S;
+  /**
+   * How a state is written as JSON (in a snapshot, or while its key is parked) and read back: the state as
+   * it is unless the rules give their own codec.
+   */
+  codec?: StateCodec<S>;
+}
+
+/** A state to and from the JSON value a snapshot holds: `decode(encode(s))` is a state equal to `s`. */
+export interface StateCodec<S> {
+  encode(state: S): unknown;
+  /** A state from a JSON value `encode` gave, or an earlier version of it wrote; throws on one it cannot read. */
+  decode(json: unknown): S;
 }
 
 /** The record type the core appends when a key's timer comes due. */

@@ -33,6 +33,7 @@ export interface ShardCoreOptions {
 export interface ShardSnapshot<S> {
   readonly lsn: number;
   readonly at?: number;
+  /** Each key with its state, as the rules' codec writes it (see `Rules.codec`), and its timer. */
   readonly keys: readonly (readonly [string, S, number | null])[];
 }
 
@@ -89,7 +90,7 @@ export class ShardCore<S, O> {
   /** Loaded keys' timers. */
   private readonly timers = new Map<string, number>();
   /** Idle keys: a key is loaded or parked, never both. */
-  private readonly parked = new ParkedStates<S>();
+  private readonly parked: ParkedStates<S>;
   private readonly maxLoaded: number;
   private readonly loseTimers: boolean;
   private readonly loadedTimer = (key: string): number | undefined => this.timers.get(key);
@@ -112,6 +113,7 @@ export class ShardCore<S, O> {
     private readonly rules: Rules<S, O>,
     options: ShardCoreOptions,
   ) {
+    this.parked = new ParkedStates<S>(rules.codec);
     this.tickMs = options.tickMs ?? 10;
     this.wheel = new TimerWheel(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
     this.maxLoaded = options.maxLoadedKeys ?? 10_000;
@@ -213,8 +215,14 @@ export class ShardCore<S, O> {
   /** A key's snapshot entry, `[key, state, timer or null]` as JSON, or null when it has no state. */
   private entryJson(key: string): string | null {
     const loaded = this.states.get(key);
-    if (loaded !== undefined) return JSON.stringify([key, this.rebase(loaded), this.timers.get(key) ?? null]);
+    if (loaded !== undefined)
+      return JSON.stringify([key, this.encode(this.rebase(loaded)), this.timers.get(key) ?? null]);
     return this.parked.entryJson(key) ?? null; // parked: its JSON as it is
+  }
+
+  /** A state as a snapshot writes it (by the rules' codec). */
+  private encode(state: S): unknown {
+    return this.rules.codec ? this.rules.codec.encode(state) : state;
   }
 
   /** What a snapshot keeps of a loaded state (a parked one is kept as it was parked). */
@@ -231,7 +239,9 @@ export class ShardCore<S, O> {
     if (this.lastLsn !== 0) throw new RangeError('ShardCore.importState: the core has applied records already');
     this.lastLsn = snapshot.lsn;
     this.lastAt = snapshot.at;
-    for (const [key, state, saved] of snapshot.keys) {
+    const codec = this.rules.codec;
+    for (const [key, json, saved] of snapshot.keys) {
+      const state = codec ? codec.decode(json) : json;
       const timer = this.loseTimers ? null : saved;
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);

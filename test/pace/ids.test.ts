@@ -20,6 +20,7 @@ import {
   type PaceState,
 } from '../../src/pace/rules.js';
 import { ShardHost } from '../../src/store/shard-host.js';
+import { runIdOf } from '../helpers.js';
 import { paceCore } from './core.js';
 
 /** Event IDs that are names of Object.prototype's properties, one that is not, and lone surrogates. */
@@ -74,7 +75,7 @@ describe("pace: event IDs and keys are the user's strings, exactly", () => {
     const first = new Map<string, Receipt>();
     for (const id of PROTO_IDS) {
       const r = await app.send('ev', { key: 'd', event: { id }, eventId: id });
-      expect(r).toEqual({ runId: expect.stringMatching(/^d@/), duplicate: false });
+      expect(r).toEqual({ kind: 'run', runId: expect.stringMatching(/^d@/), duplicate: false });
       first.set(id, r);
       await clock.advance(10); // each in a window of its own
       await app.idle();
@@ -98,7 +99,7 @@ describe("pace: event IDs and keys are the user's strings, exactly", () => {
     let { h, send } = await paceHost(store, clock, 1);
     const receipts = new Map<string, PaceReply>();
     for (const key of KEYS) for (const id of PROTO_IDS) receipts.set(`${key}|${id}`, await send(key, id));
-    const runIds = [...receipts.values()].map((r) => (r as { runId: string }).runId);
+    const runIds = [...receipts.values()].map((r) => runIdOf(r));
     expect(new Set(runIds).size).toBe(KEYS.length * PROTO_IDS.length); // every start a run of its own
     expect(h.core.parkedCount).toBe(KEYS.length - 1);
 
@@ -108,7 +109,7 @@ describe("pace: event IDs and keys are the user's strings, exactly", () => {
       for (const key of KEYS) {
         const state = h.core.state(coordinatorKey('p', key))!;
         expect(
-          state.runs!.map((r) => (r.events[0] as { key: string }).key),
+          state.running.map((r) => (r.events[0] as { key: string }).key),
           where,
         ).toEqual(PROTO_IDS.map(() => key));
       }
@@ -165,10 +166,12 @@ describe("pace: event IDs and keys are the user's strings, exactly", () => {
     expect(Object.keys(s.ids!).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `id-${90 + i}`).sort());
     // id-90 arrived at 90 s and is forgotten at 100 s: it is new again; id-91 is still remembered.
     expect(apply({ key, at: 100_000, type: EVENT, data: { e: 'again', r: 'x1', id: 'id-90' } })).toEqual({
+      kind: 'run',
       runId: 'hot@x1',
       duplicate: false,
     });
     expect(apply({ key, at: 100_000, type: EVENT, data: { e: 'again', r: 'x2', id: 'id-91' } })).toEqual({
+      kind: 'run',
       runId: 'hot@u91',
       duplicate: true,
     });
@@ -191,10 +194,10 @@ describe("pace: event IDs and keys are the user's strings, exactly", () => {
           const reply = apply({ key, at, type: EVENT, data: { e: n, r: `u${n}`, id } });
           if (known !== undefined && at < known.until) {
             duplicates++;
-            expect(reply).toEqual({ runId: known.runId, duplicate: true });
+            expect(reply).toEqual({ kind: 'run', runId: known.runId, duplicate: true });
           } else {
             if (known !== undefined) expired++;
-            expect(reply).toEqual({ runId: `k@u${n}`, duplicate: false });
+            expect(reply).toEqual({ kind: 'run', runId: `k@u${n}`, duplicate: false });
             model.set(id, { runId: `k@u${n}`, until: at + EACH.dedupMs });
           }
         });

@@ -193,7 +193,7 @@ export class PaceModel {
     // Seen before: a remembered ID, or a broker offset not past the last one of its source.
     if (data.id !== undefined && k.ids.has(data.id)) {
       const run = k.ids.get(data.id)!.run;
-      return run === '' ? { dropped: true } : { runId: run, duplicate: true };
+      return run === '' ? { kind: 'dropped' } : { kind: 'run', runId: run, duplicate: true };
     }
     if (
       data.id === undefined &&
@@ -202,13 +202,13 @@ export class PaceModel {
       data.off! <= k.offsets.get(data.src)!
     ) {
       const latest = k.window?.id ?? this.byTurn(k).at(-1)?.id ?? k.running.at(-1) ?? '';
-      return { runId: latest, duplicate: true };
+      return { kind: 'run', runId: latest, duplicate: true };
     }
     const opensRun = pace.kind === 'each' || k.window === undefined;
     if (pace.rate?.drop === true && opensRun && !this.allowed(k, pace, at)) {
       out.push({ subscriber: sub, key, dropped: true, at, ...(data.id !== undefined ? { eventId: data.id } : {}) });
       remember('');
-      return { dropped: true };
+      return { kind: 'dropped' };
     }
     const order = data.o ?? 0;
     const fresh = `${key}@${data.r}`;
@@ -216,7 +216,7 @@ export class PaceModel {
       remember(fresh);
       k.waiting.push({ id: fresh, events: [data.e], size: 1, order, seq: this.seq++ });
       this.release(sub, key, k, pace, at, out);
-      return { runId: fresh, duplicate: false };
+      return { kind: 'run', runId: fresh, duplicate: false };
     }
     if (pace.kind === 'debounce') {
       // The latest start's event and order; the window ends `windowMs` after it, but no later than `maxWaitMs` after the first.
@@ -237,6 +237,6 @@ export class PaceModel {
       this.close(k);
       this.release(sub, key, k, pace, at, out);
     }
-    return { runId: id, duplicate: false };
+    return { kind: 'run', runId: id, duplicate: false };
   }
 }

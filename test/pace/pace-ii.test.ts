@@ -18,7 +18,7 @@ import {
   type Receipt,
   type RunInfo,
 } from '../../src/index.js';
-import { Gate } from '../helpers.js';
+import { Gate, runIdOf } from '../helpers.js';
 
 const T0 = 1_000_000;
 const MIN = 60_000;
@@ -61,7 +61,7 @@ function paced(
   return { app, clock, store, broker, seen, logs };
 }
 
-const runId = (r: Receipt): string => (r as { runId: string }).runId;
+const runId = (r: Receipt): string => runIdOf(r);
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A handler held until the test lets each run go, in the order they came. */
@@ -118,7 +118,9 @@ describe('pace: perMinute', () => {
       [5, 2 * MIN],
     ]);
     for (const s of seen)
-      expect(s.run.id).toBe(runId(receipts[(s.payload as number) - 1] ?? { runId: s.run.id, duplicate: false }));
+      expect(s.run.id).toBe(
+        runId(receipts[(s.payload as number) - 1] ?? { kind: 'run', runId: s.run.id, duplicate: false }),
+      );
     await app.stop();
   });
 
@@ -169,18 +171,18 @@ describe('pace: perMinute', () => {
 });
 
 describe('pace: drop', () => {
-  it('answers a start over the rate { dropped: true }, logs it, runs nothing for it, and answers a repeated ID the same', async () => {
+  it('answers a start over the rate dropped, logs it, runs nothing for it, and answers a repeated ID the same', async () => {
     const { app, clock, seen, logs } = paced({ drop: { max: 2, per: '1 hour' } });
     await app.start();
     const a = await app.send('p', { key: 'k', event: 'a' });
     const b = await app.send('p', { key: 'k', event: 'b' });
     const c = await app.send('p', { key: 'k', event: 'c', eventId: 'c-1' });
     expect([a, b]).toEqual([
-      { runId: expect.stringMatching(/^k@/), duplicate: false },
-      { runId: expect.stringMatching(/^k@/), duplicate: false },
+      { kind: 'run', runId: expect.stringMatching(/^k@/), duplicate: false },
+      { kind: 'run', runId: expect.stringMatching(/^k@/), duplicate: false },
     ]);
-    expect(c).toEqual({ dropped: true });
-    expect(await app.send('p', { key: 'k', event: 'c', eventId: 'c-1' })).toEqual({ dropped: true });
+    expect(c).toEqual({ kind: 'dropped' });
+    expect(await app.send('p', { key: 'k', event: 'c', eventId: 'c-1' })).toEqual({ kind: 'dropped' });
     expect(await app.send('p', { key: 'j', event: 'j' })).toMatchObject({ duplicate: false }); // another key
     await app.idle();
     expect(seen.map((s) => s.payload)).toEqual(['a', 'b', 'j']);
@@ -241,7 +243,7 @@ describe('pace: drop', () => {
     expect(await app.send('p', { key: 'k', event: 2 })).toEqual(r1);
     await clock.advance(1000);
     await app.idle();
-    expect(await app.send('p', { key: 'k', event: 3 })).toEqual({ dropped: true });
+    expect(await app.send('p', { key: 'k', event: 3 })).toEqual({ kind: 'dropped' });
     await clock.advance(MIN);
     expect(await app.send('p', { key: 'k', event: 4 })).toMatchObject({ duplicate: false });
     await clock.advance(1000);

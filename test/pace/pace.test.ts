@@ -13,7 +13,7 @@ import {
   type PaceOptions,
   type RunInfo,
 } from '../../src/index.js';
-import { Gate } from '../helpers.js';
+import { Gate, runIdOf } from '../helpers.js';
 
 const T0 = 1_000_000;
 
@@ -64,7 +64,7 @@ describe('pace: debounce', () => {
     const r2 = await app.send('p', { key: 'row-1', event: { v: 2 } });
     await clock.advance(400);
     const r3 = await app.send('p', { key: 'row-1', event: { v: 3 } });
-    expect(r1).toEqual({ runId: expect.stringMatching(/^row-1@[0-9a-f-]{36}$/), duplicate: false });
+    expect(r1).toEqual({ kind: 'run', runId: expect.stringMatching(/^row-1@[0-9a-f-]{36}$/), duplicate: false });
     expect([r2, r3]).toEqual([r1, r1]);
     await clock.advance(999); // 1 ms before the latest start's window ends
     await app.idle();
@@ -74,7 +74,7 @@ describe('pace: debounce', () => {
     expect(seen).toEqual([
       {
         payload: { v: 3 },
-        run: { id: (r1 as { runId: string }).runId, key: 'row-1', size: 3, startedAt: T0 + 1900 },
+        run: { id: runIdOf(r1), key: 'row-1', size: 3, startedAt: T0 + 1900 },
         attempt: 1,
         at: T0 + 1900,
       },
@@ -105,7 +105,7 @@ describe('pace: debounce', () => {
     await app.start();
     const ids = new Set<string>();
     for (let t = 0; t <= 5600; t += 800) {
-      ids.add(((await app.send('p', { key: 'k', event: t })) as { runId: string }).runId);
+      ids.add(runIdOf(await app.send('p', { key: 'k', event: t })));
       await clock.advance(800);
       await app.idle();
     }
@@ -145,7 +145,7 @@ describe('pace: batch', () => {
     expect(seen).toEqual([
       {
         payload: ['x', 'y', 'z'],
-        run: { id: (receipts[0] as { runId: string }).runId, key: 'k', size: 3, startedAt: T0 },
+        run: { id: runIdOf(receipts[0]!), key: 'k', size: 3, startedAt: T0 },
         attempt: 1,
         at: T0,
       },
@@ -252,19 +252,19 @@ describe('pace: runs', () => {
       { broker, store, attempts: 2, handler: () => HandlerOutcome.retry() },
     );
     await app.start();
-    const receipt = (await app.send('p', { key: 'k', event: 'e' })) as { runId: string };
+    const runId = runIdOf(await app.send('p', { key: 'k', event: 'e' }));
     await clock.advance(1000);
     while (seen.length < 1) await new Promise((resolve) => setImmediate(resolve));
     await clock.advance(100); // the backoff: then the second and last attempt
     await app.idle();
     expect(seen.map((s) => [s.run.id, s.attempt])).toEqual([
-      [receipt.runId, 1],
-      [receipt.runId, 2],
+      [runId, 1],
+      [runId, 2],
     ]);
     const dead = broker.messages('t.dlq');
     expect(dead).toHaveLength(1);
     expect(dead[0]!.headers).toMatchObject({
-      'x-sluice-run-id': receipt.runId,
+      'x-sluice-run-id': runId,
       'x-sluice-error': expect.stringMatching(/exhausted 2 attempts/),
     });
     expect(JSON.parse(dead[0]!.value.toString())).toEqual(['e']);
@@ -282,16 +282,16 @@ describe('pace: runs', () => {
     const store = memoryStore();
     const first = paced({ debounce: 1000 }, { store, handler: async () => void (await gate.promise) });
     await first.app.start();
-    const receipt = (await first.app.send('p', { key: 'k', event: 'e' })) as { runId: string };
+    const runId = runIdOf(await first.app.send('p', { key: 'k', event: 'e' }));
     await first.clock.advance(1000);
     await Promise.resolve();
-    expect(first.seen.map((s) => s.run.id)).toEqual([receipt.runId]); // running, not finished: then the process dies
+    expect(first.seen.map((s) => s.run.id)).toEqual([runId]); // running, not finished: then the process dies
     const crashed = store.crash();
     const second = paced({ debounce: 1000 }, { store: crashed, clock: new ManualClock(T0 + 5000) });
     await second.app.start();
     await second.app.idle();
     expect(second.seen).toEqual([
-      { payload: 'e', run: { id: receipt.runId, key: 'k', size: 1, startedAt: T0 + 1000 }, attempt: 1, at: T0 + 5000 },
+      { payload: 'e', run: { id: runId, key: 'k', size: 1, startedAt: T0 + 1000 }, attempt: 1, at: T0 + 5000 },
     ]);
     await second.app.stop();
     gate.open(); // the first app is gone with its store: it is never stopped

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_BATCH, type CompiledPace } from '../../src/pace/config.js';
+import { paceCodec } from '../../src/pace/codec.js';
 import { coordinatorKey, EVENT, paceRules, type PaceOutput, type PaceState } from '../../src/pace/rules.js';
+import { QUIET } from '../../src/pace/state.js';
 import { ShardCore } from '../../src/shard/shard-core.js';
 import { paceCore } from './core.js';
 
@@ -13,7 +15,8 @@ function restarted(
   at: number,
 ) {
   const c = new ShardCore<PaceState, PaceOutput>(paceRules(paces), { nowMs: at });
-  c.importState({ lsn: 1, keys: [[key, JSON.parse(JSON.stringify(state)) as PaceState, timer ?? null]] }, at);
+  const json = JSON.parse(JSON.stringify(paceCodec.encode(state))) as PaceState;
+  c.importState({ lsn: 1, keys: [[key, json, timer ?? null]] }, at);
   let lsn = 1;
   return { c, apply: (r: Parameters<typeof c.apply>[1]) => c.apply(++lsn, r), released: () => c.release(lsn) };
 }
@@ -21,15 +24,15 @@ function restarted(
 describe('pace rules: edges', () => {
   it('retired: a state is worth keeping while it holds any part, timer or not', () => {
     const rules = paceRules(new Map());
-    const start = { id: 'k@u1', events: [1], size: 1 };
-    expect(rules.retired({})).toBe(true);
+    const run = { runId: 'k@u1', events: [1], size: 1, order: 0 };
+    expect(rules.retired(QUIET)).toBe(true);
     const parts: PaceState[] = [
-      { w: { ...start, first: 0, due: 10 } },
-      { q: [start] },
-      { runs: [{ ...start, at: 0 }] },
-      { starts: [0] },
-      { ids: { x: 'k@u1' }, idOrder: ['x'], idUntil: [10], idHead: 0 },
-      { seen: { 'orders/0': 3 }, seenUntil: 10 },
+      { ...QUIET, stage: 'gathering', window: { ...run, openedAt: 0, closesAt: 10 } },
+      { ...QUIET, waiting: [run] },
+      { ...QUIET, running: [{ ...run, startedAt: 0 }] },
+      { ...QUIET, history: [0] },
+      { ...QUIET, ids: { x: 'k@u1' }, idOrder: ['x'], idUntil: [10], idHead: 0 },
+      { ...QUIET, seen: { 'orders/0': 3 }, seenUntil: 10 },
     ];
     for (const part of parts) expect([part, rules.retired(part)]).toEqual([part, false]);
   });
@@ -44,6 +47,7 @@ describe('pace rules: edges', () => {
       apply({ key, at: 0, type: EVENT, data: { e: off, r: `u${off}`, src: 'orders/0', off } });
     expect(released()).toEqual([expect.objectContaining({ id: 'k@u0' })]);
     expect(apply({ key, at: 1, type: EVENT, data: { e: 1, r: 'again', src: 'orders/0', off: 1 } })).toEqual({
+      kind: 'run',
       runId: 'k@u3',
       duplicate: true,
     });
@@ -64,14 +68,19 @@ describe('pace rules: edges', () => {
     expect(before.released()).toEqual([expect.objectContaining({ id: 'k@u-first', startedAt: 10_000 })]);
     for (let i = 1; i < MAX_BATCH; i++) before.apply({ key, at: 10_001, type: EVENT, data: { e: i, r: `u${i}` } });
     const saved = before.c.state(key)!;
-    expect(saved).toMatchObject({ starts: [10_000], w: { id: 'k@u1', size: MAX_BATCH - 1 } });
+    expect(saved).toMatchObject({
+      history: [10_000],
+      stage: 'gathering',
+      window: { runId: 'k@u1', size: MAX_BATCH - 1 },
+    });
     // The next life mounts no subscriber `q`: the event joins the open window, which is full and goes at once.
     const after = restarted(new Map(), key, saved, before.c.timerOf(key), 10_002);
     expect(after.apply({ key, at: 10_002, type: EVENT, data: { e: MAX_BATCH, r: 'u-last' } })).toEqual({
+      kind: 'run',
       runId: 'k@u1',
       duplicate: false,
     });
     expect(after.released()).toEqual([expect.objectContaining({ id: 'k@u1', size: MAX_BATCH, startedAt: 10_002 })]);
-    expect(after.c.state(key)!.starts).toBeUndefined();
+    expect(after.c.state(key)!.history).toEqual([]);
   });
 });

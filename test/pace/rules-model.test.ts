@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CompiledPace } from '../../src/pace/config.js';
-import { coordinatorKey, DONE, EVENT, type PaceReply } from '../../src/pace/rules.js';
+import { coordinatorKey, DONE, EVENT, type Receipt } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
 import { paceCore } from './core.js';
 import { PaceModel, type ModelEventData, type ModelRecord } from './model.js';
@@ -72,16 +72,16 @@ describe('pace rules against a model', () => {
               : record.type === 'done'
                 ? { key: k, at: t, type: DONE, data: record.run }
                 : { key: k, at: t, type: TIMER };
-          const reply = apply(r) as PaceReply | undefined;
+          const reply = apply(r) as Receipt | undefined;
           const expected = model.apply(sub, key, t, record);
           // What each answered, put out, set its timer to and whether it holds the key, after this record.
           got.push([r, reply, released(), c.timerOf(k), c.state(k) !== undefined]);
           want.push([r, expected.reply, expected.out, model.timer(sub, key, t), model.holds(sub, key, t)]);
           if (heldIds && c.state(k)?.idOrder === undefined && c.state(k) !== undefined) reached.idsAgedWhileHolding++;
           if (c.state(k) === undefined) reached.retired++;
-          if (reply !== undefined && 'duplicate' in reply && reply.duplicate) reached.duplicates++;
-          if (reply !== undefined && 'dropped' in reply) reached.dropped++;
-          if (c.state(k)?.q !== undefined) reached.waited++;
+          if (reply?.kind === 'run' && reply.duplicate) reached.duplicates++;
+          if (reply?.kind === 'dropped') reached.dropped++;
+          if ((c.state(k)?.waiting.length ?? 0) > 0) reached.waited++;
         };
         for (const s of steps) {
           at += s.dt;

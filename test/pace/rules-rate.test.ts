@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CompiledPace } from '../../src/pace/config.js';
-import { coordinatorKey, DONE, EVENT, type PaceOutput, type PaceRun } from '../../src/pace/rules.js';
+import { coordinatorKey, DONE, EVENT, type PaceOutput, type PaceRun, type Receipt } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
 import { paceCore } from './core.js';
 import { PaceModel } from './model.js';
@@ -41,12 +41,12 @@ describe('pace rules: rates', () => {
       [3, 20],
       [4, 30],
     ] as const)
-      expect(apply(ev('p', 'k', at, i, `u${i}`))).toEqual({ runId: `k@u${i}`, duplicate: false });
+      expect(apply(ev('p', 'k', at, i, `u${i}`))).toEqual({ kind: 'run', runId: `k@u${i}`, duplicate: false });
     expect(runs(released())).toEqual([
       [[1], 0],
       [[2], 10],
     ]);
-    expect(c.state(key)!.q!.map((s) => s.events)).toEqual([[3], [4]]);
+    expect(c.state(key)!.waiting.map((s) => s.events)).toEqual([[3], [4]]);
     expect(c.timerOf(key)).toBe(300); // the first start ages out of the period
     apply(timer('p', 'k', 300));
     expect(runs(released())).toEqual([[[3], 300]]);
@@ -54,7 +54,7 @@ describe('pace rules: rates', () => {
     // The key's next record moves a waiting start on in its own write, before the timer record.
     apply(ev('p', 'k', 315, 5, 'u5'));
     expect(runs(released())).toEqual([[[4], 315]]);
-    expect(c.state(key)!.q!.map((s) => s.events)).toEqual([[5]]);
+    expect(c.state(key)!.waiting.map((s) => s.events)).toEqual([[5]]);
     expect(c.timerOf(key)).toBe(600);
   });
 
@@ -70,7 +70,7 @@ describe('pace rules: rates', () => {
       ['top', 9],
     ] as const)
       apply(ev('p', 'k', 1, e, `u-${e}`, { o }));
-    expect(c.state(coordinatorKey('p', 'k'))!.q!.map((s) => s.events[0])).toEqual([
+    expect(c.state(coordinatorKey('p', 'k'))!.waiting.map((s) => s.events[0])).toEqual([
       'top',
       'high',
       'mid1',
@@ -89,7 +89,7 @@ describe('pace rules: rates', () => {
     const key = coordinatorKey('q', 'k');
     for (let i = 1; i <= 6; i++) apply(ev('q', 'k', i, i, `u${i}`, { o: i === 5 ? 7 : 0 }));
     expect(runs(released())).toEqual([[[1, 2, 3], 3]]); // the first batch ran; the second (with order 7) waits
-    expect(c.state(key)!.q).toEqual([{ id: 'k@u4', events: [4, 5, 6], size: 3, o: 7 }]);
+    expect(c.state(key)!.waiting).toEqual([{ runId: 'k@u4', events: [4, 5, 6], size: 3, order: 7 }]);
     apply(timer('q', 'k', 203));
     expect(released()).toEqual([
       { subscriber: 'q', key: 'k', id: 'k@u4', events: [4, 5, 6], size: 3, startedAt: 203, order: 7 },
@@ -121,17 +121,17 @@ describe('pace rules: rates', () => {
 
   it('drop: a start over the rate is answered dropped, put out for the log, and a repeated ID stays dropped', () => {
     const { c, apply, released } = core();
-    expect(apply(ev('e', 'k', 0, 1, 'u1'))).toEqual({ runId: 'k@u1', duplicate: false });
-    expect(apply(ev('e', 'k', 1, 2, 'u2'))).toEqual({ runId: 'k@u2', duplicate: false });
-    expect(apply(ev('e', 'k', 2, 3, 'u3', { id: 'x' }))).toEqual({ dropped: true });
-    expect(apply(ev('e', 'k', 3, 3, 'u4', { id: 'x' }))).toEqual({ dropped: true });
+    expect(apply(ev('e', 'k', 0, 1, 'u1'))).toEqual({ kind: 'run', runId: 'k@u1', duplicate: false });
+    expect(apply(ev('e', 'k', 1, 2, 'u2'))).toEqual({ kind: 'run', runId: 'k@u2', duplicate: false });
+    expect(apply(ev('e', 'k', 2, 3, 'u3', { id: 'x' }))).toEqual({ kind: 'dropped' });
+    expect(apply(ev('e', 'k', 3, 3, 'u4', { id: 'x' }))).toEqual({ kind: 'dropped' });
     expect(released()).toEqual([
       expect.objectContaining({ id: 'k@u1' }),
       expect.objectContaining({ id: 'k@u2' }),
       { subscriber: 'e', key: 'k', dropped: true, at: 2, eventId: 'x' },
     ]);
-    expect(apply(ev('e', 'k', 300, 4, 'u5'))).toEqual({ runId: 'k@u5', duplicate: false }); // the first start aged out
-    expect(c.state(coordinatorKey('e', 'k'))!.q).toBeUndefined();
+    expect(apply(ev('e', 'k', 300, 4, 'u5'))).toEqual({ kind: 'run', runId: 'k@u5', duplicate: false }); // the first start aged out
+    expect(c.state(coordinatorKey('e', 'k'))!.waiting).toEqual([]);
   });
 
   it('debounce then drop: starts join an open window; one that would open a window over the rate is dropped', () => {
@@ -140,8 +140,8 @@ describe('pace rules: rates', () => {
     expect(apply(ev('x', 'k', 20, 2, ''))).toEqual(first);
     apply(timer('x', 'k', 70));
     expect(runs(released())).toEqual([[[2], 70]]);
-    expect(apply(ev('x', 'k', 100, 3, 'u3'))).toEqual({ dropped: true });
-    expect(apply(ev('x', 'k', 470, 4, 'u4'))).toEqual({ runId: 'k@u4', duplicate: false });
+    expect(apply(ev('x', 'k', 100, 3, 'u3'))).toEqual({ kind: 'dropped' });
+    expect(apply(ev('x', 'k', 470, 4, 'u4'))).toEqual({ kind: 'run', runId: 'k@u4', duplicate: false });
   });
 
   it('retires a coordinator once its rate history aged out', () => {
@@ -181,7 +181,7 @@ describe('pace rules: rates', () => {
           const out = live.released();
           expect(out).toEqual(expected.out);
           outputs.push(...out);
-          if (live.c.state(r.key)?.q !== undefined) waited++;
+          if ((live.c.state(r.key)?.waiting.length ?? 0) > 0) waited++;
           return reply;
         };
         const droppedEvents = new Set<number>();
@@ -194,9 +194,9 @@ describe('pace rules: rates', () => {
           if (s.kind === 'event')
             r = ev(s.sub, s.key, at, n, `u${n}`, { o: s.o, ...(s.id === undefined ? {} : { id: s.id }) });
           else if (s.kind === 'timer') r = timer(s.sub, s.key, at);
-          else r = { key, at, type: DONE, data: live.c.state(key)?.runs?.[0]?.id ?? 'none' };
+          else r = { key, at, type: DONE, data: live.c.state(key)?.running[0]?.runId ?? 'none' };
           const reply = applied(r);
-          if (s.kind === 'event' && (reply as { dropped?: boolean }).dropped) droppedEvents.add(n);
+          if (s.kind === 'event' && (reply as Receipt).kind === 'dropped') droppedEvents.add(n);
           if (s.kind === 'event') n++;
           // Due timers fire, as a host would.
           for (const k of live.c.due(at, 100)) applied({ key: k, at, type: TIMER });

@@ -5,12 +5,14 @@ import {
   coordinatorKey,
   DONE,
   EVENT,
-  needsRunId,
+  opensRun,
   paceRules,
   type PaceOutput,
   type PaceRun,
   type PaceState,
 } from '../../src/pace/rules.js';
+import { paceCodec } from '../../src/pace/codec.js';
+import { QUIET } from '../../src/pace/state.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
 import { ShardCore } from '../../src/shard/shard-core.js';
 import { paceCore } from './core.js';
@@ -38,9 +40,9 @@ const ev = (sub: string, key: string, at: number, e: unknown, r: string, id?: st
 describe('pace rules', () => {
   it('closes a window with an event exactly at its end, before the timer record: the event opens the next window', () => {
     const { c, apply, released } = core();
-    expect(apply(ev('d', 'k', 0, 'first', 'u1'))).toEqual({ runId: 'k@u1', duplicate: false });
+    expect(apply(ev('d', 'k', 0, 'first', 'u1'))).toEqual({ kind: 'run', runId: 'k@u1', duplicate: false });
     expect(c.timerOf(coordinatorKey('d', 'k'))).toBe(100);
-    expect(apply(ev('d', 'k', 100, 'second', 'u2'))).toEqual({ runId: 'k@u2', duplicate: false });
+    expect(apply(ev('d', 'k', 100, 'second', 'u2'))).toEqual({ kind: 'run', runId: 'k@u2', duplicate: false });
     expect(released()).toEqual([
       { subscriber: 'd', key: 'k', id: 'k@u1', events: ['first'], size: 1, startedAt: 100, order: 0 },
     ]);
@@ -57,7 +59,7 @@ describe('pace rules', () => {
     apply({ key, at: 100, type: TIMER });
     expect(released()).toHaveLength(1);
     apply({ key, at: 150, type: DONE, data: 'k@u1' });
-    expect(c.state(key)).toEqual({ ids: { 'id-1': 'k@u1' }, idOrder: ['id-1'], idUntil: [1000], idHead: 0 });
+    expect(c.state(key)).toEqual({ ...QUIET, ids: { 'id-1': 'k@u1' }, idOrder: ['id-1'], idUntil: [1000], idHead: 0 });
     expect(c.timerOf(key)).toBe(1000);
     apply({ key, at: 1000, type: TIMER });
     expect(c.keyCount).toBe(0);
@@ -70,10 +72,10 @@ describe('pace rules', () => {
     expect(released()).toEqual([
       { subscriber: 'b', key: 'k', id: 'k@u1', events: [1, 2, 3], size: 3, startedAt: 0, order: 0 },
     ]);
-    expect(c.state(key)!.runs).toEqual([{ id: 'k@u1', events: [1, 2, 3], size: 3, at: 0 }]);
-    expect(c.state(key)!.w).toMatchObject({ id: 'k@u4', events: [4] });
+    expect(c.state(key)!.running).toEqual([{ runId: 'k@u1', events: [1, 2, 3], size: 3, order: 0, startedAt: 0 }]);
+    expect(c.state(key)).toMatchObject({ stage: 'gathering', window: { runId: 'k@u4', events: [4] } });
     apply({ key, at: 10, type: DONE, data: 'k@u1' });
-    expect(c.state(key)!.runs).toBeUndefined();
+    expect(c.state(key)!.running).toEqual([]);
   });
 
   it('answers a redelivered broker message (an offset not past the last of its partition) as a duplicate of the latest run, until dedup after the last delivery', () => {
@@ -85,11 +87,11 @@ describe('pace rules', () => {
       type: EVENT,
       data: { e: `${src}@${off}`, r: `u${at}`, src, off },
     });
-    expect(apply(msg(0, 5))).toEqual({ runId: 'k@u0', duplicate: false });
-    expect(apply(msg(10, 5))).toEqual({ runId: 'k@u0', duplicate: true }); // the same offset again
-    expect(apply(msg(20, 3))).toEqual({ runId: 'k@u0', duplicate: true }); // an earlier one
-    expect(apply(msg(30, 3, 'orders/1'))).toEqual({ runId: 'k@u0', duplicate: false }); // another partition's offsets are its own
-    expect(apply(msg(40, 6))).toEqual({ runId: 'k@u0', duplicate: false });
+    expect(apply(msg(0, 5))).toEqual({ kind: 'run', runId: 'k@u0', duplicate: false });
+    expect(apply(msg(10, 5))).toEqual({ kind: 'run', runId: 'k@u0', duplicate: true }); // the same offset again
+    expect(apply(msg(20, 3))).toEqual({ kind: 'run', runId: 'k@u0', duplicate: true }); // an earlier one
+    expect(apply(msg(30, 3, 'orders/1'))).toEqual({ kind: 'run', runId: 'k@u0', duplicate: false }); // another partition's offsets are its own
+    expect(apply(msg(40, 6))).toEqual({ kind: 'run', runId: 'k@u0', duplicate: false });
     expect(released()).toEqual([
       {
         subscriber: 'b',
@@ -102,19 +104,19 @@ describe('pace rules', () => {
       },
     ]);
     // The batch ran: a redelivery is a duplicate of the run it most likely joined, the latest.
-    expect(apply(msg(50, 6))).toEqual({ runId: 'k@u0', duplicate: true });
-    expect(apply(msg(60, 7))).toEqual({ runId: 'k@u60', duplicate: false });
-    expect(apply(msg(70, 4))).toEqual({ runId: 'k@u60', duplicate: true });
+    expect(apply(msg(50, 6))).toEqual({ kind: 'run', runId: 'k@u0', duplicate: true });
+    expect(apply(msg(60, 7))).toEqual({ kind: 'run', runId: 'k@u60', duplicate: false });
+    expect(apply(msg(70, 4))).toEqual({ kind: 'run', runId: 'k@u60', duplicate: true });
     apply({ key, at: 160, type: TIMER });
     apply({ key, at: 170, type: DONE, data: 'k@u0' });
     apply({ key, at: 180, type: DONE, data: 'k@u60' });
     expect(released()).toHaveLength(1);
     // The offsets are kept `dedup` (1 s) after the last delivery, then forgotten all at once, and the key retires.
     expect(c.timerOf(key)).toBe(1060);
-    expect(apply(msg(1059, 7))).toEqual({ runId: '', duplicate: true });
+    expect(apply(msg(1059, 7))).toEqual({ kind: 'run', runId: '', duplicate: true });
     apply({ key, at: 1060, type: TIMER });
     expect(c.keyCount).toBe(0);
-    expect(apply(msg(1070, 7))).toEqual({ runId: 'k@u1070', duplicate: false });
+    expect(apply(msg(1070, 7))).toEqual({ kind: 'run', runId: 'k@u1070', duplicate: false });
   });
 
   it('keeps the rest of a key when its remembered IDs age out', () => {
@@ -127,12 +129,15 @@ describe('pace rules', () => {
     expect(c.timerOf(key)).toBe(1000);
     apply({ key, at: 1000, type: TIMER }); // id-1 ages out; the run and the window stay
     expect(c.state(key)).toEqual({
-      w: { id: 'k@u2', first: 950, due: 1050, events: ['b'], size: 1 },
-      runs: [{ id: 'k@u1', events: ['a'], size: 1, at: 100 }],
+      stage: 'gathering',
+      window: { runId: 'k@u2', openedAt: 950, closesAt: 1050, events: ['b'], size: 1, order: 0 },
+      waiting: [],
+      running: [{ runId: 'k@u1', events: ['a'], size: 1, order: 0, startedAt: 100 }],
+      history: [],
     });
     expect(c.timerOf(key)).toBe(1050);
     // The ID is new again: it joins the window, which it moves on.
-    expect(apply(ev('d', 'k', 1001, 'c', 'u3', 'id-1'))).toEqual({ runId: 'k@u2', duplicate: false });
+    expect(apply(ev('d', 'k', 1001, 'c', 'u3', 'id-1'))).toEqual({ kind: 'run', runId: 'k@u2', duplicate: false });
     expect(c.timerOf(key)).toBe(1101);
     apply({ key, at: 1101, type: TIMER });
     expect(released()).toEqual([
@@ -155,17 +160,24 @@ describe('pace rules', () => {
       first.apply(ev('q', 'k', at, i, `u${i}`));
     first.apply(ev('q', 'k', 2, 5, 'u5', 'x'));
     expect(first.released()).toEqual([expect.objectContaining({ id: 'k@u1' })]);
-    const saved = JSON.parse(JSON.stringify(first.c.state(key))) as PaceState;
-    expect(saved).toMatchObject({ q: [{ id: 'k@u3' }], w: { id: 'k@u5', due: 102 }, starts: [0] });
+    const saved = first.c.state(key)!;
+    expect(saved).toMatchObject({
+      waiting: [{ runId: 'k@u3' }],
+      stage: 'gathering',
+      window: { runId: 'k@u5', closesAt: 102 },
+      history: [0],
+    });
     // The next life mounts no subscriber `q`.
     const next = new ShardCore<PaceState, PaceOutput>(paceRules(new Map()), { nowMs: 3 });
-    next.importState({ lsn: 10, keys: [[key, saved, first.c.timerOf(key) ?? null]] }, 3);
+    const json = JSON.parse(JSON.stringify(paceCodec.encode(saved))) as PaceState; // as a snapshot keeps it
+    next.importState({ lsn: 10, keys: [[key, json, first.c.timerOf(key) ?? null]] }, 3);
     next.apply(11, { key, at: 3, type: TIMER });
     expect(next.release(11)).toEqual([
       { subscriber: 'q', key: 'k', id: 'k@u3', events: [3, 4], size: 2, startedAt: 3, order: 0 },
     ]);
-    expect(next.state(key)!.starts).toBeUndefined(); // no rate holds anything back any more
+    expect(next.state(key)!.history).toEqual([]); // no rate holds anything back any more
     expect(next.apply(12, { key, at: 4, type: EVENT, data: { e: 6, r: 'u6', id: 'y' } })).toEqual({
+      kind: 'run',
       runId: 'k@u5',
       duplicate: false,
     });
@@ -176,6 +188,7 @@ describe('pace rules', () => {
     ]);
     // A new window closes on its first record: it waits no time.
     expect(next.apply(14, { key, at: 103, type: EVENT, data: { e: 7, r: 'u7' } })).toEqual({
+      kind: 'run',
       runId: 'k@u7',
       duplicate: false,
     });
@@ -188,15 +201,27 @@ describe('pace rules', () => {
     expect(next.timerOf(key)).toBe(4 + DEFAULT_DEDUP_MS);
   });
 
-  it('needsRunId: a start needs a run ID of its own unless it joins a window still open at its time', () => {
-    const w = { id: 'k@u1', first: 0, due: 100, events: [1], size: 1 };
-    expect(needsRunId(undefined, DEBOUNCE, 0)).toBe(true);
-    expect(needsRunId({}, BATCH, 0)).toBe(true);
-    expect(needsRunId({ w }, DEBOUNCE, 99)).toBe(false);
-    expect(needsRunId({ w }, BATCH, 99)).toBe(false);
-    expect(needsRunId({ w }, DEBOUNCE, 100)).toBe(true); // the window closes first
-    // Without gathering every start is a run, even beside a window left by an earlier life's settings.
-    expect(needsRunId({ w }, { kind: 'each', dedupMs: 1000 }, 50)).toBe(true);
+  it('names a run by the UUID of the event that opens it: an event that joins an open window adds to it, its own UUID unused', () => {
+    const { apply } = core();
+    const receipt = (runId: string) => ({ kind: 'run', runId, duplicate: false });
+    expect(apply(ev('d', 'k', 0, 1, 'u1'))).toEqual(receipt('k@u1'));
+    expect(apply(ev('d', 'k', 99, 2, 'u2'))).toEqual(receipt('k@u1'));
+    expect(apply(ev('d', 'k', 199, 3, 'u3'))).toEqual(receipt('k@u3')); // the window closed first, at 99 + 100
+    expect(apply(ev('b', 'k', 0, 1, 'v1'))).toEqual(receipt('k@v1'));
+    expect(apply(ev('b', 'k', 99, 2, 'v2'))).toEqual(receipt('k@v1'));
+    expect(apply(ev('b', 'k', 100, 3, 'v3'))).toEqual(receipt('k@v3'));
+  });
+
+  it('opensRun: an event opens a run unless it joins a window still open at its time', () => {
+    const window = { runId: 'k@u1', openedAt: 0, closesAt: 100, events: [1], size: 1, order: 0 };
+    const gathering: PaceState = { ...QUIET, stage: 'gathering', window };
+    expect(opensRun(undefined, DEBOUNCE, 0)).toBe(true);
+    expect(opensRun(QUIET, BATCH, 0)).toBe(true);
+    expect(opensRun(gathering, DEBOUNCE, 99)).toBe(false);
+    expect(opensRun(gathering, BATCH, 99)).toBe(false);
+    expect(opensRun(gathering, DEBOUNCE, 100)).toBe(true); // the window closes first
+    // Without gathering every event is a run, even beside a window left by an earlier life's settings.
+    expect(opensRun(gathering, { kind: 'each', dedupMs: 1000 }, 50)).toBe(true);
   });
 
   it("rebuilds by replay exactly the state and outputs that live application built, which are the model's, over runs of up to 60 records (property)", () => {
@@ -224,7 +249,7 @@ describe('pace rules', () => {
           let r: ShardRecord;
           if (s.kind === 'event') r = ev(s.sub, s.key, at, n, `u${n++}`, s.id);
           else if (s.kind === 'timer') r = { key, at, type: TIMER };
-          else r = { key, at, type: DONE, data: live.c.state(key)?.runs?.[0]?.id ?? 'none' };
+          else r = { key, at, type: DONE, data: live.c.state(key)?.running[0]?.runId ?? 'none' };
           records.push(r);
           const reply = live.apply(r);
           const expected = model.applyRecord(r);

@@ -19,7 +19,7 @@ export interface History {
     runId: string;
     duplicate: boolean;
   }[];
-  /** Starts answered `{ dropped: true }` (durably). */
+  /** Starts answered `{ kind: 'dropped' }` (durably). */
   readonly drops: { life: number; sub: string; key: string; n: number; eventId?: string }[];
   /** Messages published to the broker-fed subscriber (the broker acknowledged each one). */
   readonly published: { key: string; n: number }[];

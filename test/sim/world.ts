@@ -373,7 +373,7 @@ export class World {
     life.app.send(sub, { key, event: { n }, eventId }).then(
       (receipt: Receipt) => {
         if (life.dead) return;
-        if ('runId' in receipt)
+        if (receipt.kind === 'run')
           this.history.acks.push({
             life: life.n,
             sub,

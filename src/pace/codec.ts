@@ -1,0 +1,187 @@
+/**
+ * The pace codec: the one place that knows the compact form a coordinator's events and states take in the
+ * journal and in snapshots (and while a key is parked), and reads it back into the plain form of state.ts.
+ *
+ * Versions. Every state this code writes (in a snapshot, or parked) carries `v: 1`; an `event` record carries
+ * its version only when it is not 1 (a record is written for every event, and is the hot path: six bytes
+ * each). A record or state without `v` is version 1 (those written before the mark existed are too), and
+ * so is the older state with one `idsUntil` for all its remembered IDs, which decodes into today's per-ID
+ * form. A `v` this code does not know (written by a later release) is refused with `STORE_CORRUPT`, naming
+ * it: nothing is guessed. A new form gets the next number, written in records and states alike, and its
+ * decoder keeps reading every earlier one.
+ *
+ * Version 1, the fields:
+ *   event record data  `e` event, `r` run UUID (`''` when the sender minted none), `o` order (left out for 0),
+ *                      `id` event ID, or `src` (`topic/partition`) and `off` (offset) of a broker delivery
+ *   state              `w` the open window, `q` runs waiting for the rate, `runs` runs started, `starts` the
+ *                      rate's history (each left out when empty); `ids idOrder idUntil idHead seen seenUntil`
+ *                      the remembered IDs and offsets, as state.ts names them
+ *   run (in w, q, runs) `id` run ID, `events`, `size`, `o` order (left out for 0); a window's `first` (opened)
+ *                      and `due` (closes); a started run's `at`
+ */
+import { SluiceError, show } from '../core/errors.js';
+import type { StateCodec } from '../shard/rules.js';
+import {
+  QUIET,
+  type Held,
+  type OpenWindow,
+  type PaceEvent,
+  type PaceState,
+  type PendingRun,
+  type StartedRun,
+} from './state.js';
+
+/** The version this code writes. */
+export const PACE_CODEC_VERSION = 1;
+
+/** An `event` record's data, as the journal keeps it. */
+export interface EventJson {
+  readonly v?: number;
+  readonly e: unknown;
+  readonly r: string;
+  readonly o?: number;
+  readonly id?: string;
+  readonly src?: string;
+  readonly off?: number;
+}
+
+interface RunJson {
+  readonly id: string;
+  readonly events: readonly unknown[];
+  readonly size: number;
+  readonly o?: number;
+}
+interface WindowJson extends RunJson {
+  readonly first: number;
+  readonly due: number;
+}
+interface StartedJson extends RunJson {
+  readonly at: number;
+}
+
+/** A coordinator's state, as a snapshot keeps it. */
+export interface StateJson {
+  readonly v?: number;
+  readonly w?: WindowJson;
+  readonly q?: readonly RunJson[];
+  readonly runs?: readonly StartedJson[];
+  readonly starts?: readonly number[];
+  readonly ids?: Readonly<Record<string, string>>;
+  readonly idOrder?: readonly string[];
+  readonly idUntil?: readonly number[];
+  readonly idHead?: number;
+  readonly seen?: Readonly<Record<string, number>>;
+  readonly seenUntil?: number;
+  /** Written by earlier code: when every remembered ID and offset was forgotten at once. */
+  readonly idsUntil?: number;
+}
+
+/** Refuses a version this code does not know. */
+function checkVersion(v: unknown, what: string): void {
+  if (v !== undefined && v !== PACE_CODEC_VERSION)
+    throw new SluiceError(
+      'STORE_CORRUPT',
+      `pace: ${what} is of codec version ${show(v)}, and this version of sluice reads version ${PACE_CODEC_VERSION} only (was the store written by a later release?)`,
+    );
+}
+
+/** An event record's data: what the sender's side journals. */
+export function encodeEvent(e: PaceEvent): EventJson {
+  // Version 1 is written unmarked (see the header); a later version writes `v` here.
+  const json: { -readonly [K in keyof EventJson]: EventJson[K] } = { e: e.event, r: e.runUuid };
+  if (e.order !== 0) json.o = e.order;
+  if (e.source !== undefined) {
+    json.src = e.source.partition;
+    json.off = e.source.offset;
+  } else if (e.eventId !== undefined) json.id = e.eventId;
+  return json;
+}
+
+/** An event record's data read back. */
+export function decodeEvent(data: unknown): PaceEvent {
+  const json = data as EventJson;
+  checkVersion(json.v, 'an event record');
+  const event: { -readonly [K in keyof PaceEvent]: PaceEvent[K] } = {
+    event: json.e,
+    runUuid: json.r,
+    order: json.o ?? 0,
+  };
+  if (json.src !== undefined) event.source = { partition: json.src, offset: json.off! };
+  if (json.id !== undefined) event.eventId = json.id;
+  return event;
+}
+
+const runJson = (r: PendingRun): RunJson =>
+  r.order !== 0
+    ? { id: r.runId, events: r.events, size: r.size, o: r.order }
+    : { id: r.runId, events: r.events, size: r.size };
+const runOf = (j: RunJson): PendingRun => ({ runId: j.id, events: j.events, size: j.size, order: j.o ?? 0 });
+
+/** A state as a snapshot keeps it. */
+export function encodeState(s: PaceState): StateJson {
+  const json: { -readonly [K in keyof StateJson]: StateJson[K] } = { v: PACE_CODEC_VERSION };
+  if (s.stage === 'gathering') json.w = { ...runJson(s.window), first: s.window.openedAt, due: s.window.closesAt };
+  if (s.waiting.length > 0) json.q = s.waiting.map(runJson);
+  if (s.running.length > 0) json.runs = s.running.map((r) => ({ ...runJson(r), at: r.startedAt }));
+  if (s.history.length > 0) json.starts = s.history;
+  if (s.ids !== undefined) {
+    json.ids = s.ids;
+    json.idOrder = s.idOrder;
+    json.idUntil = s.idUntil;
+    json.idHead = s.idHead;
+  }
+  if (s.seen !== undefined) {
+    json.seen = s.seen;
+    json.seenUntil = s.seenUntil;
+  }
+  return json;
+}
+
+/** A state read back from a snapshot (or a parked key). */
+export function decodeState(data: unknown): PaceState {
+  const json = data as StateJson;
+  checkVersion(json.v, 'a coordinator state');
+  const held = {
+    waiting: json.q?.map(runOf) ?? [],
+    running: json.runs?.map((r): StartedRun => ({ ...runOf(r), startedAt: r.at })) ?? [],
+    history: json.starts ?? [],
+    ...remembered(json),
+  };
+  if (json.w === undefined) return { ...QUIET, ...held };
+  const window: OpenWindow = { ...runOf(json.w), openedAt: json.w.first, closesAt: json.w.due };
+  return { stage: 'gathering', window, ...held };
+}
+
+/**
+ * The remembered IDs and offsets; those of the earlier form (all forgotten at once, at `idsUntil`) each
+ * forgotten then.
+ */
+function remembered(json: StateJson): Partial<Held> {
+  const out: { -readonly [K in keyof Held]?: Held[K] } = {};
+  const idsUntil = json.idsUntil;
+  const order = idsUntil === undefined ? json.idOrder : json.ids && Object.keys(json.ids);
+  if (json.ids !== undefined && order !== undefined && order.length > 0) {
+    out.ids = nullPrototype(json.ids);
+    out.idOrder = order;
+    out.idUntil = idsUntil === undefined ? json.idUntil : order.map(() => idsUntil);
+    out.idHead = idsUntil === undefined ? json.idHead : 0;
+  }
+  if (json.seen !== undefined) {
+    out.seen = nullPrototype(json.seen);
+    out.seenUntil = json.seenUntil ?? idsUntil;
+  }
+  return out;
+}
+
+/**
+ * A parsed object as a null-prototype one: an own `__proto__` of a parsed object is read as its value, and
+ * set on a null-prototype object as an own property.
+ */
+function nullPrototype<V>(o: Readonly<Record<string, V>>): Record<string, V> {
+  const out = Object.create(null) as Record<string, V>;
+  for (const k of Object.keys(o)) out[k] = o[k]!;
+  return out;
+}
+
+/** The pace rules' state codec, for the shard core. */
+export const paceCodec: StateCodec<PaceState> = { encode: encodeState, decode: decodeState };
