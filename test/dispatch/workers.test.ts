@@ -8,7 +8,7 @@ const job = (id: number, key?: string): J => ({ id, key });
 
 /**
  * A runner whose jobs each wait on a gate of their own, and that records every step: which job began, which
- * ended with what, how many ran at once. `end` may return a gate too (a dead letter's publish still under way).
+ * ended with what, how many ran at once. Its end may return a gate too (a dead letter's publish still under way).
  */
 class Script implements JobRunner<J> {
   readonly began: number[] = [];
@@ -19,9 +19,12 @@ class Script implements JobRunner<J> {
   readonly away = new Set<number>();
   running = 0;
   most = 0;
-  begin(j: J, slot: Slot<J>): unknown {
-    this.began.push(j.id);
+  begin(j: J, slot: Slot<J>): boolean {
     expect(slot.job).toBe(j);
+    return true;
+  }
+  call(j: J): unknown {
+    this.began.push(j.id);
     this.running++;
     this.most = Math.max(this.most, this.running);
     const gate = this.gates.get(j.id);
@@ -35,7 +38,13 @@ class Script implements JobRunner<J> {
       return outcome ? outcome() : `ran ${j.id}`;
     });
   }
-  end(j: J, slot: Slot<J>, result: unknown, failed: boolean): Promise<void> | void {
+  returned(j: J, slot: Slot<J>, result: unknown): Promise<void> | undefined {
+    return this.end(j, slot, result, false);
+  }
+  threw(j: J, slot: Slot<J>, error: unknown): Promise<void> | undefined {
+    return this.end(j, slot, error, true);
+  }
+  private end(j: J, slot: Slot<J>, result: unknown, failed: boolean): Promise<void> | undefined {
     this.ended.push({ id: j.id, result, failed });
     if (this.away.has(j.id)) slot.away = true;
     return this.after.get(j.id)?.promise;
