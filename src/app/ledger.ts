@@ -58,13 +58,16 @@ export class Ledger {
   }
 
   /**
-   * Where an attempt's outcome arrives (the seam after Dispatch). A batch's undecodable messages go to the
-   * dead-letter topic with its first outcome, before the outcome is applied.
+   * Where an attempt's outcome arrives (the seam after Dispatch). Returns a promise only when the worker must
+   * wait (a dead letter, a retry): the common case, an ack, is applied at once and costs no promise, which
+   * bench/dispatch measured (docs/benchmarks.md). A batch's undecodable messages go to the dead-letter topic
+   * with its first outcome, before the outcome is applied.
    */
   record(work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined {
     if (outcome.kind === 'skipped') this.abandon(work);
     else if (outcome.kind === 'acked' && work.kind !== 'batch') this.finish(work);
     else return this.recordSlowly(work, slot, outcome);
+    return undefined;
   }
 
   private async recordSlowly(work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> {
@@ -77,7 +80,7 @@ export class Ledger {
   }
 
   /** Applies an outcome: finished, dead-lettered, or sent away to be retried. */
-  async apply(work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> {
+  private async apply(work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> {
     if (outcome.kind === 'acked') return this.finish(work);
     if (outcome.kind === 'rejected') return this.deadLetterAll(work, slot, outcome.reason);
     if (outcome.kind === 'skipped') return this.abandon(work);
@@ -153,19 +156,19 @@ export class Ledger {
   }
 
   /**
-   * The work leaves its worker (`slot.away`) and runs again, as its next attempt, after `delayMs`: its key
+   * The work leaves its worker (`slot.leavesForRetry`) and runs again, as its next attempt, after `delayMs`: its key
    * stays held and its offsets uncommitted meanwhile, and the worker takes other work.
    */
   private retryLater(work: Work, slot: Slot<Work>, delayMs: number): void {
-    slot.away = true;
+    slot.leavesForRetry = true;
     for (const marks of watermarksOf(work)) {
-      marks.away++;
+      marks.waitingRetry++;
       this.parts.offsets.quietCheck(marks);
     }
     const due = (): void => {
       this.backoffs.delete(work);
       if (this.parts.stopping() || isRevoked(work)) return this.dropRetry(work);
-      for (const marks of watermarksOf(work)) marks.away--;
+      for (const marks of watermarksOf(work)) marks.waitingRetry--;
       work.attempt++;
       this.parts.workers.back(work);
       this.parts.watch();
@@ -179,7 +182,7 @@ export class Ledger {
   private dropRetry(work: Work): void {
     this.backoffs.get(work)?.cancel();
     this.backoffs.delete(work);
-    for (const marks of watermarksOf(work)) marks.away--;
+    for (const marks of watermarksOf(work)) marks.waitingRetry--;
     this.abandon(work);
     this.parts.workers.drop(work);
   }
@@ -189,7 +192,7 @@ export class Ledger {
     const revoked = this.parts.offsets.takeAway(partitions);
     // Retries waiting for their backoff would count nowhere now: the next owner gets them again.
     for (const work of [...this.backoffs.keys()]) if (isRevoked(work)) this.dropRetry(work);
-    await this.parts.offsets.settleRevoked(revoked, partitions);
+    await this.parts.offsets.commitRevoked(revoked, partitions);
   }
 
   /** At stop: retries waiting for their backoff are dropped; they stay uncommitted. */

@@ -32,7 +32,7 @@ export class Offsets {
   /** Deliveries of `partition` running or waiting for a worker (not those waiting for a retry's backoff). */
   active(partition: number): number {
     const marks = this.marks.get(partition);
-    return marks === undefined ? 0 : marks.outstanding - marks.away;
+    return marks === undefined ? 0 : marks.outstanding - marks.waitingRetry;
   }
 
   /** Records a delivery as handed out; pauses its partition when its window reached the cap. */
@@ -73,7 +73,7 @@ export class Offsets {
 
   /** Tells the consumer when nothing of the partition runs or waits for a worker any more. */
   quietCheck(marks: Watermark): void {
-    if (marks.outstanding === marks.away) this.consumer?.settled?.(marks.partition);
+    if (marks.outstanding === marks.waitingRetry) this.consumer?.settled?.(marks.partition);
   }
 
   /** Marks the partitions revoked and forgets them: their late results count nowhere. */
@@ -90,7 +90,7 @@ export class Offsets {
   }
 
   /** Waits (at most `revokeTimeoutMs`) for the revoked partitions' in-flight work, then commits them. */
-  async settleRevoked(revoked: readonly Watermark[], partitions: readonly number[]): Promise<void> {
+  async commitRevoked(revoked: readonly Watermark[], partitions: readonly number[]): Promise<void> {
     const busy = (): boolean => revoked.some((m) => m.outstanding > 0);
     if (busy()) {
       let timedOut = false;

@@ -35,9 +35,9 @@ export interface SubscriptionSettings {
  *
  *   Intake (read, decode once, key) → Dispatch (workers; one attempt at the handler) → Ledger (outcomes)
  *
- * Two seams, where middlewares, lifecycle hooks and telemetry are meant to go: every `Work` passes
- * `dispatch` on its way from Intake to the workers, and every `Outcome` passes `attempt` on its way from the
- * executor to the Ledger. Nothing flows back but a freed worker's call to read again.
+ * Two seams, where middlewares, lifecycle hooks and telemetry are meant to go (none is built yet): every
+ * `Work` passes `dispatch` on its way from Intake to the workers, and every `Outcome` passes `record` on its
+ * way from the Executor to the Ledger. Nothing flows back but a freed worker's call to read again.
  */
 export class Subscription {
   readonly log: Logger;
@@ -71,7 +71,14 @@ export class Subscription {
     this.deadLetterSender = new DeadLetters(sub, broker, clock, log, this.stopController.signal);
     const offsets = new Offsets({ ...settings, clock, log });
     this.offsets = offsets;
-    this.watchdog = new Watchdog({ clock, log, timeoutMs: sub.timeoutMs, workers, stopping, resume: this.timedOut });
+    this.watchdog = new Watchdog({
+      clock,
+      log,
+      timeoutMs: sub.timeoutMs,
+      workers,
+      stopping,
+      resume: this.resumeAfterTimeout,
+    });
     const watch = (): void => this.watchdog.watch();
     const parts = { sub, clock, log, offsets, workers, pacer, stopping };
     this.ledger = new Ledger({ ...parts, deadLetters: this.deadLetterSender, watch, pump });
@@ -124,8 +131,9 @@ export class Subscription {
     this.ledger.record(work, slot, outcome);
 
   /** A fresh worker carries on the work of an attempt that hung: it counts as failed. */
-  private readonly timedOut = (work: Work, fresh: Slot<Work>): Promise<void> =>
-    this.ledger.apply(work, fresh, timedOut(this.sub.timeoutMs));
+  private readonly resumeAfterTimeout = async (work: Work, fresh: Slot<Work>): Promise<void> => {
+    await this.record(work, fresh, timedOut(this.sub.timeoutMs));
+  };
 
   /** Work in flight anywhere: queued, running, waiting to retry, being appended or dead-lettered. */
   private busy(): boolean {

@@ -1,3 +1,4 @@
+import { Wakeup } from '../core/wakeup.js';
 import { FifoScheduler, type DispatchStrategy, type Keyed, type Scheduler } from './strategy.js';
 
 /** One worker's seat: what it runs now and since when, so that a hung attempt can be found and replaced. */
@@ -8,12 +9,12 @@ export class Slot<J> {
   /** True while the job waits (a dead letter's publish retried) rather than runs. */
   waiting = false;
   /** Set by the runner when the job leaves its worker to wait for a retry's backoff: it is not finished. */
-  away = false;
+  leavesForRetry = false;
   /** The watchdog's last look: which attempt it saw, and when it first saw it. */
   seenAttempt = -1;
   seenAtMs = 0;
   /** Set when the worker was given up on (its attempt hung): a replacement took its job and its place. */
-  abandoned = false;
+  givenUp = false;
 }
 
 /**
@@ -44,14 +45,15 @@ export class Workers<J extends Keyed> {
   /** Jobs pushed and not yet finished: queued, running, or waiting to retry. */
   inFlight = 0;
   /** Of those, jobs waiting for a retry's backoff: on no worker, their key still held. */
-  away = 0;
+  waitingRetry = 0;
   readonly slots: Slot<J>[];
   private readonly scheduler: Scheduler<J>;
   /** Jobs back from a retry's backoff: they go before anything new (their key is still theirs). */
   private readonly again = new FifoScheduler<J>();
   private readonly sleepers: (() => void)[] = [];
   private closed = false;
-  private drainWaiters: (() => void)[] = [];
+  /** Woken when the last job in flight finished. */
+  private readonly emptied = new Wakeup();
 
   constructor(
     readonly strategy: DispatchStrategy,
@@ -69,7 +71,7 @@ export class Workers<J extends Keyed> {
    * retry's backoff (they hold no worker; the partition's watermark bounds how many there may be).
    */
   room(): number {
-    return this.strategy.workers - this.inFlight + this.away;
+    return this.strategy.workers - this.inFlight + this.waitingRetry;
   }
 
   push(job: J): void {
@@ -81,7 +83,7 @@ export class Workers<J extends Keyed> {
 
   /** A job that waited for its retry's backoff may run again: it goes before anything queued. */
   back(job: J): void {
-    this.away--;
+    this.waitingRetry--;
     this.again.push(job);
     const wake = this.sleepers.pop();
     if (wake) wake();
@@ -89,7 +91,7 @@ export class Workers<J extends Keyed> {
 
   /** A job that waited for its retry's backoff will not run again here (a stop, a revoke): it is finished. */
   drop(job: J): void {
-    this.away--;
+    this.waitingRetry--;
     this.finishJob(job); // may free a job of its key, and no worker is on its way to look: wake one
     const wake = this.sleepers.pop();
     if (wake) wake();
@@ -100,8 +102,8 @@ export class Workers<J extends Keyed> {
    * new worker takes its place, first running `resume` (the job's retry or dead letter).
    */
   replace(slot: Slot<J>, resume: (slot: Slot<J>) => Promise<void> | void): void {
-    if (slot.abandoned) return;
-    slot.abandoned = true;
+    if (slot.givenUp) return;
+    slot.givenUp = true;
     const fresh = new Slot<J>();
     fresh.job = slot.job;
     this.slots[this.slots.indexOf(slot)] = fresh;
@@ -111,7 +113,7 @@ export class Workers<J extends Keyed> {
   /** Resolves once nothing is in flight. */
   drained(): Promise<void> {
     if (this.inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.drainWaiters.push(resolve));
+    return this.emptied.next();
   }
 
   /** Lets idle workers exit; jobs already queued still run. */
@@ -123,8 +125,8 @@ export class Workers<J extends Keyed> {
   private async loop(slot: Slot<J>, resume: ((slot: Slot<J>) => Promise<void> | void) | undefined): Promise<void> {
     if (resume) {
       await resume(slot);
-      if (slot.abandoned) return;
-      this.release(slot);
+      if (slot.givenUp) return;
+      this.freeSlot(slot);
     }
     for (;;) {
       const job = this.again.next() ?? this.scheduler.next();
@@ -139,26 +141,26 @@ export class Workers<J extends Keyed> {
         try {
           const called = this.runner.call(job, slot);
           const value = isThenable(called) ? await called : called;
-          if (slot.abandoned) return; // its attempt timed out: a replacement carries the job on
+          if (slot.givenUp) return; // its attempt timed out: a replacement carries the job on
           remaining = this.runner.returned(job, slot, value);
         } catch (error) {
-          if (slot.abandoned) return;
+          if (slot.givenUp) return;
           remaining = this.runner.threw(job, slot, error);
         }
       }
       if (remaining !== undefined) await remaining;
-      if (slot.abandoned) return;
-      this.release(slot);
+      if (slot.givenUp) return;
+      this.freeSlot(slot);
     }
   }
 
   /** The slot's job is finished, or went away to wait for its retry's backoff: the worker is free. */
-  private release(slot: Slot<J>): void {
+  private freeSlot(slot: Slot<J>): void {
     const job = slot.job!;
     slot.job = undefined;
-    if (!slot.away) return this.finishJob(job);
-    slot.away = false;
-    this.away++;
+    if (!slot.leavesForRetry) return this.finishJob(job);
+    slot.leavesForRetry = false;
+    this.waitingRetry++;
     this.onDone(); // its place is free: read again
   }
 
@@ -166,6 +168,6 @@ export class Workers<J extends Keyed> {
     this.scheduler.done(job); // what it freed, this worker takes next
     this.inFlight--;
     this.onDone();
-    if (this.inFlight === 0) for (const w of this.drainWaiters.splice(0)) w();
+    if (this.inFlight === 0) this.emptied.wake();
   }
 }
