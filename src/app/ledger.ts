@@ -101,14 +101,14 @@ export class Ledger {
       .send(bad, 1, () => {})
       .then((sent) => {
         this.sending.delete(sending);
-        this.settleDeadLettered(bad, marks, sent);
+        this.deadLettered(bad, marks, sent);
         this.parts.pump();
       });
     this.sending.add(sending);
   }
 
   /** Dead letters sent outside the workers are out (their offsets committable), or a stop came first. */
-  private settleDeadLettered(bad: readonly Undecodable[], marks: readonly Watermark[], sent: boolean): void {
+  private deadLettered(bad: readonly Undecodable[], marks: readonly Watermark[], sent: boolean): void {
     const offsets = this.parts.offsets;
     for (let i = 0; i < bad.length; i++) {
       if (sent) offsets.complete(marks[i]!, bad[i]!.message.offset);
