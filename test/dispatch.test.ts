@@ -93,8 +93,10 @@ describe('Workers', () => {
   type J = { key: string | undefined; id: number };
   const job = (id: number, key?: string): J => ({ id, key });
   const runner = (gates: Map<number, Gate>, log: number[]): JobRunner<J> => ({
-    begin: (j) => gates.get(j.id)?.promise,
-    end: (j) => void log.push(j.id),
+    begin: () => true,
+    call: (j) => gates.get(j.id)?.promise,
+    returned: (j) => void log.push(j.id),
+    threw: (j) => void log.push(j.id),
   });
 
   it('runs at most n jobs at once in a pool, finishing in any order', async () => {

@@ -7,9 +7,9 @@ describe('Waiters', () => {
     const woken: string[] = [];
     const a = waiters.next().then(() => woken.push('a'));
     const b = waiters.next().then(() => woken.push('b'));
-    expect(waiters.size).toBe(2);
+    expect(waiters.waiting).toBe(true);
     waiters.wake();
-    expect(waiters.size).toBe(0);
+    expect(waiters.waiting).toBe(false);
     const c = waiters.next().then(() => woken.push('c'));
     await Promise.all([a, b]);
     expect(woken).toEqual(['a', 'b']); // c waits for the next wake
@@ -39,6 +39,6 @@ describe('Waiters', () => {
   it('wake() with nobody waiting does nothing', () => {
     const waiters = new Waiters();
     waiters.wake();
-    expect(waiters.size).toBe(0);
+    expect(waiters.waiting).toBe(false);
   });
 });

@@ -1,28 +1,36 @@
 /**
- * Callers waiting for something to happen (progress, a drain, a revoke's deliveries to finish): each
- * `next()` resolves at the following `wake()`, which wakes every caller waiting then. A caller that woke
- * looks again at what it waits for, and waits again if it is not there yet.
+ * Callers waiting until something changes (progress, a drain, a revoke's deliveries to finish): `next()`
+ * resolves at the following `wake()`, which wakes every caller waiting then; they share one promise. A caller
+ * that woke looks again at what it waits for, and waits again if it is not there yet:
+ *
+ * ```ts
+ * while (busy()) await changed.next();
+ * ```
  */
 export class Waiters {
-  private waiting: (() => void)[] = [];
+  private pending: Promise<void> | undefined = undefined;
+  private resolve: (() => void) | undefined = undefined;
 
-  /** How many callers are waiting. */
-  get size(): number {
-    return this.waiting.length;
+  /** True while a caller waits for the next {@link Waiters.wake}. */
+  get waiting(): boolean {
+    return this.pending !== undefined;
   }
 
   /** Resolves at the next {@link Waiters.wake}. */
   next(): Promise<void> {
-    return new Promise((resolve) => {
-      this.waiting.push(resolve);
-    });
+    if (this.pending === undefined) {
+      this.pending = new Promise<void>((resolve) => {
+        this.resolve = resolve;
+      });
+    }
+    return this.pending;
   }
 
   /** Wakes every caller waiting now; those that call `next()` meanwhile wait for the wake after. */
   wake(): void {
-    if (this.waiting.length === 0) return;
-    const woken = this.waiting;
-    this.waiting = [];
-    for (const resolve of woken) resolve();
+    const resolve = this.resolve;
+    this.pending = undefined;
+    this.resolve = undefined;
+    resolve?.();
   }
 }

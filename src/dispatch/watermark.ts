@@ -12,7 +12,7 @@ export class Watermark {
   /** Deliveries of this partition handed out and not yet finished or abandoned. */
   outstanding = 0;
   /** Of those, deliveries waiting for a retry's backoff (running nowhere). */
-  away = 0;
+  waitingRetry = 0;
   /** Set while the partition is paused because the window reached its cap. */
   paused = false;
   /** Set when the partition was revoked: its late results are dropped. */

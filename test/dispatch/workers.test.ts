@@ -8,7 +8,7 @@ const job = (id: number, key?: string): J => ({ id, key });
 
 /**
  * A runner whose jobs each wait on a gate of their own, and that records every step: which job began, which
- * ended with what, how many ran at once. `end` may return a gate too (a dead letter's publish still under way).
+ * ended with what, how many ran at once. Its end may return a gate too (a dead letter's publish still under way).
  */
 class Script implements JobRunner<J> {
   readonly began: number[] = [];
@@ -19,9 +19,12 @@ class Script implements JobRunner<J> {
   readonly away = new Set<number>();
   running = 0;
   most = 0;
-  begin(j: J, slot: Slot<J>): unknown {
-    this.began.push(j.id);
+  begin(j: J, slot: Slot<J>): boolean {
     expect(slot.job).toBe(j);
+    return true;
+  }
+  call(j: J): unknown {
+    this.began.push(j.id);
     this.running++;
     this.most = Math.max(this.most, this.running);
     const gate = this.gates.get(j.id);
@@ -35,9 +38,15 @@ class Script implements JobRunner<J> {
       return outcome ? outcome() : `ran ${j.id}`;
     });
   }
-  end(j: J, slot: Slot<J>, result: unknown, failed: boolean): Promise<void> | void {
+  returned(j: J, slot: Slot<J>, result: unknown): Promise<void> | undefined {
+    return this.end(j, slot, result, false);
+  }
+  threw(j: J, slot: Slot<J>, error: unknown): Promise<void> | undefined {
+    return this.end(j, slot, error, true);
+  }
+  private end(j: J, slot: Slot<J>, result: unknown, failed: boolean): Promise<void> | undefined {
     this.ended.push({ id: j.id, result, failed });
-    if (this.away.has(j.id)) slot.away = true;
+    if (this.away.has(j.id)) slot.leavesForRetry = true;
     return this.after.get(j.id)?.promise;
   }
   gate(...ids: number[]): void {
@@ -146,14 +155,14 @@ describe('Workers', () => {
     await turns(3);
     // 1 ran and went away: its worker took 3 (2 waits behind 1's key, which 1 still holds).
     expect(s.began).toEqual([1, 3]);
-    expect(w.away).toBe(1);
+    expect(w.waitingRetry).toBe(1);
     expect(w.inFlight).toBe(2);
     expect(w.room()).toBe(1 - 2 + 1);
     expect(done).toBe(2); // a freed worker (1 went away) and a finished job (3)
     s.away.clear();
     w.push(job(4, 'c'));
     w.back(job(1, 'a'));
-    expect(w.away).toBe(0);
+    expect(w.waitingRetry).toBe(0);
     await drains(w);
     expect(s.began).toEqual([1, 3, 1, 4, 2]); // back before anything queued; 2 queued once 1 finished
   });
@@ -168,7 +177,7 @@ describe('Workers', () => {
     await turns(3);
     expect(s.began).toEqual([1]);
     w.drop(first);
-    expect(w.away).toBe(0);
+    expect(w.waitingRetry).toBe(0);
     await drains(w);
     expect(s.began).toEqual([1, 2]);
     expect(w.inFlight).toBe(0);
@@ -189,7 +198,7 @@ describe('Workers', () => {
     w.replace(hung, () => void resumed.push(-1)); // a second call changes nothing
     expect(w.slots).toHaveLength(1);
     expect(w.slots[0]).not.toBe(hung);
-    expect(hung.abandoned).toBe(true);
+    expect(hung.givenUp).toBe(true);
     await turns(3);
     expect(resumed).toEqual([1]);
     expect(s.began).toEqual([1, 2]);
@@ -240,14 +249,14 @@ describe('Workers', () => {
         job: undefined,
         attempts: 0,
         waiting: false,
-        away: false,
+        leavesForRetry: false,
         seenAttempt: -1,
         seenAtMs: 0,
-        abandoned: false,
+        givenUp: false,
       });
     }
     expect(w.inFlight).toBe(0);
-    expect(w.away).toBe(0);
+    expect(w.waitingRetry).toBe(0);
     expect(w.room()).toBe(4);
   });
 
@@ -260,13 +269,13 @@ describe('Workers', () => {
     w.push(first);
     await turns(2);
     expect(s.began).toEqual([1]);
-    expect(w.away).toBe(1);
+    expect(w.waitingRetry).toBe(1);
     expect(w.inFlight).toBe(1); // every worker is asleep now, and nothing is queued
     s.away.clear();
     w.back(first);
     await drains(w, 2);
     expect(s.began).toEqual([1, 1]);
-    expect(w.away).toBe(0);
+    expect(w.waitingRetry).toBe(0);
   });
 
   it('drops a retry while every worker is busy: what waited behind its key runs once a worker is free', async () => {
@@ -281,7 +290,7 @@ describe('Workers', () => {
     await turns(2);
     expect(s.began).toEqual([1, 3]); // 1 went away; its worker holds 3
     w.drop(first);
-    expect(w.away).toBe(0);
+    expect(w.waitingRetry).toBe(0);
     expect(w.inFlight).toBe(2);
     await turns(2);
     expect(s.began).toEqual([1, 3]);

@@ -1,0 +1,205 @@
+import { SluiceError, reasonOf } from '../core/errors.js';
+import { messageId, type InboundMessage } from '../core/message.js';
+import type { Clock, Consumer, Logger } from '../core/ports.js';
+import type { Workers } from '../dispatch/workers.js';
+import type { CompiledSubscriber } from '../declare/compile.js';
+import type { PaceRun } from '../pace/rules.js';
+import type { Ledger } from './ledger.js';
+import type { Offsets } from './offsets.js';
+import type { Pacer } from './pacer.js';
+import type { Undecodable, Work } from './work.js';
+
+/** Deliveries of a paced subscriber being appended to its coordinators at once, at most. */
+const PACE_INTAKE = 1_000;
+
+/** A message decoded, or why it does not. */
+type Decoded = { readonly ok: true; readonly payload: unknown } | { readonly ok: false; readonly bad: Undecodable };
+
+/** What Intake works with. */
+export interface IntakeParts {
+  readonly sub: CompiledSubscriber;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly offsets: Offsets;
+  readonly ledger: Ledger;
+  readonly workers: Workers<Work>;
+  /** The app's pace stage, for a paced subscriber: its deliveries become events there. */
+  readonly pacer: Pacer | undefined;
+  readonly stopping: () => boolean;
+  /** Where work leaves Intake for Dispatch. */
+  readonly dispatch: (work: Work) => void;
+  /** Called after each read: the subscription may have become idle. */
+  readonly progress: () => void;
+}
+
+/**
+ * The first stage: takes a consumer's messages while the workers have room (or a paced subscriber's
+ * appends allow), decodes each once and keys it, and hands on `Work`; a paced run that left its
+ * coordinator becomes `Work` too. What does not decode goes straight to the Ledger's dead letters.
+ */
+export class Intake {
+  /** Paced deliveries being appended to their coordinators. */
+  appending = 0;
+  private consumer: Consumer | undefined = undefined;
+  private pumping = false;
+
+  constructor(private readonly parts: IntakeParts) {}
+
+  connect(consumer: Consumer): void {
+    this.consumer = consumer;
+  }
+
+  /** Takes as much as there is room for. Called on readable, and whenever work finishes. */
+  readonly pump = (): void => {
+    const consumer = this.consumer;
+    if (this.pumping || this.parts.stopping() || !consumer) return this.parts.progress();
+    this.pumping = true;
+    try {
+      if (this.parts.pacer) this.takePaced(consumer, this.parts.pacer);
+      else this.take(consumer);
+    } finally {
+      this.pumping = false;
+    }
+    this.parts.progress();
+  };
+
+  /** A paced run whose window closed: to the workers, by its key under lanes. */
+  readonly runArrived = (run: PaceRun): void => {
+    if (this.parts.stopping()) return; // it is recorded as started: it runs again after the restart
+    const { sub, pacer } = this.parts;
+    // A batch run gets its events; a debounced run, or a start that is a run by itself, its one event.
+    const payload = pacer!.paceOf(sub.name)?.kind === 'batch' ? run.events : run.events[0];
+    const arrivedAt = this.parts.clock.now();
+    // Keyed for turns and lanes (a pool without turns ignores the key).
+    const key = run.key;
+    this.parts.dispatch({
+      kind: 'run',
+      run,
+      payload,
+      topic: sub.topic,
+      arrivedAt,
+      key,
+      order: run.order,
+      attempt: 1,
+      context: undefined,
+    });
+  };
+
+  private take(consumer: Consumer): void {
+    const { workers, sub } = this.parts;
+    const batchMax = sub.batchMax;
+    for (let room = workers.room(); room > 0; room = workers.room()) {
+      const taken = consumer.take(batchMax === undefined ? room : batchMax);
+      if (taken.length === 0) break;
+      if (batchMax !== undefined) this.batch(taken);
+      else for (const m of taken) this.delivery(m);
+    }
+  }
+
+  private delivery(m: InboundMessage): void {
+    const marks = this.parts.offsets.track(m);
+    const decoded = this.decode(m);
+    if (!decoded.ok) return this.parts.ledger.deadLetterNow([decoded.bad], [marks]);
+    const payload = decoded.payload;
+    const key = this.parts.sub.byKey ? this.keyOf(m, payload) : undefined;
+    this.parts.dispatch({
+      kind: 'delivery',
+      message: m,
+      payload,
+      marks,
+      key,
+      order: 0,
+      attempt: 1,
+      context: undefined,
+    });
+  }
+
+  private batch(messages: readonly InboundMessage[]): void {
+    const marks = messages.map((m) => this.parts.offsets.track(m));
+    const payload: unknown[] = [];
+    const undecodable: Undecodable[] = [];
+    for (const m of messages) {
+      const decoded = this.decode(m);
+      if (decoded.ok) payload.push(decoded.payload);
+      else undecodable.push(decoded.bad);
+    }
+    if (payload.length === 0) return this.parts.ledger.deadLetterNow(undecodable, marks);
+    this.parts.dispatch({
+      kind: 'batch',
+      messages,
+      marks,
+      payload,
+      undecodable,
+      key: undefined,
+      order: 0,
+      attempt: 1,
+      context: undefined,
+    });
+  }
+
+  /** The one place a message is decoded. */
+  private decode(m: InboundMessage): Decoded {
+    try {
+      return { ok: true, payload: this.parts.sub.decode(m.value) };
+    } catch (error) {
+      return { ok: false, bad: { message: m, reason: `DECODE_FAILED: ${reasonOf(error)}` } };
+    }
+  }
+
+  /** The key a delivery is dispatched (or paced) by: the key function's, else the message's. */
+  private keyOf(m: InboundMessage, payload: unknown): string | undefined {
+    const keyFn = this.parts.sub.key;
+    if (!keyFn) return m.key;
+    try {
+      const key: unknown = keyFn({ value: payload, key: m.key, headers: m.headers, topic: m.topic });
+      if (typeof key === 'string' || key === undefined || key === null) return key ?? undefined;
+      if (typeof key === 'number' || typeof key === 'bigint' || typeof key === 'boolean') return String(key);
+      throw new TypeError(`the key must be a string, got ${typeof key}`);
+    } catch (error) {
+      this.parts.log.warn('key function threw (or gave no string); the message key is used instead', { error });
+      return m.key;
+    }
+  }
+
+  /**
+   * A paced subscriber's reading: each delivery becomes an event of its key's coordinator, and its offset
+   * becomes committable once that event is durable. At most PACE_INTAKE appends are under way.
+   */
+  private takePaced(consumer: Consumer, pacer: Pacer): void {
+    for (let room = PACE_INTAKE - this.appending; room > 0; room = PACE_INTAKE - this.appending) {
+      const taken = consumer.take(room);
+      if (taken.length === 0) break;
+      for (const m of taken) this.paced(m, pacer);
+    }
+  }
+
+  private paced(m: InboundMessage, pacer: Pacer): void {
+    const { offsets, ledger, sub } = this.parts;
+    const marks = offsets.track(m);
+    const decoded = this.decode(m);
+    if (!decoded.ok) return ledger.deadLetterNow([decoded.bad], [marks]);
+    this.appending++;
+    const key = this.keyOf(m, decoded.payload) ?? '';
+    const appended = (): void => {
+      this.appending--;
+      offsets.complete(marks, m.offset);
+      this.pump();
+    };
+    const refused = (error: unknown): void => {
+      this.appending--;
+      if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
+        // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset
+        // is committed once it is dead-lettered.
+        const reason = `DECODE_FAILED: the delivery cannot be journaled for pace: ${error.message}`;
+        return ledger.deadLetterNow([{ message: m, reason }], [marks]);
+      }
+      this.parts.log.error('pace: the event was not recorded; its delivery stays uncommitted', {
+        id: messageId(m),
+        error,
+      });
+      offsets.abandon(marks);
+      this.pump();
+    };
+    pacer.append(sub.name, { key, event: decoded.payload, source: m }).then(appended, refused);
+  }
+}
