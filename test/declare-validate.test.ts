@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { SubscriberOptions } from '../src/index.js';
 import { checkName } from '../src/declare/checks.js';
-import { MAX_WORKERS, parseDefaults, parseOptions } from '../src/declare/parse.js';
+import { MAX_WORKERS, parseDefaults, parseOptions, parseRouterOptions } from '../src/declare/parse.js';
+import type { PaceOptions } from '../src/declare/options.js';
+import {
+  DEFAULT_BATCH_WAIT_MS,
+  DEFAULT_DEDUP_MS,
+  MAX_BATCH,
+  MINUTE_MS,
+  parsePace,
+  type CompiledPace,
+} from '../src/declare/pace.js';
 import { expectError } from './expect-error.js';
 
 // Every setting a subscriber or router takes, refused and accepted at its edges, with the whole message a
@@ -338,6 +347,50 @@ describe('parseDefaults', () => {
   });
 });
 
+describe('parseRouterOptions', () => {
+  const ROUTER = 'workers, byKey, group, retry, deadLetter, timeoutMs, decode';
+  it.each<[string, unknown, string, string]>([
+    ['a prefix not text', { prefix: null }, 'CONFIG_INVALID', 'router: prefix must be a string, got null'],
+    [
+      'a subscriber setting, naming the router by its prefix',
+      { prefix: 'eu.', key: () => 'k' },
+      'CONFIG_INVALID',
+      `router "eu.": key is not a router setting (prefix, ${ROUTER}), got function key`,
+    ],
+    [
+      'a subscriber setting of a router without prefix',
+      { name: 'x' },
+      'CONFIG_INVALID',
+      `router: name is not a router setting (prefix, ${ROUTER}), got "x"`,
+    ],
+    [
+      'a bad default, under an empty prefix',
+      { prefix: '', workers: 0 },
+      'WORKERS_INVALID',
+      'router: workers must be a positive integer, got 0',
+    ],
+  ])('refuses %s', (_name, options, code, message) => {
+    expect(expectError(() => parseRouterOptions(options as never), code)).toBe(message);
+  });
+
+  it.each<[string, unknown, object]>([
+    ['no options', undefined, {}],
+    ['a prefix alone', { prefix: 'eu.' }, { prefix: 'eu.' }],
+    ['an empty prefix', { prefix: '' }, { prefix: '' }],
+    ['defaults without a prefix', { workers: 2 }, { workers: 2 }],
+    [
+      'a prefix and defaults',
+      { prefix: 'eu.', retry: { attempts: 2 }, deadLetter: false },
+      { retry: { attempts: 2 }, deadLetter: false, prefix: 'eu.' },
+    ],
+  ])('accepts %s, copied and frozen', (_name, options, expected) => {
+    const copy = parseRouterOptions(options as never);
+    expect(copy).toStrictEqual(expected);
+    expect(Object.isFrozen(copy)).toBe(true);
+    if (copy.retry !== undefined) expect(Object.isFrozen(copy.retry)).toBe(true);
+  });
+});
+
 describe('checkName', () => {
   it('takes a name with text, and refuses a blank one, one with NUL, or one that is not text', () => {
     expect(() => checkName(WHO, 'Billing.bill')).not.toThrow();
@@ -351,5 +404,133 @@ describe('checkName', () => {
     expect(expectError(() => checkName(WHO, undefined), 'CONFIG_INVALID')).toBe(
       `${WHO}: name must be a non-empty string without NUL, got undefined`,
     );
+  });
+});
+
+describe('parsePace', () => {
+  const pace = (raw: unknown) => () => parsePace(raw, WHO);
+  it.each<[string, unknown, string, string]>([
+    [
+      'debounce with batch',
+      { debounce: '1s', batch: {} },
+      'CONFIG_INVALID',
+      'pace.debounce and pace.batch exclude each other (a debounced run gets the latest event, a batch every event); choose one',
+    ],
+    [
+      'perMinute with drop',
+      { perMinute: 3, drop: { max: 1, per: '1 hour' } },
+      'CONFIG_INVALID',
+      'pace.perMinute and pace.drop exclude each other (starts over the rate wait under perMinute, and are dropped under drop); choose one, got perMinute 3 and drop {"max":1,"per":"1 hour"}',
+    ],
+    [
+      'one more than MAX_BATCH',
+      { batch: { max: MAX_BATCH + 1 } },
+      'CONFIG_INVALID',
+      `pace.batch.max must be at most MAX_BATCH (${MAX_BATCH}), got ${MAX_BATCH + 1}`,
+    ],
+    [
+      'a fractional batch.max',
+      { batch: { max: 1.5 } },
+      'CONFIG_INVALID',
+      'pace.batch.max must be a positive integer, got 1.5',
+    ],
+    [
+      'an unknown field of pace.batch',
+      { batch: { size: 2 } },
+      'CONFIG_INVALID',
+      'pace.batch.size must be a known field of pace.batch (max, wait), got 2',
+    ],
+    [
+      'a maxWait 1 ms short of the window',
+      { debounce: { window: 1_000, maxWait: 999 } },
+      'CONFIG_INVALID',
+      'pace.debounce.maxWait must be at least the window (1000 ms), got 999',
+    ],
+    [
+      'a debounce object without its window',
+      { debounce: {} },
+      'PACE_BAD_DURATION',
+      `pace.debounce.window: undefined ${DURATION}`,
+    ],
+    [
+      'a drop per of 0',
+      { drop: { max: 1, per: 0 } },
+      'CONFIG_INVALID',
+      'pace.drop.per must be longer than 0 ms, got 0',
+    ],
+    [
+      'a drop per of "0 ms"',
+      { drop: { max: 1, per: '0 ms' } },
+      'CONFIG_INVALID',
+      'pace.drop.per must be longer than 0 ms, got "0 ms"',
+    ],
+    [
+      'a drop without max',
+      { drop: { per: '1s' } },
+      'CONFIG_INVALID',
+      'pace.drop.max must be a positive integer, got undefined',
+    ],
+    ['a null drop', { drop: null }, 'CONFIG_INVALID', 'pace.drop must be an object { max, per }, got null'],
+    [
+      'an unknown field of pace.drop',
+      { drop: { max: 1, per: '1s', burst: 2 } },
+      'CONFIG_INVALID',
+      'pace.drop.burst must be a known field of pace.drop (max, per), got 2',
+    ],
+  ])('refuses %s, naming the owner, the field and the value', (_name, raw, code, message) => {
+    expect(expectError(pace(raw), code)).toBe(`${WHO}: ${message}`);
+  });
+
+  // What the coordinator rules read: durations in milliseconds, the defaults filled in, the gathering as a kind.
+  const order = () => 1;
+  it.each<[string, PaceOptions, CompiledPace]>([
+    ['nothing: a run per start', {}, { dedupMs: DEFAULT_DEDUP_MS, kind: 'each' }],
+    [
+      'a debounce as a duration',
+      { debounce: '1s' },
+      { dedupMs: DEFAULT_DEDUP_MS, kind: 'debounce', windowMs: 1_000, maxWaitMs: undefined },
+    ],
+    [
+      'a debounce whose maxWait is its window',
+      { debounce: { window: 500, maxWait: 500 }, dedup: 0 },
+      { dedupMs: 0, kind: 'debounce', windowMs: 500, maxWaitMs: 500 },
+    ],
+    [
+      'a batch with its defaults',
+      { batch: {} },
+      { dedupMs: DEFAULT_DEDUP_MS, kind: 'batch', max: MAX_BATCH, waitMs: DEFAULT_BATCH_WAIT_MS },
+    ],
+    [
+      'a batch of MAX_BATCH, a rate, an order and turns',
+      { batch: { max: MAX_BATCH, wait: '2s' }, perMinute: 5, order, turns: 'key', dedup: '1 minute' },
+      {
+        dedupMs: 60_000,
+        rate: { max: 5, perMs: MINUTE_MS, drop: false },
+        order,
+        turns: true,
+        kind: 'batch',
+        max: MAX_BATCH,
+        waitMs: 2_000,
+      },
+    ],
+    [
+      'the smallest batch and drop',
+      { batch: { max: 1 }, drop: { max: 1, per: 1 } },
+      { dedupMs: DEFAULT_DEDUP_MS, rate: { max: 1, perMs: 1, drop: true }, kind: 'batch', max: 1, waitMs: 10_000 },
+    ],
+    [
+      'a drop alone: a run per start, some dropped',
+      { drop: { max: 2, per: '1 hour' } },
+      { dedupMs: DEFAULT_DEDUP_MS, rate: { max: 2, perMs: 3_600_000, drop: true }, kind: 'each' },
+    ],
+  ])('reads %s', (_name, raw, expected) => {
+    const compiled = parsePace(raw, WHO);
+    expect(compiled).toStrictEqual(expected);
+    expect(Object.isFrozen(compiled)).toBe(true);
+    if (compiled.rate !== undefined) expect(Object.isFrozen(compiled.rate)).toBe(true);
+  });
+
+  it('has the documented defaults: 10 minutes of dedup, 10 s of batch wait, 1,000 events a batch', () => {
+    expect([DEFAULT_DEDUP_MS, DEFAULT_BATCH_WAIT_MS, MAX_BATCH, MINUTE_MS]).toEqual([600_000, 10_000, 1_000, 60_000]);
   });
 });

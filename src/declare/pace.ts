@@ -164,7 +164,8 @@ function parseDebounce(raw: unknown, who: string): { windowMs: number; maxWaitMs
   const { window, maxWait } = raw as { window?: unknown; maxWait?: unknown };
   const windowMs = parseDuration(window, `${who}: pace.debounce.window`);
   const maxWaitMs = maxWait === undefined ? undefined : parseDuration(maxWait, `${who}: pace.debounce.maxWait`);
-  if (maxWaitMs !== undefined && maxWaitMs < windowMs)
+  // A maxWait left out is no limit: no window is longer.
+  if ((maxWaitMs ?? Number.POSITIVE_INFINITY) < windowMs)
     fail('CONFIG_INVALID', who, 'pace.debounce.maxWait', maxWait, `at least the window (${windowMs} ms)`);
   return { windowMs, maxWaitMs };
 }

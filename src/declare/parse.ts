@@ -152,9 +152,12 @@ function parseRetry(raw: unknown, who: string): RetryOptions {
   return Object.freeze(retry);
 }
 
-/** A backoff's `maxMs` is at least its `initialMs`, when both are given (by one layer or by two). */
+/**
+ * A backoff's `maxMs` is at least its `initialMs`, when both are given (by one layer or by two): an end left
+ * out bounds nothing (no `maxMs` is below an `initialMs` left out, and a `maxMs` left out is below none).
+ */
 export function checkBackoff(who: string, initialMs: number | undefined, maxMs: number | undefined): void {
-  if (initialMs !== undefined && maxMs !== undefined && maxMs < initialMs)
+  if ((maxMs ?? Number.POSITIVE_INFINITY) < (initialMs ?? Number.NEGATIVE_INFINITY))
     fail('CONFIG_INVALID', who, 'retry.backoff.maxMs', maxMs, `at least initialMs (${initialMs})`);
 }
 
