@@ -53,8 +53,8 @@ export interface NotIncludable<Reason extends string> {
  * no arguments whose instances may have `@subscriber` methods, or such an instance — and otherwise a
  * {@link NotIncludable} whose `reason` says why not, so the call does not compile. `include(new Date())`,
  * `include(class {})`, `include({})`, `include(subscriber('t').decode(d))` (no handler yet) and a class whose
- * constructor needs arguments are refused. TypeScript cannot see decorators: a class (or instance) with methods, none of them
- * a `@subscriber`, and an object literal with a method, pass here and are refused by `include` when it runs,
+ * constructor needs arguments are refused. TypeScript cannot see decorators: a class (or instance) with
+ * methods, none of them a `@subscriber`, and an object literal with a method, pass here and are refused by `include` when it runs,
  * with `CONFIG_INVALID`.
  *
  * @category Subscribers
