@@ -54,8 +54,8 @@ export interface NotIncludable<Reason extends string> {
  * {@link NotIncludable} whose `reason` says why not, so the call does not compile. `include(new Date())`,
  * `include(class {})`, `include({})`, `include(subscriber('t').decode(d))` (no handler yet) and a class whose
  * constructor needs arguments are refused. TypeScript cannot see decorators: a class (or instance) with
- * methods, none of them a `@subscriber`, and an object literal with a method, pass here and are refused by `include` when it runs,
- * with `CONFIG_INVALID`.
+ * methods, none of them a `@subscriber`, and an object literal with a method, pass here and are refused by
+ * `include` when it runs, with `CONFIG_INVALID`.
  *
  * @category Subscribers
  */
