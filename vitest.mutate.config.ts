@@ -35,6 +35,7 @@ export default defineConfig({
     ],
     env: { SLUICE_LOG_LEVEL: 'silent' },
     testTimeout: 20_000,
+    setupFiles: ['test/mutate-setup.ts'],
     pool: 'forks',
     sequence: { sequencer: UnitSuitesFirst },
   },
