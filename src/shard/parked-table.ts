@@ -165,10 +165,9 @@ export class ParkedTable {
    * tightened. `visit` may `delete` the key it is given, nothing else.
    */
   sweep(untilMs: number, visit: (key: string, timerAtMs: number) => void, max = Number.POSITIVE_INFINITY): void {
-    const chunks = this.capacity >>> CHUNK_BITS;
     let visited = 0;
-    for (let c = 0; c < chunks; c++) {
-      if (!(this.chunkMin[c]! <= untilMs)) continue;
+    for (const [c, bound] of this.chunkMin.entries()) {
+      if (!(bound <= untilMs)) continue;
       let min = Number.POSITIVE_INFINITY;
       const end = (c + 1) << CHUNK_BITS;
       for (let slot = c << CHUNK_BITS; slot < end; slot++) {
@@ -188,15 +187,14 @@ export class ParkedTable {
 
   /** The earliest parked timer, exactly (tightening chunk bounds on the way), or undefined when none is set. */
   earliest(): number | undefined {
-    const chunks = this.chunkMin.length;
     for (;;) {
       // The chunk with the lowest bound (none: no timer is set).
       let first = -1;
       let lowest = Number.POSITIVE_INFINITY;
-      for (let c = 0; c < chunks; c++) {
-        if (this.chunkMin[c]! < lowest) {
+      for (const [c, bound] of this.chunkMin.entries()) {
+        if (bound < lowest) {
           first = c;
-          lowest = this.chunkMin[c]!;
+          lowest = bound;
         }
       }
       if (first < 0) return undefined;
@@ -211,7 +209,7 @@ export class ParkedTable {
 
   /** Every parked key, in slot order. The table must not change while this runs. */
   *keys(): IterableIterator<string> {
-    for (let slot = 0; slot < this.capacity; slot++) if (this.tags[slot]! >= 2) yield this.keyAt(slot);
+    for (const [slot, tag] of this.tags.entries()) if (tag >= 2) yield this.keyAt(slot);
   }
 
   /**
@@ -249,8 +247,7 @@ export class ParkedTable {
 
   /** Replaces every parked key's reference by `move(ref)` (its state was moved: an arena compacted). */
   remapRefs(move: (ref: number) => number): void {
-    for (let slot = 0; slot < this.capacity; slot++)
-      if (this.tags[slot]! >= 2) this.setLsn(slot, move(this.lsnAt(slot)));
+    for (const [slot, tag] of this.tags.entries()) if (tag >= 2) this.setLsn(slot, move(this.lsnAt(slot)));
   }
 
   /** Bytes held by the table's arrays and key arena (what a parked key costs). */
@@ -313,8 +310,8 @@ export class ParkedTable {
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, 2 * (this.arenaUsed - this.arenaGarbage)));
     this.arenaUsed = 0;
     this.arenaGarbage = 0;
-    for (let slot = 0; slot < this.capacity; slot++) {
-      if (this.tags[slot]! < 2) continue;
+    for (const [slot, tag] of this.tags.entries()) {
+      if (tag < 2) continue;
       const from = this.keyOffset[slot]!;
       const length = spanOf(old, from, this.keyLength[slot]!);
       old.copy(this.arena, this.arenaUsed, from, from + length);
@@ -346,7 +343,6 @@ export class ParkedTable {
   /** Rehashes into `capacity` slots, dropping tombstones and compacting the key arena. */
   private resize(capacity: number): void {
     const old = {
-      capacity: this.capacity,
       tags: this.tags,
       keyOffset: this.keyOffset,
       keyLength: this.keyLength,
@@ -362,8 +358,8 @@ export class ParkedTable {
     this.arenaGarbage = 0;
     this.used = this.size; // no tombstones
     const mask = capacity - 1;
-    for (let i = 0; i < old.capacity; i++) {
-      if (old.tags[i]! < 2) continue;
+    for (const [i, tag] of old.tags.entries()) {
+      if (tag < 2) continue;
       const length = spanOf(old.arena, old.keyOffset[i]!, old.keyLength[i]!);
       /* eslint-disable @typescript-eslint/no-unnecessary-type-assertion -- a '!' as on every index read: these
          offsets are optional parameters, and a missing slot must not pass as 0 */
@@ -374,7 +370,7 @@ export class ParkedTable {
       old.arena.copy(this.arena, off, old.keyOffset[i]!, old.keyOffset[i]! + length);
       /* eslint-enable @typescript-eslint/no-unnecessary-type-assertion */
       this.arenaUsed += length;
-      this.tags[slot] = old.tags[i]!;
+      this.tags[slot] = tag;
       this.keyOffset[slot] = off;
       this.keyLength[slot] = old.keyLength[i]!;
       this.lsnLow[slot] = old.lsnLow[i]!;
