@@ -169,9 +169,10 @@ export class ParkedTable {
     for (const [c, bound] of this.chunkMin.entries()) {
       if (!(bound <= untilMs)) continue;
       let min = Number.POSITIVE_INFINITY;
-      const end = (c + 1) << CHUNK_BITS;
-      for (let slot = c << CHUNK_BITS; slot < end; slot++) {
-        if (this.tags[slot]! < 2) continue;
+      const start = c << CHUNK_BITS;
+      for (const [i, tag] of this.chunkTags(c).entries()) {
+        if (tag < 2) continue;
+        const slot = start + i;
         const at = this.timers[slot]!;
         if (!(at <= untilMs)) {
           if (at < min) min = at; // (NaN, no timer, is never less)
@@ -199,9 +200,9 @@ export class ParkedTable {
       }
       if (first < 0) return undefined;
       let min = Number.POSITIVE_INFINITY;
-      const end = (first + 1) << CHUNK_BITS;
-      for (let slot = first << CHUNK_BITS; slot < end; slot++)
-        if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
+      const start = first << CHUNK_BITS;
+      for (const [i, tag] of this.chunkTags(first).entries())
+        if (tag >= 2 && this.timers[start + i]! < min) min = this.timers[start + i]!;
       if (min === lowest) return min; // exact, and no chunk's bound is lower
       this.chunkMin[first] = min; // tightened: look again
     }
@@ -228,8 +229,11 @@ export class ParkedTable {
     return {
       next(max) {
         const out: string[] = [];
-        for (; slot < tags.length && out.length < max; slot++)
-          if (tags[slot]! >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
+        for (; out.length < max; slot++) {
+          const tag = tags[slot];
+          if (tag === undefined) break; // read to the end
+          if (tag >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
+        }
         return out;
       },
       unread(key) {
@@ -324,6 +328,11 @@ export class ParkedTable {
   private lowerBound(slot: number, timerAtMs: number): void {
     const chunk = slot >>> CHUNK_BITS;
     if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
+  }
+
+  /** The tags of chunk `c`'s slots (a view). */
+  private chunkTags(c: number): Uint8Array {
+    return this.tags.subarray(c << CHUNK_BITS, (c + 1) << CHUNK_BITS);
   }
 
   private keyAt(slot: number): string {
