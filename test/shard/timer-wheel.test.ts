@@ -193,6 +193,20 @@ describe('TimerWheel', () => {
     expect(lookups).toBeLessThanOrEqual(4 * reports);
   });
 
+  it('holds no bucket once every timer is cancelled and the clean-up has run: no wake is asked for', () => {
+    const wheel = new TimerWheel(10, 10_000, 0);
+    const timers = new Map<string, number>();
+    for (let i = 0; i < 100; i++) {
+      timers.set(`k${i}`, 500 + 10 * i); // a bucket each
+      wheel.add(`k${i}`, 500 + 10 * i);
+    }
+    const timerOf = (k: string) => timers.get(k);
+    timers.clear(); // cancelled all at once, then each reported
+    for (let i = 0; i < 100; i++) wheel.dropped(timerOf);
+    expect(wheel.size()).toBe(0); // dropped by the clean-up (past half of 100 reports), not by due() or earliestMs()
+    expect(wheel.firstBucketMs()).toBeUndefined();
+  });
+
   it('goes on to the next bucket once one is handed out, and stops at one whose timers are not due', () => {
     const wheel = new TimerWheel(10, 10_000, 0);
     const timers = new Map([
