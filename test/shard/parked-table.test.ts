@@ -204,6 +204,20 @@ describe('ParkedTable', () => {
     expect(frozenRead).toBeGreaterThan(1_000); // frozen copies read while the table changed
   }, 60_000);
 
+  it('has no earliest timer when none is set, keys parked without one included', () => {
+    const t = new ParkedTable();
+    expect(t.earliest()).toBeUndefined();
+    for (let i = 0; i < 3_000; i++) t.set(`k${i}`, i, Number.NaN); // three chunks and more, no timer
+    expect(t.earliest()).toBeUndefined();
+    t.set('k2999', 1, 70);
+    expect(t.earliest()).toBe(70);
+    t.set('k2999', 1, Number.NaN); // cleared: the chunk's bound stays 70 until it is looked at
+    expect(t.earliest()).toBeUndefined();
+    const visited: string[] = [];
+    t.sweep(Number.POSITIVE_INFINITY, (key) => visited.push(key));
+    expect(visited).toEqual([]);
+  });
+
   it('counts what it holds in bytes: 21 a slot, 8 a chunk of 1,024 slots, and its key arena', () => {
     const t = new ParkedTable();
     expect(t.bytes()).toBe(1_024 * 21 + 8 + 16 * 1_024); // a fresh table's arena: 16 bytes a slot
