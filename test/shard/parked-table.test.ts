@@ -218,6 +218,18 @@ describe('ParkedTable', () => {
     expect(visited).toEqual([]);
   });
 
+  it('takes references from 0 to 2^48 - 1 and refuses any other', () => {
+    const t = new ParkedTable();
+    t.set('low', 0, 1);
+    t.set('high', 2 ** 48 - 1, 1);
+    expect(t.ref('low')).toBe(0);
+    expect(t.ref('high')).toBe(2 ** 48 - 1);
+    for (const bad of [-1, 2 ** 48, 1.5, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(() => new ParkedTable().set('k', bad, 1)).toThrow(
+        new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${bad}`),
+      );
+  });
+
   it('counts what it holds in bytes: 21 a slot, 8 a chunk of 1,024 slots, and its key arena', () => {
     const t = new ParkedTable();
     expect(t.bytes()).toBe(1_024 * 21 + 8 + 16 * 1_024); // a fresh table's arena: 16 bytes a slot
