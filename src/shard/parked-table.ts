@@ -25,6 +25,12 @@ const WIDE = 0x8000_0000;
 /** The key arena is compacted once its garbage passes this and outweighs the live keys. */
 const ARENA_SLACK = 64 * 1024;
 
+/** Refuses a reference the slot arrays cannot hold. */
+function checkLsn(lsn: number): void {
+  if (!(Number.isInteger(lsn) && lsn >= 0 && lsn < 2 ** 48))
+    throw new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${lsn}`);
+}
+
 const wellFormed = (key: string): boolean => (key as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 /** The bytes a key's entry takes in `arena` at `offset`, given its slot's length. */
@@ -105,6 +111,7 @@ export class ParkedTable {
    * Parks (or updates) a key: the reference to its state (a snapshot's LSN, an offset) and its timer (`NaN` for none).
    */
   set(key: string, snapshotLsn: number, timerAtMs: number): void {
+    checkLsn(snapshotLsn); // before anything changes: a refused reference parks no key
     if ((this.used + 1) / this.capacity > MAX_LOAD)
       this.resize(this.size * 2 + 1 > this.capacity * MAX_LOAD ? this.capacity * 2 : this.capacity);
     const length = this.encoder.encode(key);
@@ -251,7 +258,12 @@ export class ParkedTable {
 
   /** Replaces every parked key's reference by `move(ref)` (its state was moved: an arena compacted). */
   remapRefs(move: (ref: number) => number): void {
-    for (const [slot, tag] of this.tags.entries()) if (tag >= 2) this.setLsn(slot, move(this.lsnAt(slot)));
+    for (const [slot, tag] of this.tags.entries()) {
+      if (tag < 2) continue;
+      const moved = move(this.lsnAt(slot));
+      checkLsn(moved);
+      this.setLsn(slot, moved);
+    }
   }
 
   /** Bytes held by the table's arrays and key arena (what a parked key costs). */
@@ -283,9 +295,8 @@ export class ParkedTable {
     return slot;
   }
 
+  /** Writes a checked reference (`checkLsn`) into `slot`. */
   private setLsn(slot: number, lsn: number): void {
-    if (!(Number.isInteger(lsn) && lsn >= 0 && lsn < 2 ** 48))
-      throw new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${lsn}`);
     this.lsnLow[slot] = lsn % 0x1_0000_0000;
     this.lsnHigh[slot] = Math.floor(lsn / 0x1_0000_0000);
   }

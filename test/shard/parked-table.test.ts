@@ -230,6 +230,20 @@ describe('ParkedTable', () => {
       );
   });
 
+  it('refuses a reference out of range before anything changes: no key parked, none updated', () => {
+    const t = new ParkedTable();
+    t.set('kept', 1, 10);
+    for (const bad of [-1, 2 ** 48, 1.5, Number.NaN]) {
+      expect(() => t.set('new', bad, 5)).toThrow(RangeError);
+      expect(() => t.set('kept', bad, 5)).toThrow(RangeError);
+      expect(t.size).toBe(1);
+      expect([...t.keys()]).toEqual(['kept']);
+      expect(t.entry('new')).toBeUndefined();
+      expect(t.entry('kept')).toEqual({ ref: 1, timer: 10 });
+      expect(t.earliest()).toBe(10);
+    }
+  });
+
   it('counts what it holds in bytes: 21 a slot, 8 a chunk of 1,024 slots, and its key arena', () => {
     const t = new ParkedTable();
     expect(t.bytes()).toBe(1_024 * 21 + 8 + 16 * 1_024); // a fresh table's arena: 16 bytes a slot
