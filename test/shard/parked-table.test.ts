@@ -9,13 +9,13 @@ describe('ParkedTable', () => {
     t.set('ключ-🔑', 7, Number.NaN);
     t.set('a', 6, 90);
     expect(t.size).toBe(2);
-    expect(t.snapshotLsn('a')).toBe(6);
+    expect(t.ref('a')).toBe(6);
     expect(t.timerAt('a')).toBe(90);
     expect(t.timerAt('ключ-🔑')).toBeNaN();
-    expect(t.snapshotLsn('b')).toBeUndefined();
+    expect(t.ref('b')).toBeUndefined();
     expect(t.delete('a')).toBe(true);
     expect(t.delete('a')).toBe(false);
-    expect(t.snapshotLsn('a')).toBeUndefined();
+    expect(t.ref('a')).toBeUndefined();
     expect(t.size).toBe(1);
   });
 
@@ -111,7 +111,7 @@ describe('ParkedTable', () => {
                 const key = `key-${o.key}`;
                 expect(t.entry(key)).toEqual(model.get(key));
                 expect(t.timerAt(key)).toEqual(model.get(key)?.timer);
-                expect(t.snapshotLsn(key)).toBe(model.get(key)?.ref);
+                expect(t.ref(key)).toBe(model.get(key)?.ref);
               } else if (o.t === 'freeze') {
                 frozen = { keys: t.frozenKeys(), parked: new Set(model.keys()), read: new Set() };
               } else if (o.t === 'read') {
@@ -226,7 +226,7 @@ describe('ParkedTable', () => {
     expect(t.ref('high')).toBe(2 ** 48 - 1);
     for (const bad of [-1, 2 ** 48, 1.5, Number.NaN, Number.POSITIVE_INFINITY])
       expect(() => new ParkedTable().set('k', bad, 1)).toThrow(
-        new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${bad}`),
+        new RangeError(`ParkedTable: a reference must be an integer from 0 to 2^48 - 1, got ${bad}`),
       );
   });
 
@@ -296,7 +296,7 @@ describe('ParkedTable', () => {
       }
     expect(t.size).toBe(keys.length + 3_000);
     keys.forEach((k) => expect(t.entry(k)).toEqual({ ref: 2, timer: 2 }));
-    expect(t.snapshotLsn('k'.repeat(65_537))).toBeUndefined();
+    expect(t.ref('k'.repeat(65_537))).toBeUndefined();
     const back = new Set(t.keys());
     expect(keys.every((k) => back.has(k))).toBe(true);
     const frozen = t.frozenKeys();
@@ -316,7 +316,7 @@ describe('ParkedTable', () => {
     // 1,024 slots of 23 bytes, and a key arena of at most twice the 64 KiB of garbage it tolerates, plus the live keys
     // (20 KB). Unparked keys' bytes once stayed in the arena for good: 16 KB a round, 800 KB here.
     expect(most).toBeLessThan(1_024 * 23 + 2 * (64 * 1024 + 20_000) + 1_024);
-    for (const k of keys) expect(t.snapshotLsn(k)).toBeUndefined();
+    for (const k of keys) expect(t.ref(k)).toBeUndefined();
     t.set(keys[7]!, 42, 43);
     expect(t.entry(keys[7]!)).toEqual({ ref: 42, timer: 43 });
   });
