@@ -170,14 +170,14 @@ export class ParkedTable {
    * tightened. `visit` may `delete` the key it is given, nothing else.
    */
   sweep(untilMs: number, visit: (key: string, timerAtMs: number) => void, max = Number.POSITIVE_INFINITY): void {
+    const chunks = this.chunkMin.length;
     let visited = 0;
-    for (const [c, bound] of this.chunkMin.entries()) {
-      if (!(bound <= untilMs)) continue;
+    for (let c = 0; c < chunks; c++) {
+      if (!(this.chunkMin[c]! <= untilMs)) continue;
       let min = Number.POSITIVE_INFINITY;
-      const start = c << CHUNK_BITS;
-      for (const [i, tag] of this.chunkTags(c).entries()) {
-        if (tag < 2) continue;
-        const slot = start + i;
+      const end = (c + 1) << CHUNK_BITS;
+      for (let slot = c << CHUNK_BITS; slot < end; slot++) {
+        if (this.tags[slot]! < 2) continue;
         const at = this.timers[slot]!;
         if (!(at <= untilMs)) {
           if (at < min) min = at; // (NaN, no timer, is never less)
@@ -193,21 +193,22 @@ export class ParkedTable {
 
   /** The earliest parked timer, exactly (tightening chunk bounds on the way), or undefined when none is set. */
   earliest(): number | undefined {
+    const chunks = this.chunkMin.length;
     for (;;) {
       // The chunk with the lowest bound (none: no timer is set).
       let first = -1;
       let lowest = Number.POSITIVE_INFINITY;
-      for (const [c, bound] of this.chunkMin.entries()) {
-        if (bound < lowest) {
+      for (let c = 0; c < chunks; c++) {
+        if (this.chunkMin[c]! < lowest) {
           first = c;
-          lowest = bound;
+          lowest = this.chunkMin[c]!;
         }
       }
       if (first < 0) return undefined;
       let min = Number.POSITIVE_INFINITY;
-      const start = first << CHUNK_BITS;
-      for (const [i, tag] of this.chunkTags(first).entries())
-        if (tag >= 2 && this.timers[start + i]! < min) min = this.timers[start + i]!;
+      const end = (first + 1) << CHUNK_BITS;
+      for (let slot = first << CHUNK_BITS; slot < end; slot++)
+        if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
       if (min === lowest) return min; // exact, and no chunk's bound is lower
       this.chunkMin[first] = min; // tightened: look again
     }
@@ -215,7 +216,7 @@ export class ParkedTable {
 
   /** Every parked key, in slot order. The table must not change while this runs. */
   *keys(): IterableIterator<string> {
-    for (const [slot, tag] of this.tags.entries()) if (tag >= 2) yield this.keyAt(slot);
+    for (let slot = 0; slot < this.capacity; slot++) if (this.tags[slot]! >= 2) yield this.keyAt(slot);
   }
 
   /**
@@ -245,19 +246,17 @@ export class ParkedTable {
         const length = encoder.encode(key);
         const hash = hashBytes(encoder.buf, encoder.span);
         // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
-        for (let at = hash & mask; ; at = (at + 1) & mask) {
-          const tag = tags[at];
-          if (tag === EMPTY) return false;
-          if (tag === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
-        }
+        for (let at = hash & mask; tags[at] !== EMPTY; at = (at + 1) & mask)
+          if (tags[at] === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
+        return false;
       },
     };
   }
 
   /** Replaces every parked key's reference by `move(ref)` (its state was moved: an arena compacted). */
   remapRefs(move: (ref: number) => number): void {
-    for (const [slot, tag] of this.tags.entries()) {
-      if (tag < 2) continue;
+    for (let slot = 0; slot < this.capacity; slot++) {
+      if (this.tags[slot]! < 2) continue;
       const moved = move(this.refAt(slot));
       checkRef(moved);
       this.setRef(slot, moved);
@@ -278,12 +277,11 @@ export class ParkedTable {
   private find(hash: number, length: number): number {
     const mask = this.capacity - 1;
     // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
-    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
-      const tag = this.tags[slot];
-      if (tag === EMPTY) return -1;
-      if (tag === tagOf(hash) && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length))
-        return slot;
+    for (let slot = hash & mask; this.tags[slot] !== EMPTY; slot = (slot + 1) & mask) {
+      const sameTag = this.tags[slot] === tagOf(hash);
+      if (sameTag && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length)) return slot;
     }
+    return -1;
   }
 
   private freeSlot(hash: number): number {
@@ -323,8 +321,8 @@ export class ParkedTable {
     this.arena = Buffer.allocUnsafe(Math.max(16 * 1024, 2 * (this.arenaUsed - this.arenaGarbage)));
     this.arenaUsed = 0;
     this.arenaGarbage = 0;
-    for (const [slot, tag] of this.tags.entries()) {
-      if (tag < 2) continue;
+    for (let slot = 0; slot < this.capacity; slot++) {
+      if (this.tags[slot]! < 2) continue;
       const from = this.keyOffset[slot]!;
       const length = spanOf(old, from, this.keyLength[slot]!);
       old.copy(this.arena, this.arenaUsed, from, from + length);
@@ -337,11 +335,6 @@ export class ParkedTable {
   private lowerBound(slot: number, timerAtMs: number): void {
     const chunk = slot >>> CHUNK_BITS;
     if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
-  }
-
-  /** The tags of chunk `c`'s slots (a view). */
-  private chunkTags(c: number): Uint8Array {
-    return this.tags.subarray(c << CHUNK_BITS, (c + 1) << CHUNK_BITS);
   }
 
   private keyAt(slot: number): string {
@@ -361,6 +354,7 @@ export class ParkedTable {
   /** Rehashes into `capacity` slots, dropping tombstones and compacting the key arena. */
   private resize(capacity: number): void {
     const old = {
+      capacity: this.capacity,
       tags: this.tags,
       keyOffset: this.keyOffset,
       keyLength: this.keyLength,
@@ -376,8 +370,8 @@ export class ParkedTable {
     this.arenaGarbage = 0;
     this.used = this.size; // no tombstones
     const mask = capacity - 1;
-    for (const [i, tag] of old.tags.entries()) {
-      if (tag < 2) continue;
+    for (let i = 0; i < old.capacity; i++) {
+      if (old.tags[i]! < 2) continue;
       const length = spanOf(old.arena, old.keyOffset[i]!, old.keyLength[i]!);
       /* eslint-disable @typescript-eslint/no-unnecessary-type-assertion -- a '!' as on every index read: these
          offsets are optional parameters, and a missing slot must not pass as 0 */
@@ -388,7 +382,7 @@ export class ParkedTable {
       old.arena.copy(this.arena, off, old.keyOffset[i]!, old.keyOffset[i]! + length);
       /* eslint-enable @typescript-eslint/no-unnecessary-type-assertion */
       this.arenaUsed += length;
-      this.tags[slot] = tag;
+      this.tags[slot] = old.tags[i]!;
       this.keyOffset[slot] = off;
       this.keyLength[slot] = old.keyLength[i]!;
       this.refLow[slot] = old.refLow[i]!;
