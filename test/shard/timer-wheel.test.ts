@@ -17,6 +17,39 @@ const TICK = 10;
 const HORIZON = 1_000;
 
 describe('TimerWheel', () => {
+  // First: it asks for no due() before checking where the wheel starts, so a wheel that does not know where it
+  // starts fails here instead of hanging in due().
+  it('holds a timer added overdue in the current bucket and hands it out, even asked with an earlier time', () => {
+    const wheel = new TimerWheel(10, 1_000, 500);
+    const timers = new Map([['late', 120]]);
+    wheel.add('late', 120);
+    expect(wheel.firstBucketMs()).toBe(500);
+    expect(wheel.due(119, 10, (k) => timers.get(k))).toEqual([]);
+    expect(wheel.due(500, 10, (k) => timers.get(k))).toEqual(['late']);
+  });
+
+  it('hands out timers oldest bucket first after a call that stopped at exactly its `max`, ones added overdue included', () => {
+    const wheel = new TimerWheel(10, 10_000, 0);
+    const timers = new Map([
+      ['k1', 50],
+      ['k2', 50],
+      ['k3', 50],
+    ]);
+    for (const [key, at] of timers) wheel.add(key, at);
+    const timerOf = (k: string) => timers.get(k);
+    expect(wheel.due(100, 3, timerOf).sort()).toEqual(['k1', 'k2', 'k3']);
+    timers.clear(); // fired
+    for (const [key, at] of [
+      ['a', 60],
+      ['b', 95],
+    ] as const) {
+      timers.set(key, at); // both overdue at 100
+      wheel.add(key, at);
+    }
+    expect(wheel.due(100, 1, timerOf)).toEqual(['a']);
+    expect(wheel.due(100, 1, timerOf)).toEqual(['b']);
+  });
+
   it('hands out a mass wake oldest bucket first, a chunk at a time', () => {
     const wheel = new TimerWheel(10, 10_000, 0);
     const timers = new Map<string, number>();
@@ -163,15 +196,6 @@ describe('TimerWheel', () => {
     expect(wheel.earliestMs((k) => timers.get(k))).toBeUndefined();
     expect(wheel.firstBucketMs()).toBeUndefined();
     expect(wheel.size()).toBe(0);
-  });
-
-  it('holds a timer added overdue in the current bucket and hands it out, even asked with an earlier time', () => {
-    const wheel = new TimerWheel(10, 1_000, 500);
-    const timers = new Map([['late', 120]]);
-    wheel.add('late', 120);
-    expect(wheel.firstBucketMs()).toBe(500);
-    expect(wheel.due(119, 10, (k) => timers.get(k))).toEqual([]);
-    expect(wheel.due(500, 10, (k) => timers.get(k))).toEqual(['late']);
   });
 
   it('is within the horizon up to and including it', () => {
