@@ -97,6 +97,24 @@ describe('ParkedTable', () => {
     expect(t.entry('\uFFFD')).toEqual({ ref: 2, timer: 102 });
   });
 
+  it('gives back keys of every length around the sizes of its scratch buffer, in one to three bytes a character or as UTF-16', () => {
+    // Lengths around 256 bytes (the key encoder's first buffer) and around the sizes it grows to.
+    const lengths = [...Array.from({ length: 40 }, (_, i) => 70 + i), ...Array.from({ length: 20 }, (_, i) => 120 + i)];
+    const keys = lengths.flatMap((n) => [
+      'a'.repeat(n),
+      'é'.repeat(n),
+      '€'.repeat(n),
+      `${'b'.repeat(n)}\uD800`, // a lone surrogate: kept as UTF-16LE, 2 bytes a unit
+      `${'€'.repeat(n)}\uDC00`,
+    ]);
+    const t = new ParkedTable();
+    keys.forEach((k, i) => t.set(k, i, i));
+    expect(t.size).toBe(keys.length);
+    keys.forEach((k, i) => expect(t.entry(k)).toEqual({ ref: i, timer: i }));
+    expect(t.entry(`${'a'.repeat(99)}b`)).toBeUndefined();
+    expect([...t.keys()].sort()).toEqual([...keys].sort());
+  });
+
   it('takes keys of 65,535 bytes and more (a coordinator key is the subscriber, a separator and the user key), through resizes and compactions', () => {
     const long = [65_534, 65_535, 65_536, 200_000].map((n) => 'k'.repeat(n));
     const keys = [...long, ...long.map((k) => `${k}\uD800`), 'short', '\uDC00'];
