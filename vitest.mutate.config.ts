@@ -1,7 +1,8 @@
 /**
  * The suite that mutation testing (`npm run mutate`) runs against each mutant: every unit and memory-broker
- * test, without the ones that need a Kafka broker, spawn crash children on the compiled package, run the
- * long simulation or measure at scale (`*-scale.test.ts`) — each mutant is judged by assertions that run in seconds.
+ * test, without the ones that need a Kafka broker, spawn crash children on the compiled package or race
+ * processes for the store's lock, run the long simulation or measure at scale (`*-scale.test.ts`) — each
+ * mutant is judged by assertions that run in seconds.
  */
 import { readFileSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
@@ -28,6 +29,7 @@ export default defineConfig({
       'test/kafka/**',
       'test/sim/**',
       'test/**/*crash*.test.ts',
+      'test/store/lock.test.ts', // 100 processes opening a store at once: minutes on a loaded machine
       'test/examples.test.ts',
       'test/standard-decorators.test.ts',
       'test/**/*-scale.test.ts',
@@ -35,6 +37,7 @@ export default defineConfig({
     ],
     env: { SLUICE_LOG_LEVEL: 'silent' },
     testTimeout: 20_000,
+    setupFiles: ['test/mutate-setup.ts'],
     pool: 'forks',
     sequence: { sequencer: UnitSuitesFirst },
   },

@@ -1,7 +1,7 @@
 /**
  * bench/shard, in one run:
  *  (a) heap bytes per parked key with a pending timer at 1,000,000 keys: the ParkedTable beside a plain
- *      Map<string, { snapshotLsn, timerAtMs }> of the same keys (key strings included on both sides);
+ *      Map<string, { ref, timerAtMs }> of the same keys (key strings included on both sides);
  *  (b) a mass wake of 1,000,000 due timers through ShardHost over memoryStore: the host's heap per key after
  *      replay, the time from the wake to the first output handed out, and the longest event-loop stall while
  *      they fire (monitorEventLoopDelay) — with idle keys parked (the default) beside every key loaded
@@ -45,15 +45,15 @@ if (PARTS.includes('a')) {
   for (let i = 0; i < N; i++) table.set(`key-${i}`, i + 1, 1_800_000_000_000 + i);
   const tableBytes = (used() - before) / N;
   const before2 = used();
-  const map = new Map<string, { snapshotLsn: number; timerAtMs: number }>();
-  for (let i = 0; i < N; i++) map.set(`key-${i}`, { snapshotLsn: i + 1, timerAtMs: 1_800_000_000_000 + i });
+  const map = new Map<string, { ref: number; timerAtMs: number }>();
+  for (let i = 0; i < N; i++) map.set(`key-${i}`, { ref: i + 1, timerAtMs: 1_800_000_000_000 + i });
   const mapBytes = (used() - before2) / N;
   if (table.size !== N || map.size !== N) throw new Error('lost keys');
   map.clear();
   console.log(`bench/shard (a): ${N.toLocaleString('en')} parked keys with a timer, node ${process.version}`);
   console.log('| structure | heap bytes per key (keys included) | ratio to Map |');
   console.log('|---|---:|---:|');
-  console.log(`| Map<string, { snapshotLsn, timerAtMs }> | ${mapBytes.toFixed(1)} | 1.00 |`);
+  console.log(`| Map<string, { ref, timerAtMs }> | ${mapBytes.toFixed(1)} | 1.00 |`);
   console.log(`| ParkedTable | ${tableBytes.toFixed(1)} | ${(tableBytes / mapBytes).toFixed(2)} |`);
 }
 

@@ -1,6 +1,8 @@
+import { fromHalves, high32, low32 } from '../core/u64.js';
+
 /**
  * Idle coordinators, parked: per key a fixed-size entry — a 48-bit reference to where its state can be read
- * back (the LSN of its snapshot record, or its bytes in an arena) and its earliest timer —
+ * back (its offset in a `StateArena`) and its earliest timer —
  * in typed arrays with open addressing (linear probing), keys as bytes in one arena. No object per
  * key, so memory does not grow with objects for idle keys, and there is no Map size limit (V8's Map stops
  * at 2^24 entries). Entries are grouped in chunks of 1,024 slots, each knowing (a lower bound of) its
@@ -24,6 +26,12 @@ const ESCAPED = 0xffff;
 const WIDE = 0x8000_0000;
 /** The key arena is compacted once its garbage passes this and outweighs the live keys. */
 const ARENA_SLACK = 64 * 1024;
+
+/** Refuses a reference the slot arrays cannot hold: anything but an integer from 0 to 2^48 - 1. */
+function checkRef(ref: number): void {
+  if (!(Number.isInteger(ref) && ref >= 0 && ref < 2 ** 48))
+    throw new RangeError(`ParkedTable: a reference must be an integer from 0 to 2^48 - 1, got ${ref}`);
+}
 
 const wellFormed = (key: string): boolean => (key as unknown as { isWellFormed(): boolean }).isWellFormed();
 
@@ -81,9 +89,9 @@ export class ParkedTable {
   private keyOffset!: Uint32Array;
   /** Per slot: the key's UTF-8 byte count, or ESCAPED. */
   private keyLength!: Uint16Array;
-  /** References (snapshot LSNs, arena offsets) in 48 bits: the low 32 here, the high 16 in `lsnHigh`. */
-  private lsnLow!: Uint32Array;
-  private lsnHigh!: Uint16Array;
+  /** References (where a key's state is: an arena offset) in 48 bits: the low 32 here, the high 16 in `refHigh`. */
+  private refLow!: Uint32Array;
+  private refHigh!: Uint16Array;
   private timers!: Float64Array;
   private chunkMin!: Float64Array;
   private arena: Buffer;
@@ -102,9 +110,11 @@ export class ParkedTable {
   }
 
   /**
-   * Parks (or updates) a key: the reference to its state (a snapshot's LSN, an offset) and its timer (`NaN` for none).
+   * Parks (or updates) a key: the reference to its state (an integer from 0 to 2^48 - 1, such as an arena
+   * offset) and its timer (`NaN` for none). A reference out of range is refused before anything changes.
    */
-  set(key: string, snapshotLsn: number, timerAtMs: number): void {
+  set(key: string, ref: number, timerAtMs: number): void {
+    checkRef(ref);
     if ((this.used + 1) / this.capacity > MAX_LOAD)
       this.resize(this.size * 2 + 1 > this.capacity * MAX_LOAD ? this.capacity * 2 : this.capacity);
     const length = this.encoder.encode(key);
@@ -120,26 +130,21 @@ export class ParkedTable {
       this.keyLength[slot] = length;
       this.size++;
     }
-    this.setLsn(slot, snapshotLsn);
+    this.setRef(slot, ref);
     this.timers[slot] = timerAtMs;
     this.lowerBound(slot, timerAtMs);
   }
 
-  /** The parked key's snapshot LSN, or undefined when it is not parked. */
-  snapshotLsn(key: string): number | undefined {
-    const slot = this.lookup(key);
-    return slot < 0 ? undefined : this.lsnAt(slot);
-  }
-
-  /** The parked key's reference; an alias of `snapshotLsn` for callers that keep something else there. */
+  /** The parked key's reference, or undefined when it is not parked. */
   ref(key: string): number | undefined {
-    return this.snapshotLsn(key);
+    const slot = this.lookup(key);
+    return slot < 0 ? undefined : this.refAt(slot);
   }
 
   /** The parked key's reference and timer (`NaN` for none) in one lookup, or undefined when it is not parked. */
   entry(key: string): { ref: number; timer: number } | undefined {
     const slot = this.lookup(key);
-    return slot < 0 ? undefined : { ref: this.lsnAt(slot), timer: this.timers[slot]! };
+    return slot < 0 ? undefined : { ref: this.refAt(slot), timer: this.timers[slot]! };
   }
 
   /** The parked key's timer (`NaN` for none), or undefined when it is not parked. */
@@ -165,7 +170,7 @@ export class ParkedTable {
    * tightened. `visit` may `delete` the key it is given, nothing else.
    */
   sweep(untilMs: number, visit: (key: string, timerAtMs: number) => void, max = Number.POSITIVE_INFINITY): void {
-    const chunks = this.capacity >>> CHUNK_BITS;
+    const chunks = this.chunkMin.length;
     let visited = 0;
     for (let c = 0; c < chunks; c++) {
       if (!(this.chunkMin[c]! <= untilMs)) continue;
@@ -230,27 +235,32 @@ export class ParkedTable {
     return {
       next(max) {
         const out: string[] = [];
-        for (; slot < tags.length && out.length < max; slot++)
-          if (tags[slot]! >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
+        for (; out.length < max; slot++) {
+          const tag = tags[slot];
+          if (tag === undefined) break; // read to the end
+          if (tag >= 2) out.push(keyOf(arena, offsets[slot]!, lengths[slot]!));
+        }
         return out;
       },
       unread(key) {
         const length = encoder.encode(key);
         const hash = hashBytes(encoder.buf, encoder.span);
         // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
-        for (let at = hash & mask; ; at = (at + 1) & mask) {
-          const tag = tags[at];
-          if (tag === EMPTY) return false;
-          if (tag === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
-        }
+        for (let at = hash & mask; tags[at] !== EMPTY; at = (at + 1) & mask)
+          if (tags[at] === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
+        return false;
       },
     };
   }
 
   /** Replaces every parked key's reference by `move(ref)` (its state was moved: an arena compacted). */
   remapRefs(move: (ref: number) => number): void {
-    for (let slot = 0; slot < this.capacity; slot++)
-      if (this.tags[slot]! >= 2) this.setLsn(slot, move(this.lsnAt(slot)));
+    for (let slot = 0; slot < this.capacity; slot++) {
+      if (this.tags[slot]! < 2) continue;
+      const moved = move(this.refAt(slot));
+      checkRef(moved);
+      this.setRef(slot, moved);
+    }
   }
 
   /** Bytes held by the table's arrays and key arena (what a parked key costs). */
@@ -267,12 +277,11 @@ export class ParkedTable {
   private find(hash: number, length: number): number {
     const mask = this.capacity - 1;
     // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
-    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
-      const tag = this.tags[slot];
-      if (tag === EMPTY) return -1;
-      if (tag === tagOf(hash) && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length))
-        return slot;
+    for (let slot = hash & mask; this.tags[slot] !== EMPTY; slot = (slot + 1) & mask) {
+      const sameTag = this.tags[slot] === tagOf(hash);
+      if (sameTag && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length)) return slot;
     }
+    return -1;
   }
 
   private freeSlot(hash: number): number {
@@ -282,15 +291,14 @@ export class ParkedTable {
     return slot;
   }
 
-  private setLsn(slot: number, lsn: number): void {
-    if (!(Number.isInteger(lsn) && lsn >= 0 && lsn < 2 ** 48))
-      throw new RangeError(`ParkedTable: an LSN must be an integer below 2^48, got ${lsn}`);
-    this.lsnLow[slot] = lsn % 0x1_0000_0000;
-    this.lsnHigh[slot] = Math.floor(lsn / 0x1_0000_0000);
+  /** Writes a checked reference (`checkRef`) into `slot`. */
+  private setRef(slot: number, ref: number): void {
+    this.refLow[slot] = low32(ref);
+    this.refHigh[slot] = high32(ref);
   }
 
-  private lsnAt(slot: number): number {
-    return this.lsnLow[slot]! + this.lsnHigh[slot]! * 0x1_0000_0000;
+  private refAt(slot: number): number {
+    return fromHalves(this.refLow[slot]!, this.refHigh[slot]!);
   }
 
   private store(length: number): number {
@@ -337,8 +345,8 @@ export class ParkedTable {
     this.tags = new Uint8Array(capacity);
     this.keyOffset = new Uint32Array(capacity);
     this.keyLength = new Uint16Array(capacity);
-    this.lsnLow = new Uint32Array(capacity);
-    this.lsnHigh = new Uint16Array(capacity);
+    this.refLow = new Uint32Array(capacity);
+    this.refHigh = new Uint16Array(capacity);
     this.timers = new Float64Array(capacity);
     this.chunkMin = new Float64Array(capacity >>> CHUNK_BITS).fill(Number.POSITIVE_INFINITY);
   }
@@ -350,8 +358,8 @@ export class ParkedTable {
       tags: this.tags,
       keyOffset: this.keyOffset,
       keyLength: this.keyLength,
-      lsnLow: this.lsnLow,
-      lsnHigh: this.lsnHigh,
+      refLow: this.refLow,
+      refHigh: this.refHigh,
       timers: this.timers,
       arena: this.arena,
     };
@@ -377,8 +385,8 @@ export class ParkedTable {
       this.tags[slot] = old.tags[i]!;
       this.keyOffset[slot] = off;
       this.keyLength[slot] = old.keyLength[i]!;
-      this.lsnLow[slot] = old.lsnLow[i]!;
-      this.lsnHigh[slot] = old.lsnHigh[i]!;
+      this.refLow[slot] = old.refLow[i]!;
+      this.refHigh[slot] = old.refHigh[i]!;
       this.timers[slot] = old.timers[i]!;
       this.lowerBound(slot, old.timers[i]!);
     }

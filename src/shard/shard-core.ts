@@ -1,6 +1,10 @@
-import { TIMER, type Effects, type Rules, type ShardRecord } from './rules.js';
+import { TIMER, type Rules, type ShardRecord } from './rules.js';
+import { Fx, type Queued } from './effects.js';
 import { ParkedStates } from './parked-states.js';
-import { TimerWheel } from './timer-wheel.js';
+import { SnapshotCapture, type ShardSnapshot } from './snapshot-capture.js';
+import { LoadedTimers, earlier } from './loaded-timers.js';
+
+export type { ShardSnapshot } from './snapshot-capture.js';
 
 /** Something the core tells its host about, as it happens (for metrics and logs). */
 export type ShardEvent =
@@ -27,57 +31,6 @@ export interface ShardCoreOptions {
 }
 
 /**
- * A shard snapshot: every key's state and timer (null for none) as of `lsn`, and the time of the last record applied
- * (`at`).
- */
-export interface ShardSnapshot<S> {
-  readonly lsn: number;
-  readonly at?: number;
-  /** Each key with its state, as the rules' codec writes it (see `Rules.codec`), and its timer. */
-  readonly keys: readonly (readonly [string, S, number | null])[];
-}
-
-interface SnapshotCapture {
-  readonly lsn: number;
-  readonly at: number | undefined;
-  /** The keys held when the snapshot began: the loaded ones, then the parked ones (read a few at a time). */
-  readonly loaded: string[];
-  /** Of `loaded`, those not serialised yet. */
-  readonly loadedUnread: Set<string>;
-  readonly parked: { next(max: number): string[]; unread(key: string): boolean };
-  next: number;
-  /**
-   * Keys changed since the snapshot began and not serialised yet, serialised as they were then (an entry's
-   * JSON, or null when the key had no state): serialised at once, since rules may change a state in place.
-   */
-  readonly before: Map<string, string | null>;
-}
-
-/** The effects handed to the rules, reused from one record to the next. */
-class Fx<O> implements Effects<O> {
-  lsn = 0;
-  at: number | undefined = undefined;
-  changed = false;
-  replied: unknown = undefined;
-  constructor(private readonly queue: Queued<O>[]) {}
-  reply(value: unknown): void {
-    this.replied = value;
-  }
-  output(value: O): void {
-    this.queue.push({ lsn: this.lsn, value });
-  }
-  timer(atMs: number | undefined): void {
-    this.at = atMs;
-    this.changed = true;
-  }
-}
-
-interface Queued<O> {
-  readonly lsn: number;
-  readonly value: O;
-}
-
-/**
  * The pure state of one shard: every key's coordinator state, derived from the shard's records by
  * `apply`, the only transition — called as each record is appended and again for each record replayed
  * after a crash, so live and recovered state cannot differ. Outputs wait in LSN order until `release`
@@ -88,21 +41,14 @@ export class ShardCore<S, O> {
   /** Loaded keys' states, the least recently applied first. */
   private readonly states = new Map<string, S>();
   /** Loaded keys' timers. */
-  private readonly timers = new Map<string, number>();
+  private readonly timers: LoadedTimers;
   /** Idle keys: a key is loaded or parked, never both. */
   private readonly parked: ParkedStates<S>;
   private readonly maxLoaded: number;
   private readonly loseTimers: boolean;
-  private readonly loadedTimer = (key: string): number | undefined => this.timers.get(key);
   private readonly tickMs: number;
-  /** Loaded keys' timers beyond the wheel's horizon, by key. */
-  private readonly far = new Map<string, number>();
-  private readonly wheel: TimerWheel;
   private readonly queue: Queued<O>[] = [];
   private readonly fx = new Fx<O>(this.queue);
-  /** The earliest wheel timer, kept as timers are added; recomputed only after one was removed or moved. */
-  private earliest: number | undefined = undefined;
-  private earliestStale = false;
   private lastLsn = 0;
   private lastAt: number | undefined = undefined;
   private readonly listeners: ((event: ShardEvent) => void)[] = [];
@@ -115,7 +61,7 @@ export class ShardCore<S, O> {
   ) {
     this.parked = new ParkedStates<S>(rules.codec);
     this.tickMs = options.tickMs ?? 10;
-    this.wheel = new TimerWheel(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
+    this.timers = new LoadedTimers(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
     this.maxLoaded = options.maxLoadedKeys ?? 10_000;
     this.loseTimers = options.loseTimers === true;
     if (!(Number.isInteger(this.maxLoaded) && this.maxLoaded >= 1))
@@ -140,9 +86,7 @@ export class ShardCore<S, O> {
     this.lastLsn = lsn;
     if (this.lastAt === undefined || record.at > this.lastAt) this.lastAt = record.at;
     const key = record.key;
-    const c = this.capture;
-    if (c && !c.before.has(key) && (c.loadedUnread.has(key) || c.parked.unread(key)))
-      c.before.set(key, this.entryJson(key));
+    this.capture?.beforeChange(key);
     this.load(key, record.at);
     // One effects object for every apply (no closures per record): reset here, read back below.
     const fx = this.fx;
@@ -154,7 +98,7 @@ export class ShardCore<S, O> {
     const next = this.rules.apply(this.states.get(key) ?? this.rules.initial(key), record, fx);
     const timer = fx.at;
     const reply = fx.replied;
-    if (fx.changed) this.setTimer(key, timer, record.at);
+    if (fx.changed) this.timers.set(key, timer, record.at);
     if (this.listeners.length > 0) this.emit({ type: 'applied', lsn, key, record: record.type });
     const had = this.states.delete(key); // and set again below: the most recently applied go last
     if (this.rules.retired(next) && timer === undefined) {
@@ -179,37 +123,21 @@ export class ShardCore<S, O> {
    */
   beginSnapshot(): { readonly lsn: number; readonly at: number | undefined } {
     if (this.capture) throw new Error('ShardCore.beginSnapshot: a snapshot is under way');
-    const loaded = [...this.states.keys()];
-    this.capture = {
-      lsn: this.lastLsn,
-      at: this.lastAt,
-      loaded,
-      loadedUnread: new Set(loaded),
-      parked: this.parked.frozenKeys(),
-      next: 0,
-      before: new Map(),
-    };
+    const entryJson = (key: string): string | null => this.entryJson(key);
+    this.capture = new SnapshotCapture(
+      this.lastLsn,
+      this.lastAt,
+      [...this.states.keys()],
+      this.parked.frozenKeys(),
+      entryJson,
+    );
     return this.capture;
   }
 
   /** The next (up to) `max` entries of the snapshot under way, as JSON texts; empty when it is done. */
   snapshotChunk(max: number): string[] {
-    const c = this.capture;
-    if (!c) throw new Error('ShardCore.snapshotChunk: no snapshot under way');
-    const out: string[] = [];
-    const entry = (key: string): void => {
-      c.loadedUnread.delete(key);
-      const before = c.before.get(key);
-      if (before !== undefined) {
-        c.before.delete(key); // read once: the Map holds only what is still to come
-        if (before !== null) out.push(before);
-        return;
-      }
-      out.push(this.entryJson(key)!);
-    };
-    for (; c.next < c.loaded.length && out.length < max; c.next++) entry(c.loaded[c.next]!);
-    if (out.length < max) for (const key of c.parked.next(max - out.length)) entry(key);
-    return out;
+    if (!this.capture) throw new Error('ShardCore.snapshotChunk: no snapshot under way');
+    return this.capture.chunk(max);
   }
 
   /** A key's snapshot entry, `[key, state, timer or null]` as JSON, or null when it has no state. */
@@ -245,7 +173,7 @@ export class ShardCore<S, O> {
       const timer = this.loseTimers ? null : saved;
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);
-        if (timer !== null) this.setTimer(key, timer, nowMs);
+        if (timer !== null) this.timers.set(key, timer, nowMs);
       } else this.parked.park(key, state, timer ?? undefined);
     }
   }
@@ -255,17 +183,16 @@ export class ShardCore<S, O> {
    * appends a `timer` record for each. Parked keys named are loaded (so at most `max` are decoded a call).
    */
   due(nowMs: number, max: number): string[] {
-    this.promote(nowMs);
+    this.timers.promote(nowMs);
     const out: string[] = [];
     const named = new Set<string>();
     while (out.length < max) {
       const parked = this.parked.size > 0 ? this.parked.earliest() : undefined;
-      const wheelFrom = this.wheel.firstBucketMs(); // a lower bound, found without reading the bucket
+      const wheelFrom = this.timers.firstBucketMs(); // a lower bound, found without reading the bucket
       let got: string[] = [];
       if (wheelFrom !== undefined && wheelFrom <= nowMs && !(parked! < wheelFrom)) {
         // The wheel's timers up to the earliest parked one (all due ones when none is parked).
-        got = this.wheel.due(Math.min(nowMs, parked ?? Number.POSITIVE_INFINITY), max - out.length, this.loadedTimer);
-        if (got.length > 0) this.earliestStale = true;
+        got = this.timers.due(Math.min(nowMs, parked ?? Number.POSITIVE_INFINITY), max - out.length);
       }
       if (got.length === 0) {
         if (!(parked! <= nowMs)) break;
@@ -274,7 +201,7 @@ export class ShardCore<S, O> {
         for (const key of got) {
           const { state, timer } = this.parked.unpark(key)!;
           this.states.set(key, state);
-          this.timers.set(key, timer!); // handed out now, so not in the wheel
+          this.timers.setDue(key, timer!); // handed out now, so not in the wheel
         }
       }
       if (got.length === 0) break;
@@ -299,10 +226,9 @@ export class ShardCore<S, O> {
    */
   nextDueMs(nowMs: number): number | undefined {
     // Called after every append: no arrays, no closures.
-    let next = this.wheelEarliest();
-    if (this.far.size > 0) next = earlier(next, nowMs + this.wheel.horizonMs / 2);
+    let next = this.timers.nextDueMs(nowMs);
     const parked = this.parked.size > 0 ? this.parked.earliest() : undefined;
-    if (parked !== undefined) next = earlier(next, Math.min(parked, nowMs + this.wheel.horizonMs));
+    if (parked !== undefined) next = earlier(next, Math.min(parked, nowMs + this.timers.horizonMs));
     return next;
   }
 
@@ -348,22 +274,13 @@ export class ShardCore<S, O> {
     this.listeners.push(listener);
   }
 
-  /** The earliest wheel timer, exact. */
-  private wheelEarliest(): number | undefined {
-    if (this.earliestStale) {
-      this.earliest = this.wheel.earliestMs(this.loadedTimer);
-      this.earliestStale = false;
-    }
-    return this.earliest;
-  }
-
-  /** Loads a parked key for a record: its state into `states`, its timer into the wheel (or `far`). */
+  /** Loads a parked key for a record: its state into `states`, its timer among the loaded ones. */
   private load(key: string, nowMs: number): void {
     if (this.parked.size === 0 || this.states.has(key)) return;
     const entry = this.parked.unpark(key);
     if (!entry) return;
     this.states.set(key, entry.state);
-    if (entry.timer !== undefined) this.setTimer(key, entry.timer, nowMs);
+    if (entry.timer !== undefined) this.timers.set(key, entry.timer, nowMs);
   }
 
   /**
@@ -374,44 +291,8 @@ export class ShardCore<S, O> {
     if (this.states.size <= this.maxLoaded + (this.maxLoaded >> 2)) return;
     for (const [key, state] of this.states) {
       if (this.states.size <= this.maxLoaded) break;
-      const timer = this.timers.get(key);
       this.states.delete(key);
-      if (timer !== undefined) {
-        this.timers.delete(key);
-        if (!this.far.delete(key)) {
-          if (timer === this.earliest) this.earliestStale = true; // only the earliest's leaving changes it
-          this.wheel.dropped(this.loadedTimer);
-        }
-      }
-      this.parked.park(key, state, timer);
-    }
-  }
-
-  private setTimer(key: string, atMs: number | undefined, nowMs: number): void {
-    const had = this.timers.has(key);
-    const wasFar = this.far.delete(key);
-    if (had) this.earliestStale = true; // removed or moved: the earliest may have gone
-    if (atMs === undefined) this.timers.delete(key);
-    else {
-      this.timers.set(key, atMs);
-      if (this.wheel.within(atMs, nowMs)) this.addToWheel(key, atMs);
-      else this.far.set(key, atMs);
-    }
-    if (had && !wasFar) this.wheel.dropped(this.loadedTimer);
-  }
-
-  private addToWheel(key: string, atMs: number): void {
-    this.wheel.add(key, atMs);
-    if (!this.earliestStale && (this.earliest === undefined || atMs < this.earliest)) this.earliest = atMs;
-  }
-
-  /** Brings timers that came within the horizon into the wheel. */
-  private promote(nowMs: number): void {
-    if (this.far.size === 0) return;
-    for (const [key, at] of this.far) {
-      if (!this.wheel.within(at, nowMs)) continue;
-      this.far.delete(key);
-      this.addToWheel(key, at);
+      this.parked.park(key, state, this.timers.remove(key));
     }
   }
 
@@ -419,5 +300,3 @@ export class ShardCore<S, O> {
     for (const l of this.listeners) l(event);
   }
 }
-
-const earlier = (a: number | undefined, b: number): number => (a === undefined || b < a ? b : a);

@@ -78,8 +78,9 @@ export class TimerWheel {
         continue;
       }
       const later: string[] = [];
-      while (list.length > 0 && out.length < max) {
-        const key = list.pop()!;
+      while (out.length < max) {
+        const key = list.pop();
+        if (key === undefined) break; // the bucket is emptied
         this.entries--;
         const at = timerOf(key);
         if (this.bucketOf(at) !== this.cursor || picked.has(key)) continue; // (no timer: no bucket)

@@ -1,4 +1,5 @@
 import { crc32c } from '@node-rs/crc32';
+import { readU64LE, writeU64LE } from '../core/u64.js';
 
 /**
  * A record on disk: `[length u32][crc32c u32][lsn u64][payload]`, little-endian. The CRC covers the LSN and
@@ -11,8 +12,7 @@ export const MAX_RECORD_BYTES = 64 * 1024 * 1024;
 export function encodeFrame(lsn: number, payload: Uint8Array): Buffer {
   const frame = Buffer.allocUnsafe(HEADER_BYTES + payload.length);
   frame.writeUInt32LE(payload.length, 0);
-  frame.writeUInt32LE(lsn % 0x1_0000_0000, 8);
-  frame.writeUInt32LE(Math.floor(lsn / 0x1_0000_0000), 12);
+  writeU64LE(frame, lsn, 8);
   frame.set(payload, HEADER_BYTES);
   frame.writeUInt32LE(crc32c(frame.subarray(8)), 4);
   return frame;
@@ -29,7 +29,7 @@ export function readFrame(buf: Buffer, pos: number, minLsn: number, maxLsn = min
   if (pos + HEADER_BYTES > buf.length) return { ok: false };
   const length = buf.readUInt32LE(pos);
   if (length > MAX_RECORD_BYTES || pos + HEADER_BYTES + length > buf.length) return { ok: false };
-  const lsn = buf.readUInt32LE(pos + 8) + buf.readUInt32LE(pos + 12) * 0x1_0000_0000;
+  const lsn = readU64LE(buf, pos + 8);
   if (lsn < minLsn || lsn > maxLsn) return { ok: false };
   const end = pos + HEADER_BYTES + length;
   if (checkCrc && crc32c(buf.subarray(pos + 8, end)) !== buf.readUInt32LE(pos + 4)) return { ok: false };

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { writeU64LE } from '../core/u64.js';
 import { anyFrameAfter, readFrame } from './frame.js';
 import type { FileSystem } from './fs.js';
 import { storeDamaged } from './manifest.js';
@@ -23,8 +24,7 @@ const MAGIC = Buffer.from('SLUSEG01');
 export function segmentHeader(firstLsn: number): Buffer {
   const header = Buffer.alloc(SEGMENT_HEADER_BYTES);
   MAGIC.copy(header, 0);
-  header.writeUInt32LE(firstLsn % 0x1_0000_0000, 8);
-  header.writeUInt32LE(Math.floor(firstLsn / 0x1_0000_0000), 12);
+  writeU64LE(header, firstLsn, 8);
   return header;
 }
 

@@ -1,6 +1,7 @@
 import { crc32c } from '@node-rs/crc32';
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
+import { readU64LE, writeU64LE } from '../core/u64.js';
 import type { FileSystem } from './fs.js';
 import { writeFileAtomic } from './sync-file.js';
 
@@ -14,8 +15,7 @@ const checksum = (buf: Buffer): number => crc32c(buf.subarray(12), crc32c(buf.su
 /** Writes the snapshot atomically: a temp file, fsynced, renamed over the old one, the directory fsynced. */
 export async function writeSnapshotFile(fs: FileSystem, dir: string, lsn: number, state: Uint8Array): Promise<void> {
   const buf = Buffer.allocUnsafe(HEADER + state.length);
-  buf.writeUInt32LE(lsn % 0x1_0000_0000, 0);
-  buf.writeUInt32LE(Math.floor(lsn / 0x1_0000_0000), 4);
+  writeU64LE(buf, lsn, 0);
   buf.writeUInt32LE(state.length, 12);
   buf.set(state, HEADER);
   buf.writeUInt32LE(checksum(buf), 8);
@@ -35,5 +35,5 @@ export async function readSnapshotFile(
   const ok =
     buf.length >= HEADER && buf.readUInt32LE(12) === buf.length - HEADER && checksum(buf) === buf.readUInt32LE(8);
   if (!ok) throw new SluiceError('STORE_CORRUPT', `store ${dir}: the snapshot is damaged`);
-  return { lsn: buf.readUInt32LE(0) + buf.readUInt32LE(4) * 0x1_0000_0000, state: buf.subarray(HEADER) };
+  return { lsn: readU64LE(buf, 0), state: buf.subarray(HEADER) };
 }
