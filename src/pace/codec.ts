@@ -28,6 +28,7 @@ import {
   type PaceEvent,
   type PaceState,
   type PendingRun,
+  type Remembered,
   type StartedRun,
 } from './state.js';
 
@@ -60,18 +61,12 @@ interface StartedJson extends RunJson {
 }
 
 /** A coordinator's state, as a snapshot keeps it. */
-export interface StateJson {
+export interface StateJson extends Remembered {
   readonly v?: number;
   readonly w?: WindowJson;
   readonly q?: readonly RunJson[];
   readonly runs?: readonly StartedJson[];
   readonly starts?: readonly number[];
-  readonly ids?: Readonly<Record<string, string>>;
-  readonly idOrder?: readonly string[];
-  readonly idUntil?: readonly number[];
-  readonly idHead?: number;
-  readonly seen?: Readonly<Record<string, number>>;
-  readonly seenUntil?: number;
   /** Written by earlier code: when every remembered ID and offset was forgotten at once. */
   readonly idsUntil?: number;
 }

@@ -50,14 +50,8 @@ export interface StartedRun extends PendingRun {
   readonly startedAt: number;
 }
 
-/** What a coordinator holds in either stage. */
-export interface Held {
-  /** Runs that wait for the rate (`perMinute`): highest order first, then in the order they came. */
-  readonly waiting: readonly PendingRun[];
-  /** Runs that started and have not finished: handed out again after a restart. */
-  readonly running: readonly StartedRun[];
-  /** When the last runs started (at most the rate's `max` of them, oldest first), while within its period. */
-  readonly history: readonly number[];
+/** The event IDs and broker offsets a coordinator remembers (`dedup`), in memory and in the journal alike. */
+export interface Remembered {
   /**
    * Remembered event IDs, with the run each joined (`''`: the event was dropped): a null-prototype object,
    * so an ID named like a property of Object.prototype (`constructor`, `__proto__`) is an ID like any other.
@@ -78,6 +72,16 @@ export interface Held {
   readonly seen?: Readonly<Record<string, number>>;
   /** When the offsets in `seen` are forgotten (the last broker delivery's arrival plus `dedup`). */
   readonly seenUntil?: number;
+}
+
+/** What a coordinator holds in either stage. */
+export interface Held extends Remembered {
+  /** Runs that wait for the rate (`perMinute`): highest order first, then in the order they came. */
+  readonly waiting: readonly PendingRun[];
+  /** Runs that started and have not finished: handed out again after a restart. */
+  readonly running: readonly StartedRun[];
+  /** When the last runs started (at most the rate's `max` of them, oldest first), while within its period. */
+  readonly history: readonly number[];
 }
 
 /** No window is open: the next event that makes a run opens one (or is a run by itself). */
