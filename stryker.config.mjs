@@ -6,6 +6,7 @@ export const CORE = [
   'src/dispatch/ranked.ts',
   'src/shard/timer-wheel.ts',
   'src/shard/parked-table.ts',
+  'src/shard/parked-keys.ts',
   'src/pace/rules.ts',
   'src/declare/parse.ts',
   'src/declare/pace.ts',

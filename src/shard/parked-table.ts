@@ -1,4 +1,5 @@
 import { fromHalves, high32, low32 } from '../core/u64.js';
+import { hashBytes, KeyEncoder, keyOf, spanOf } from './parked-keys.js';
 
 /**
  * Idle coordinators, parked: per key a fixed-size entry — a 48-bit reference to where its state can be read
@@ -8,11 +9,9 @@ import { fromHalves, high32, low32 } from '../core/u64.js';
  * at 2^24 entries). Entries are grouped in chunks of 1,024 slots, each knowing (a lower bound of) its
  * earliest timer, so a sweep for timers coming due skips the chunks with none.
  *
- * A key comes back exactly as it was parked. Its slot holds its length in 16 bits, and the arena its UTF-8
- * bytes — or, escaped (length 0xFFFF), a 4-byte header and its bytes: for a key of 65,535 bytes or more,
- * and for a key with a lone surrogate, which UTF-8 would turn into U+FFFD, kept as UTF-16LE instead. The
- * bytes of unparked keys are garbage in the arena until it is compacted, once they outweigh the live
- * keys' (as `StateArena` does).
+ * A key comes back exactly as it was parked (see parked-keys.ts for how the arena holds it). The bytes of
+ * unparked keys are garbage in the arena until it is compacted, once they outweigh the live keys' (as
+ * `StateArena` does).
  */
 /** A slot's tag: 0 empty, 1 deleted, else 2 + (the top bits of the key's hash) — the slot is full. */
 const EMPTY = 0;
@@ -20,10 +19,6 @@ const DELETED = 1;
 const tagOf = (hash: number): number => 2 + ((hash >>> 24) % 254);
 const CHUNK_BITS = 10;
 const MAX_LOAD = 0.75;
-/** A slot's key length meaning: escaped, the key's entry in the arena starts with a header. */
-const ESCAPED = 0xffff;
-/** In an escaped key's header: its bytes are UTF-16LE (else UTF-8); the rest of the header is their count. */
-const WIDE = 0x8000_0000;
 /** The key arena is compacted once its garbage passes this and outweighs the live keys. */
 const ARENA_SLACK = 64 * 1024;
 
@@ -31,55 +26,6 @@ const ARENA_SLACK = 64 * 1024;
 function checkRef(ref: number): void {
   if (!(Number.isInteger(ref) && ref >= 0 && ref < 2 ** 48))
     throw new RangeError(`ParkedTable: a reference must be an integer from 0 to 2^48 - 1, got ${ref}`);
-}
-
-const wellFormed = (key: string): boolean => (key as unknown as { isWellFormed(): boolean }).isWellFormed();
-
-/** The bytes a key's entry takes in `arena` at `offset`, given its slot's length. */
-const spanOf = (arena: Buffer, offset: number, length: number): number => {
-  if (length !== ESCAPED) return length;
-  const header = arena.readUInt32LE(offset);
-  return 4 + (header >= WIDE ? header - WIDE : header);
-};
-
-/** The key whose entry is in `arena` at `offset`, given its slot's length. */
-function keyOf(arena: Buffer, offset: number, length: number): string {
-  if (length !== ESCAPED) return arena.toString('utf8', offset, offset + length);
-  const header = arena.readUInt32LE(offset);
-  return header >= WIDE
-    ? arena.toString('utf16le', offset + 4, offset + 4 + header - WIDE)
-    : arena.toString('utf8', offset + 4, offset + 4 + header);
-}
-
-/** Writes a key's entry (as the arena holds it) into a scratch buffer that grows as needed. */
-class KeyEncoder {
-  buf = Buffer.allocUnsafe(256);
-  /** The bytes of the entry written last. */
-  span = 0;
-
-  /** Writes `key`'s entry at the buffer's start; returns the length its slot holds (ESCAPED for an escaped one). */
-  encode(key: string): number {
-    const wide = !wellFormed(key);
-    if (!wide && 3 * key.length <= this.buf.length) {
-      // Fits for sure (a UTF-16 unit takes at most 3 bytes of UTF-8): no need to count the bytes first.
-      const n = this.buf.write(key, 0, 'utf8');
-      if (n < ESCAPED) return (this.span = n);
-    }
-    const bytes = wide ? key.length * 2 : Buffer.byteLength(key);
-    // Stryker disable next-line all: unreachable on Node 20 and later, whose strings hold at most 2^29 - 24 UTF-16 units (1.6 GB of UTF-8); kept for the header, which has 31 bits for the count
-    if (bytes >= WIDE) throw new RangeError(`ParkedTable: a key may take at most 2 GiB, got ${bytes} bytes`);
-    if (bytes + 4 > this.buf.length) this.buf = Buffer.allocUnsafe(2 * (bytes + 4));
-    if (!wide && bytes < ESCAPED) return (this.span = this.buf.write(key, 0, 'utf8'));
-    this.buf.writeUInt32LE(wide ? bytes + WIDE : bytes, 0);
-    this.span = 4 + this.buf.write(key, 4, wide ? 'utf16le' : 'utf8');
-    return ESCAPED;
-  }
-
-  /** True when the entry written last is the one in `arena` at `offset`, whose slot holds `length`. */
-  isAt(arena: Buffer, offset: number, length: number, encoded: number): boolean {
-    if (length !== encoded || spanOf(arena, offset, length) !== this.span) return false;
-    return this.buf.compare(arena, offset, offset + this.span, 0, this.span) === 0;
-  }
 }
 
 export class ParkedTable {
@@ -391,11 +337,4 @@ export class ParkedTable {
       this.lowerBound(slot, old.timers[i]!);
     }
   }
-}
-
-/** FNV-1a over `length` bytes of `buf` from `offset`. */
-function hashBytes(buf: Buffer, length: number, offset = 0): number {
-  let hash = 0x811c9dc5;
-  for (let i = offset; i < offset + length; i++) hash = Math.imul(hash ^ buf[i]!, 0x01000193);
-  return hash >>> 0;
 }
