@@ -28,6 +28,35 @@ function checkRef(ref: number): void {
     throw new RangeError(`ParkedTable: a reference must be an integer from 0 to 2^48 - 1, got ${ref}`);
 }
 
+/** A table with no free slot: it grows before that, so this is a bug. */
+const full = (): Error => new Error('ParkedTable: no free slot (a bug: the table grows before it is full)');
+
+/**
+ * The slot in `tags` (a power of two of them) of the key whose entry `encoder` holds (`length` what its slot
+ * would hold), or -1. A quarter of the slots at least are empty (the table grows before): the probe ends at one.
+ */
+function probe(
+  tags: Uint8Array,
+  offsets: Uint32Array,
+  lengths: Uint16Array,
+  arena: Buffer,
+  encoder: KeyEncoder,
+  hash: number,
+  length: number,
+): number {
+  const mask = tags.length - 1;
+  const tag = tagOf(hash);
+  let slot = hash & mask;
+  // Stryker disable next-line EqualityOperator,UpdateOperator: a bound a table with an empty slot never reaches
+  for (let probed = 0; probed <= mask; probed++) {
+    const at = tags[slot];
+    if (at === EMPTY) return -1;
+    if (at === tag && encoder.isAt(arena, offsets[slot]!, lengths[slot]!, length)) return slot;
+    slot = (slot + 1) & mask;
+  }
+  throw full();
+}
+
 export class ParkedTable {
   private capacity: number;
   /** Per slot: empty, deleted, or full with a byte of the key's hash (most missing probes end there). */
@@ -126,6 +155,7 @@ export class ParkedTable {
         if (this.tags[slot]! < 2) continue;
         const at = this.timers[slot]!;
         if (!(at <= untilMs)) {
+          // Stryker disable next-line EqualityOperator: at an equal value, either keeps the same minimum
           if (at < min) min = at; // (NaN, no timer, is never less)
           continue;
         }
@@ -140,7 +170,10 @@ export class ParkedTable {
   /** The earliest parked timer, exactly (tightening chunk bounds on the way), or undefined when none is set. */
   earliest(): number | undefined {
     const chunks = this.chunkMin.length;
-    for (;;) {
+    // Each look either finds the earliest or makes one chunk's bound exact (an exact bound is looked at once
+    // more at most, and then it is the answer): at most a look per chunk and one more.
+    // Stryker disable next-line UpdateOperator: a bound the looks never reach
+    for (let look = 0; look <= chunks; look++) {
       // The chunk with the lowest bound (none: no timer is set).
       let first = -1;
       let lowest = Number.POSITIVE_INFINITY;
@@ -154,10 +187,12 @@ export class ParkedTable {
       let min = Number.POSITIVE_INFINITY;
       const end = (first + 1) << CHUNK_BITS;
       for (let slot = first << CHUNK_BITS; slot < end; slot++)
+        // Stryker disable next-line EqualityOperator: at an equal value, either keeps the same minimum
         if (this.tags[slot]! >= 2 && this.timers[slot]! < min) min = this.timers[slot]!;
       if (min === lowest) return min; // exact, and no chunk's bound is lower
       this.chunkMin[first] = min; // tightened: look again
     }
+    throw new Error('ParkedTable: a chunk bound is above a timer of its chunk (a bug)');
   }
 
   /** Every parked key, in slot order. The table must not change while this runs. */
@@ -175,7 +210,6 @@ export class ParkedTable {
     const offsets = this.keyOffset.slice();
     const lengths = this.keyLength.slice();
     const arena = this.arena; // compacting or resizing writes a new one: this one stays as it is
-    const mask = this.capacity - 1;
     const encoder = new KeyEncoder();
     let slot = 0;
     return {
@@ -190,11 +224,8 @@ export class ParkedTable {
       },
       unread(key) {
         const length = encoder.encode(key);
-        const hash = hashBytes(encoder.buf, encoder.span);
-        // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
-        for (let at = hash & mask; tags[at] !== EMPTY; at = (at + 1) & mask)
-          if (tags[at] === tagOf(hash) && encoder.isAt(arena, offsets[at]!, lengths[at]!, length)) return at >= slot;
-        return false;
+        const at = probe(tags, offsets, lengths, arena, encoder, hashBytes(encoder.buf, encoder.span), length);
+        return at >= slot;
       },
     };
   }
@@ -221,20 +252,19 @@ export class ParkedTable {
 
   /** The slot of the key whose entry the encoder holds (`length` what its slot would hold), or -1. */
   private find(hash: number, length: number): number {
-    const mask = this.capacity - 1;
-    // A quarter of the slots at least are empty (the table grows before): the probe ends at one.
-    for (let slot = hash & mask; this.tags[slot] !== EMPTY; slot = (slot + 1) & mask) {
-      const sameTag = this.tags[slot] === tagOf(hash);
-      if (sameTag && this.encoder.isAt(this.arena, this.keyOffset[slot]!, this.keyLength[slot]!, length)) return slot;
-    }
-    return -1;
+    return probe(this.tags, this.keyOffset, this.keyLength, this.arena, this.encoder, hash, length);
   }
 
+  /** The first slot from the hash's on that holds no key (empty, or deleted). */
   private freeSlot(hash: number): number {
     const mask = this.capacity - 1;
     let slot = hash & mask;
-    while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
-    return slot;
+    // Stryker disable next-line EqualityOperator,UpdateOperator: a bound a table with a free slot never reaches
+    for (let probed = 0; probed <= mask; probed++) {
+      if (this.tags[slot]! < 2) return slot;
+      slot = (slot + 1) & mask;
+    }
+    throw full();
   }
 
   /** Writes a checked reference (`checkRef`) into `slot`. */
@@ -280,6 +310,7 @@ export class ParkedTable {
   /** Lowers the bound of `slot`'s chunk to a timer set there (NaN, no timer, lowers nothing). */
   private lowerBound(slot: number, timerAtMs: number): void {
     const chunk = slot >>> CHUNK_BITS;
+    // Stryker disable next-line EqualityOperator: at an equal value, the bound stays the same
     if (timerAtMs < this.chunkMin[chunk]!) this.chunkMin[chunk] = timerAtMs;
   }
 
@@ -315,15 +346,12 @@ export class ParkedTable {
     this.arenaUsed = 0;
     this.arenaGarbage = 0;
     this.used = this.size; // no tombstones
-    const mask = capacity - 1;
     for (let i = 0; i < old.capacity; i++) {
       if (old.tags[i]! < 2) continue;
       const length = spanOf(old.arena, old.keyOffset[i]!, old.keyLength[i]!);
       /* eslint-disable @typescript-eslint/no-unnecessary-type-assertion -- a '!' as on every index read: these
          offsets are optional parameters, and a missing slot must not pass as 0 */
-      const hash = hashBytes(old.arena, length, old.keyOffset[i]!);
-      let slot = hash & mask;
-      while (this.tags[slot]! >= 2) slot = (slot + 1) & mask;
+      const slot = this.freeSlot(hashBytes(old.arena, length, old.keyOffset[i]!));
       const off = this.arenaUsed;
       old.arena.copy(this.arena, off, old.keyOffset[i]!, old.keyOffset[i]! + length);
       /* eslint-enable @typescript-eslint/no-unnecessary-type-assertion */

@@ -1,8 +1,19 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
+import { hashBytes } from '../../src/shard/parked-keys.js';
 import { ParkedTable } from '../../src/shard/parked-table.js';
 
 describe('ParkedTable', () => {
+  // First: a table whose keys all hash alike is slow, not wrong; this says so at once.
+  it('hashes every byte of a key, from its offset: keys that differ anywhere hash apart', () => {
+    const keys = Array.from({ length: 2_000 }, (_, i) => `key-${i}`);
+    expect(new Set(keys.map((k) => hashBytes(Buffer.from(k), k.length))).size).toBe(keys.length);
+    const buf = Buffer.from('xxab');
+    expect(hashBytes(buf, 2, 2)).toBe(hashBytes(Buffer.from('ab'), 2));
+    expect(hashBytes(buf, 2, 2)).not.toBe(hashBytes(buf, 2, 1));
+    expect(hashBytes(Buffer.alloc(0), 0)).toBe(0x811c9dc5); // FNV-1a's offset basis
+  });
+
   it('parks, updates and unparks keys, unicode included', () => {
     const t = new ParkedTable();
     t.set('a', 5, 100);
@@ -164,6 +175,121 @@ describe('ParkedTable', () => {
       for (const k of keys.slice(1)) t.set(k, round, round);
     }
     expect(frozen.next(1_000).sort()).toEqual([...keys].sort());
+  });
+
+  // What a table costs, exactly: `bytes()` is 21 bytes a slot, 8 a chunk of 1,024 slots, and the key arena.
+  const costOf = (slots: number, arena: number) => slots * 21 + (slots / 1_024) * 8 + arena;
+  const keyOf100 = (i: number) => String(i).padStart(4, '0').padEnd(100, 'x'); // 100 bytes
+  const keyOf1k = (i: number) => String(i).padStart(4, '0').padEnd(1_024, 'x'); // 1,024 bytes
+
+  it('grows to twice its slots when the key after three quarters of them comes, not before', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 768; i++) t.set(`k${i}`, i, i); // 768 of 1,024 slots: three quarters, not more
+    expect(t.bytes()).toBe(costOf(1_024, 16 * 1_024)); // a fresh table's arena: 16 bytes a slot
+    t.set('k768', 768, 768);
+    expect(t.bytes()).toBe(costOf(2_048, 16 * 1_024)); // the keys' 3 KB fit in the 16 KiB a rehash starts with
+    for (let i = 0; i <= 768; i++) expect(t.entry(`k${i}`)).toEqual({ ref: i, timer: i });
+  });
+
+  it('grows its key arena by doubling, and a rehash starts it at the keys it holds', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 768; i++) t.set(keyOf100(i), i, i); // 76,800 bytes: 16 KiB doubled three times
+    expect(t.bytes()).toBe(costOf(1_024, 128 * 1_024));
+    t.set(keyOf100(768), 768, 768); // a rehash into 76,800 bytes, then doubled for the new key
+    expect(t.bytes()).toBe(costOf(2_048, 2 * 76_800));
+    for (let i = 0; i <= 768; i++) expect(t.ref(keyOf100(i))).toBe(i);
+  });
+
+  it('rehashes in place when most taken slots are tombstones, and grows when half its load is live keys', () => {
+    for (const [deleted, slots] of [
+      [385, 1_024], // 383 live keys: a table of the same size holds them at under three eighths
+      [384, 2_048], // 384 live keys: twice the slots
+    ] as const) {
+      const t = new ParkedTable();
+      for (let i = 0; i < 768; i++) t.set(`k${i}`, i, i);
+      for (let i = 0; i < deleted; i++) t.delete(`k${i}`);
+      t.set('new', 1, 1); // the 769th taken slot: a rehash
+      expect(t.bytes(), `${deleted} deleted`).toBe(costOf(slots, 16 * 1_024));
+      expect(t.size).toBe(768 - deleted + 1);
+      for (let i = 0; i < 768; i++) expect(t.ref(`k${i}`)).toBe(i < deleted ? undefined : i);
+    }
+  });
+
+  it('compacts its key arena once the unparked keys bytes pass 64 KiB and outweigh the parked ones', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 100; i++) t.set(keyOf1k(i), i, i); // 102,400 bytes: an arena of 128 KiB
+    expect(t.bytes()).toBe(costOf(1_024, 128 * 1_024));
+    for (let i = 0; i < 64; i++) t.delete(keyOf1k(i)); // 64 KiB unparked: not past it
+    t.set('a', 1, 1);
+    expect(t.bytes()).toBe(costOf(1_024, 128 * 1_024));
+    t.delete(keyOf1k(64)); // 65 KiB unparked, 35,841 bytes parked
+    t.set('b', 2, 2); // compacted into twice the parked keys' bytes, before the new key is stored
+    expect(t.bytes()).toBe(costOf(1_024, 2 * 35_841));
+    for (let i = 0; i < 100; i++) expect(t.ref(keyOf1k(i))).toBe(i < 65 ? undefined : i);
+    expect(t.entry('a')).toEqual({ ref: 1, timer: 1 });
+  });
+
+  it('does not compact its key arena while the unparked keys bytes are no more than the parked ones', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 200; i++) t.set(keyOf1k(i), i, i); // 204,800 bytes: an arena of 256 KiB
+    for (let i = 0; i < 100; i++) t.delete(keyOf1k(i)); // as many bytes unparked as parked
+    t.set('a', 1, 1);
+    expect(t.bytes()).toBe(costOf(1_024, 256 * 1_024));
+    t.delete(keyOf1k(100)); // 103,424 unparked, 101,377 parked
+    t.set('b', 2, 2);
+    expect(t.bytes()).toBe(costOf(1_024, 2 * 101_377));
+    for (let i = 0; i < 200; i++) expect(t.ref(keyOf1k(i))).toBe(i <= 100 ? undefined : i);
+  });
+
+  it('counts a slot taken only once: a key parked again in its tombstone does not bring a rehash nearer', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 700; i++) t.set(`k${i}`, i, i);
+    for (let i = 0; i < 100; i++) {
+      t.delete(`k${i}`);
+      t.set(`k${i}`, i, i); // back in the slot it left
+    }
+    for (let i = 700; i < 768; i++) t.set(`k${i}`, i, i); // 768 slots taken: no rehash yet
+    expect(t.bytes()).toBe(costOf(1_024, 16 * 1_024));
+  });
+
+  it('grows its key arena when a key does not fit, not when it fills it to the byte', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 16; i++) t.set(keyOf1k(i), i, i); // 16 KiB: the fresh arena, full
+    expect(t.bytes()).toBe(costOf(1_024, 16 * 1_024));
+    t.set(keyOf1k(16), 16, 16);
+    expect(t.bytes()).toBe(costOf(1_024, 32 * 1_024));
+  });
+
+  it('compacts its key arena into 16 KiB at least', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 70; i++) t.set(keyOf1k(i), i, i);
+    for (let i = 0; i < 68; i++) t.delete(keyOf1k(i)); // 2 KiB parked
+    t.set('c', 1, 1);
+    expect(t.bytes()).toBe(costOf(1_024, 16 * 1_024));
+    expect([...t.keys()].sort()).toEqual([keyOf1k(68), keyOf1k(69), 'c'].sort());
+  });
+
+  it('says a key is unread until a frozen copy hands it out, the very next one included', () => {
+    const t = new ParkedTable();
+    for (let i = 0; i < 700; i++) t.set(`k${i}`, i, i); // runs of neighbouring slots
+    const order = [...t.keys()]; // slot order
+    const frozen = t.frozenKeys();
+    order.forEach((key, i) => {
+      expect(frozen.unread(key)).toBe(true);
+      expect(frozen.next(1)).toEqual([key]);
+      expect(frozen.unread(key)).toBe(false);
+      if (i + 1 < order.length) expect(frozen.unread(order[i + 1]!)).toBe(true);
+    });
+    expect(frozen.next(5)).toEqual([]);
+  });
+
+  it('finds the earliest timer when every chunk bound is loose: a look per chunk, and one more', () => {
+    const t = new ParkedTable(2_048); // two chunks; 1,500 keys fill both
+    for (let i = 0; i < 1_500; i++) t.set(`k${i}`, i, 1);
+    for (let i = 0; i < 1_500; i++) t.set(`k${i}`, i, 100 + i); // later timers leave both bounds at 1
+    expect(t.earliest()).toBe(100);
+    t.set('k0', 0, Number.NaN);
+    expect(t.earliest()).toBe(101);
   });
 
   // Last: a mutant that stalls the table fails one of the small tests above first, instead of hanging this one.
