@@ -25,6 +25,13 @@ export interface KafkaShardLogSettings {
   readonly log: Logger;
 }
 
+/**
+ * The producer's retries: for ever (kafkajs's default for an idempotent producer), the first after 10 ms.
+ * A transaction begun right after a commit is answered CONCURRENT_TRANSACTIONS until the commit's markers are
+ * written, a few milliseconds; kafkajs's default first retry, 300 ms, would hold every group commit that long.
+ */
+export const PRODUCER_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 10, maxRetryTime: 1_000 };
+
 /** Room kept in each request for Kafka's own batch and record headers. */
 const OVERHEAD_BYTES = 1024;
 /** Snapshot bytes per transaction at most: appends wait behind a snapshot's transaction no longer than this takes. */
@@ -91,6 +98,7 @@ export class KafkaShardLog implements ShardLog {
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
+      retry: PRODUCER_RETRY,
       // Unused (every message names its partition), but kafkajs warns without one.
       createPartitioner: Partitioners.DefaultPartitioner,
     });
