@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'UNKNOWN_SUBSCRIBER',
   'DECODE_FAILED',
   'STORE_CORRUPT',
+  'STORE_FENCED',
   'HANDLER_TIMEOUT',
   'APP_STATE',
   'SEND_INVALID',
@@ -34,10 +35,14 @@ export const ERROR_CODES = [
  * - `DECODE_FAILED`: never thrown to your code; a message that does not decode is dead-lettered with a
  *   reason that starts with it.
  * - `STORE_CORRUPT`: a store's files are damaged in a way recovery must not repair (`start()` rejects).
+ * - `STORE_FENCED`: a shard log lost its shard to another owner (a Kafka store: another process opened the
+ *   shard, and its transactional producer fenced this one's); its pending and later appends are refused, and
+ *   none of them is durable.
  * - `HANDLER_TIMEOUT`: never thrown to your code; a timed-out attempt counts as failed.
  * - `APP_STATE`: a call the app's lifecycle does not allow now (`start()` twice, `withBroker` after
  *   `start()`, `app.send` while not running, changing a router after it was mounted).
- * - `SEND_INVALID`: `app.send` with a bad key, event ID or event (see {@link App.send}).
+ * - `SEND_INVALID`: `app.send` with a bad key, event ID or event (see {@link App.send}); also a record longer
+ *   than a shard log takes (64 MiB) handed to a store's `ShardLog.append`.
  * - `PUBLISH_REFUSED`: a broker refused a message for good (too large, invalid), so publishing it again
  *   cannot succeed; any other publish error may pass.
  * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).

@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import type { Faults, ShardLog } from '../core/ports.js';
-import { MAX_RECORD_BYTES, encodeFrame, readFrame } from './frame.js';
+import { checkRecord } from '../core/records.js';
+import { encodeFrame, readFrame } from './frame.js';
 import type { FileSystem, StoreFile } from './fs.js';
 import { MANIFEST, emptyManifest, readManifest, storeDamaged, writeManifest } from './manifest.js';
 import {
@@ -141,13 +142,7 @@ export class FileShardLog implements ShardLog {
 
   append(record: Uint8Array): Promise<number> {
     if (this.failed !== undefined) throw this.failed;
-    // Checked before an LSN is given: a refused record must not leave a gap.
-    if (!(record instanceof Uint8Array))
-      throw new TypeError(`ShardLog.append: a record is a Uint8Array, got ${typeof record}`);
-    if (record.length > MAX_RECORD_BYTES)
-      throw new RangeError(
-        `ShardLog.append: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${record.length}`,
-      );
+    checkRecord(record); // before an LSN is given: a refused record must not leave a gap
     const lsn = this.nextLsn++;
     const frame = encodeFrame(lsn, record);
     return new Promise((resolve, reject) => {

@@ -1,4 +1,5 @@
 import { crc32c } from '@node-rs/crc32';
+import { MAX_RECORD_BYTES } from '../core/records.js';
 import { readU64LE, writeU64LE } from '../core/u64.js';
 
 /**
@@ -7,7 +8,7 @@ import { readU64LE, writeU64LE } from '../core/u64.js';
  */
 export const HEADER_BYTES = 16;
 /** Anything longer is not a record: a length read from garbage. */
-export const MAX_RECORD_BYTES = 64 * 1024 * 1024;
+export { MAX_RECORD_BYTES };
 
 export function encodeFrame(lsn: number, payload: Uint8Array): Buffer {
   const frame = Buffer.allocUnsafe(HEADER_BYTES + payload.length);

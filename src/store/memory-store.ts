@@ -1,5 +1,6 @@
 import { SluiceError, show } from '../core/errors.js';
 import type { ShardLog, Store } from '../core/ports.js';
+import { checkRecord } from '../core/records.js';
 
 /**
  * A store in memory, for tests. Appends become durable together on the next turn of the event loop (a
@@ -132,7 +133,7 @@ class RecordArena {
   length = 0;
 
   push(record: Uint8Array): void {
-    if (this.blockUsed + record.length > (this.blocks.at(-1)?.length ?? 0)) {
+    if (this.blocks.length === 0 || this.blockUsed + record.length > this.blocks.at(-1)!.length) {
       this.blocks.push(Buffer.allocUnsafe(Math.max(RecordArena.BLOCK, record.length)));
       this.blockUsed = 0;
     }
@@ -180,6 +181,7 @@ class MemoryShardLog implements ShardLog {
   }
 
   append(record: Uint8Array): Promise<number> {
+    checkRecord(record);
     if (this.lost) return new Promise(() => {});
     this.records.push(record);
     const lsn = this.records.length;

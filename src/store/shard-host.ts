@@ -1,7 +1,7 @@
 import { SluiceError } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
 import type { Clock, Faults, ShardLog, Timer } from '../core/ports.js';
-import { MAX_RECORD_BYTES } from './frame.js';
+import { MAX_RECORD_BYTES } from '../core/records.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
 

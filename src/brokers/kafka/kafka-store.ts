@@ -1,0 +1,223 @@
+import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
+import { SluiceError, show } from '../../core/errors.js';
+import { jsonLogger } from '../../core/logger.js';
+import type { Logger, ShardLog, Store } from '../../core/ports.js';
+import { KafkaShardLog } from './kafka-shard-log.js';
+import { Kafka, logLevel as KafkaLogLevel } from './kafkajs.js';
+import { logKafkajs } from './kafkajs-log.js';
+
+/**
+ * Settings of {@link kafkaStore}.
+ *
+ * @category Store
+ */
+export interface KafkaStoreOptions {
+  /** Bootstrap servers, `host:port`: at least one. */
+  brokers: string[];
+  /**
+   * Names the store's topics, `<prefix>.changelog` and `<prefix>.snapshots`, and its shards' transactional
+   * ids, `<prefix>.shard-<n>`: one prefix per app (two apps sharing one would fence each other). Letters,
+   * digits, `.`, `_` and `-`, at most 200 characters.
+   */
+  prefix: string;
+  /**
+   * Shard logs: the partitions of each topic. Fixed for the life of the topics: opening with another count
+   * throws `CONFIG_INVALID`. @default 4
+   */
+  shards?: number;
+  /** Replicas of each partition of the topics the store creates. @default 3 */
+  replicationFactor?: number;
+  /**
+   * `min.insync.replicas` of the topics the store creates: a transaction commits only once this many
+   * replicas have its records. @default 2 (1 when `replicationFactor` is 1)
+   */
+  minInsyncReplicas?: number;
+  /**
+   * The most bytes one produce request carries: a record or snapshot longer than this is written as several
+   * messages. Below the topics' `max.message.bytes` (the store sets it to this on the topics it creates) and
+   * the broker's `message.max.bytes` (1,048,588 by default). An integer from 65,536. @default 1_000_000
+   */
+  maxMessageBytes?: number;
+  /** A shard's state is snapshotted after this many records (see `fileStore`). @default the host's (10_000) */
+  snapshotEvery?: number;
+  /** The kafkajs client id. @default 'sluice-store' */
+  clientId?: string;
+  /** TLS settings, passed to kafkajs as they are. */
+  ssl?: KafkaConfig['ssl'];
+  /** SASL settings, passed to kafkajs as they are. */
+  sasl?: KafkaConfig['sasl'];
+  /** Anything else for the kafkajs client; merged over Sluice's settings. */
+  kafkajs?: Partial<KafkaConfig>;
+  /** Where kafkajs's own warnings and errors go. @default `jsonLogger()` */
+  logger?: Logger;
+}
+
+/** The changelog and snapshots topics of a store with `prefix`. */
+export const storeTopics = (prefix: string): { changelog: string; snapshots: string } => ({
+  changelog: `${prefix}.changelog`,
+  snapshots: `${prefix}.snapshots`,
+});
+
+/**
+ * A store kept in Kafka, for apps that span machines: shard n's records in partition n of the topic
+ * `<prefix>.changelog` (retention unlimited: records are deleted only once a snapshot covers them), its
+ * snapshot in partition n of the compacted `<prefix>.snapshots`, written by a transactional producer per
+ * shard. `open()` creates the topics if they are missing and takes every shard: its producer's
+ * `initTransactions` fences whoever had the shard before (their later appends reject with `STORE_FENCED`),
+ * then it reads the snapshot and the records after it. Who owns which shard (assignment with the input
+ * partitions) is not wired into the app yet: the process that opens the store takes every shard. The
+ * repository's `docs/store.md` tells its topics, settings and guarantees.
+ *
+ * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when a setting is invalid (naming it and its
+ *   value).
+ *
+ * @example
+ * ```ts
+ * const store = kafkaStore({ brokers: ['kafka-1:9092'], prefix: 'shop.pace', shards: 8 });
+ * const app = new App({ name: 'shop', store });
+ * ```
+ *
+ * @category Store
+ */
+export function kafkaStore(options: KafkaStoreOptions): Store {
+  return new KafkaStore(options);
+}
+
+const fail = (field: string, value: unknown, expected: string): never => {
+  throw new SluiceError('CONFIG_INVALID', `kafkaStore: ${field} must be ${expected}, got ${show(value)}`);
+};
+const isInt = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min;
+
+class KafkaStore implements Store {
+  readonly shards: number;
+  readonly snapshotEvery: number | undefined;
+  private readonly kafka: Kafka;
+  private readonly admin: Admin;
+  private readonly logs: KafkaShardLog[];
+  private readonly replicationFactor: number;
+  private readonly minInsyncReplicas: number;
+  private readonly maxMessageBytes: number;
+  private readonly topics: { changelog: string; snapshots: string };
+  private opened = false;
+
+  constructor(private readonly options: KafkaStoreOptions) {
+    const o = (options ?? {}) as Partial<KafkaStoreOptions>;
+    if (!Array.isArray(o.brokers) || o.brokers.length === 0 || !o.brokers.every((b) => typeof b === 'string'))
+      fail('brokers', o.brokers, 'a list of at least one host:port');
+    if (typeof o.prefix !== 'string' || !/^[A-Za-z0-9._-]{1,200}$/.test(o.prefix))
+      fail('prefix', o.prefix, 'letters, digits, ".", "_" and "-" (1 to 200 of them)');
+    const shards = o.shards ?? 4;
+    if (!isInt(shards, 1)) fail('shards', shards, 'a positive integer');
+    const rf = o.replicationFactor ?? 3;
+    if (!isInt(rf, 1)) fail('replicationFactor', rf, 'a positive integer');
+    const isr = o.minInsyncReplicas ?? Math.min(2, rf);
+    if (!isInt(isr, 1) || isr > rf) fail('minInsyncReplicas', isr, `an integer from 1 to replicationFactor (${rf})`);
+    const maxBytes = o.maxMessageBytes ?? 1_000_000;
+    if (!isInt(maxBytes, 65_536)) fail('maxMessageBytes', maxBytes, 'an integer >= 65536');
+    const every = o.snapshotEvery;
+    if (every !== undefined && !isInt(every, 1)) fail('snapshotEvery', every, 'a positive integer');
+    this.shards = shards;
+    this.snapshotEvery = every;
+    this.replicationFactor = rf;
+    this.minInsyncReplicas = isr;
+    this.maxMessageBytes = maxBytes;
+    this.topics = storeTopics(options.prefix);
+    const log = (options.logger ?? jsonLogger()).child({ store: 'kafka', prefix: options.prefix });
+    this.kafka = new Kafka({
+      clientId: options.clientId ?? 'sluice-store',
+      brokers: options.brokers,
+      ssl: options.ssl,
+      sasl: options.sasl,
+      logLevel: KafkaLogLevel.WARN,
+      logCreator: () => (entry: LogEntry) => logKafkajs(log, entry),
+      ...options.kafkajs,
+    });
+    this.admin = this.kafka.admin();
+    this.logs = Array.from(
+      { length: shards },
+      (_, shard) =>
+        new KafkaShardLog({
+          kafka: this.kafka,
+          admin: this.admin,
+          shard,
+          ...this.topics,
+          transactionalId: `${options.prefix}.shard-${shard}`,
+          maxMessageBytes: maxBytes,
+          groupPrefix: `${options.prefix}.restore-${shard}`,
+          log,
+        }),
+    );
+  }
+
+  /**
+   * Creates the topics if they are missing, then opens every shard (fencing their previous owners).
+   *
+   * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when a topic has another partition count than
+   *   `shards`; `STORE_CORRUPT` when a shard's snapshot does not read or records are missing.
+   */
+  async open(): Promise<void> {
+    await this.admin.connect();
+    try {
+      await this.ensureTopics();
+      const opened = await Promise.allSettled(this.logs.map((l) => l.open()));
+      const failed = opened.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    } catch (error) {
+      await Promise.allSettled(this.logs.map((l) => l.close()));
+      await this.admin.disconnect();
+      throw error;
+    }
+    this.opened = true;
+  }
+
+  log(shard: number): ShardLog {
+    const log = this.logs[shard];
+    if (!log) throw new RangeError(`kafkaStore: no shard ${shard} (it has ${this.shards})`);
+    return log;
+  }
+
+  /** Waits for each shard's appends and snapshot under way, then disconnects. */
+  async close(): Promise<void> {
+    await Promise.all(this.logs.map((l) => l.close()));
+    if (this.opened) await this.admin.disconnect();
+    this.opened = false;
+  }
+
+  private async ensureTopics(): Promise<void> {
+    const common = [
+      { name: 'min.insync.replicas', value: String(this.minInsyncReplicas) },
+      { name: 'max.message.bytes', value: String(this.maxMessageBytes) },
+    ];
+    const { changelog, snapshots } = this.topics;
+    await this.admin.createTopics({
+      waitForLeaders: true,
+      topics: [
+        {
+          topic: changelog,
+          numPartitions: this.shards,
+          replicationFactor: this.replicationFactor,
+          configEntries: [
+            ...common,
+            { name: 'cleanup.policy', value: 'delete' },
+            { name: 'retention.ms', value: '-1' },
+            { name: 'retention.bytes', value: '-1' },
+          ],
+        },
+        {
+          topic: snapshots,
+          numPartitions: this.shards,
+          replicationFactor: this.replicationFactor,
+          configEntries: [...common, { name: 'cleanup.policy', value: 'compact' }],
+        },
+      ],
+    });
+    const { topics } = await this.admin.fetchTopicMetadata({ topics: [changelog, snapshots] });
+    for (const t of topics) {
+      if (t.partitions.length !== this.shards)
+        throw new SluiceError(
+          'CONFIG_INVALID',
+          `kafkaStore: topic "${t.name}" has ${t.partitions.length} partitions, got shards ${this.shards} (a store's shard count is fixed)`,
+        );
+    }
+  }
+}
