@@ -49,14 +49,16 @@ export class KeyEncoder {
     if (bytes + 4 > this.buf.length) this.buf = Buffer.allocUnsafe(2 * (bytes + 4));
     if (!wide && bytes < ESCAPED) return (this.span = this.buf.write(key)); // UTF-8
     this.buf.writeUInt32LE(wide ? bytes + WIDE : bytes, 0);
-    this.span = 4 + this.buf.write(key, 4, wide ? 'utf16le' : 'utf8');
+    this.span = 4 + this.buf.write(key, 4, wide ? 'utf16le' : undefined); // else UTF-8
     return ESCAPED;
   }
 
-  /** True when the entry written last is the one in `arena` at `offset`, whose slot holds `length`. */
-  isAt(arena: Buffer, offset: number, length: number, encoded: number): boolean {
-    if (length !== encoded || spanOf(arena, offset, length) !== this.span) return false;
-    return this.buf.compare(arena, offset, offset + this.span, 0, this.span) === 0;
+  /**
+   * True when the entry written last is the one in `arena` at `offset`, whose slot holds `length`: the same
+   * bytes, as many. (An escaped entry never equals a plain one: its header is not UTF-8.)
+   */
+  isAt(arena: Buffer, offset: number, length: number): boolean {
+    return this.buf.compare(arena, offset, offset + spanOf(arena, offset, length), 0, this.span) === 0;
   }
 }
 

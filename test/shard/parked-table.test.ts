@@ -126,6 +126,22 @@ describe('ParkedTable', () => {
     expect([...t.keys()].sort()).toEqual([...keys].sort());
   });
 
+  it('gives back a first key that outgrows the scratch buffer by its header alone', () => {
+    // 127 UTF-16 units kept as UTF-16LE: 254 bytes, and its 4-byte header makes 258, past the first 256.
+    const key = `${'w'.repeat(126)}\uD800`;
+    const t = new ParkedTable();
+    t.set(key, 1, 2);
+    expect([...t.keys()]).toEqual([key]);
+    expect(t.entry(key)).toEqual({ ref: 1, timer: 2 });
+  });
+
+  it('tells a key from one it begins with, however their hashes fall', () => {
+    const t = new ParkedTable();
+    const keys = Array.from({ length: 700 }, (_, i) => `p${i}`);
+    for (const k of keys) t.set(`${k}-longer`, 1, 1);
+    for (const k of keys) expect(t.entry(k)).toBeUndefined();
+  });
+
   it('takes keys of 65,535 bytes and more (a coordinator key is the subscriber, a separator and the user key), through resizes and compactions', () => {
     const long = [65_534, 65_535, 65_536, 200_000].map((n) => 'k'.repeat(n));
     const keys = [...long, ...long.map((k) => `${k}\uD800`), 'short', '\uDC00'];
