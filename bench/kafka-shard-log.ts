@@ -22,7 +22,7 @@ import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { silentLogger } from '../src/index.js';
 import { kafkaStore } from '../src/brokers/kafka/index.js';
 import { PRODUCER_RETRY } from '../src/brokers/kafka/kafka-shard-log.js';
-import { fmt, median, range } from './stats.js';
+import { drive, fmt, median, range } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -40,20 +40,6 @@ await admin.connect();
 const prefix = (what: string): string => `bench-${what}-${randomBytes(4).toString('hex')}`;
 const store = (p: string) =>
   kafkaStore({ brokers: [brokers], prefix: p, shards: 1, replicationFactor: 1, logger: silentLogger });
-
-async function drive(concurrency: number, append: () => Promise<unknown>): Promise<{ rate: number; count: number }> {
-  let count = 0;
-  const t0 = performance.now();
-  const deadline = t0 + SECONDS * 1000;
-  const loop = async (): Promise<void> => {
-    while (performance.now() < deadline) {
-      await append();
-      count++;
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, loop));
-  return { rate: count / ((performance.now() - t0) / 1000), count };
-}
 
 /** The baseline: the smallest group commit over a transactional producer one would write by hand. */
 class RawTransactions {
@@ -109,7 +95,7 @@ async function rawAppends(concurrency: number): Promise<{ rate: number; perTxn: 
   });
   await producer.connect();
   const raw = new RawTransactions(producer, topic);
-  const { rate } = await drive(concurrency, () => raw.append());
+  const { rate } = await drive(SECONDS, concurrency, () => raw.append());
   await producer.disconnect();
   await admin.deleteTopics({ topics: [topic] });
   return { rate, perTxn: raw.records / raw.transactions };
@@ -120,7 +106,7 @@ async function sluiceAppends(concurrency: number): Promise<number> {
   const s = store(p);
   await s.open();
   const log = s.log(0);
-  const { rate, count } = await drive(concurrency, () => log.append(RECORD));
+  const { rate, count } = await drive(SECONDS, concurrency, () => log.append(RECORD));
   if (log.durableLsn() !== count) throw new Error(`durableLsn ${log.durableLsn()} after ${count} appends`);
   await s.close();
   await admin.deleteTopics({ topics: [`${p}.changelog`, `${p}.snapshots`] });

@@ -13,3 +13,22 @@ export const range = (xs: readonly number[], digits = 2): string =>
 
 /** A whole number with thousands separators: 1,234,567. */
 export const fmt = (n: number): string => Math.round(n).toLocaleString('en');
+
+/** `concurrency` loops, each awaiting one append after another until `seconds` of wall time are up; appends/s. */
+export async function drive(
+  seconds: number,
+  concurrency: number,
+  append: () => Promise<unknown>,
+): Promise<{ rate: number; count: number }> {
+  let count = 0;
+  const t0 = performance.now();
+  const deadline = t0 + seconds * 1000;
+  const loop = async (): Promise<void> => {
+    while (performance.now() < deadline) {
+      await append();
+      count++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  return { rate: count / ((performance.now() - t0) / 1000), count };
+}

@@ -23,7 +23,7 @@ import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileStore } from '../src/index.js';
-import { fmt, median, range } from './stats.js';
+import { drive, fmt, median, range } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 1.5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -49,21 +49,6 @@ const FRAME = (() => {
 const root = await fs.mkdtemp(path.join(os.tmpdir(), 'sluice-bench-store-'));
 let dirs = 0;
 const freshDir = (): string => path.join(root, `d${dirs++}`);
-
-/** `concurrency` loops, each awaiting one append after another until the wall time is up; appends/s. */
-async function drive(concurrency: number, append: () => Promise<unknown>): Promise<{ rate: number; count: number }> {
-  let count = 0;
-  const t0 = performance.now();
-  const deadline = t0 + SECONDS * 1000;
-  const loop = async (): Promise<void> => {
-    while (performance.now() < deadline) {
-      await append();
-      count++;
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, loop));
-  return { rate: count / ((performance.now() - t0) / 1000), count };
-}
 
 /** The baseline: the smallest group commit one would write by hand over a plain file. */
 class RawGroupCommit {
@@ -103,7 +88,7 @@ async function rawAppends(concurrency: number): Promise<{ rate: number; perSync:
   await fs.mkdir(dir);
   const handle = await fs.open(path.join(dir, 'raw.log'), 'a');
   const raw = new RawGroupCommit(handle);
-  const { rate } = await drive(concurrency, () => raw.append(FRAME));
+  const { rate } = await drive(SECONDS, concurrency, () => raw.append(FRAME));
   await handle.close();
   await fs.rm(dir, { recursive: true });
   return { rate, perSync: raw.records / raw.groups };
@@ -114,7 +99,7 @@ async function sluiceAppends(concurrency: number): Promise<number> {
   const store = fileStore({ dir, shards: 1 });
   await store.open();
   const log = store.log(0);
-  const { rate, count } = await drive(concurrency, () => log.append(RECORD));
+  const { rate, count } = await drive(SECONDS, concurrency, () => log.append(RECORD));
   if (log.durableLsn() !== count) throw new Error(`durableLsn ${log.durableLsn()} after ${count} appends`);
   await store.close();
   await fs.rm(dir, { recursive: true });
