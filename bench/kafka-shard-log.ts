@@ -39,7 +39,14 @@ const admin = kafka.admin();
 await admin.connect();
 const prefix = (what: string): string => `bench-${what}-${randomBytes(4).toString('hex')}`;
 const store = (p: string) =>
-  kafkaStore({ brokers: [brokers], prefix: p, shards: 1, replicationFactor: 1, logger: silentLogger });
+  kafkaStore({
+    brokers: [brokers],
+    prefix: p,
+    shards: 1,
+    replicationFactor: 1,
+    ownership: 'all',
+    logger: silentLogger,
+  });
 
 /** The baseline: the smallest group commit over a transactional producer one would write by hand. */
 class RawTransactions {

@@ -65,8 +65,8 @@ export class Intake {
 
   /** A paced run whose window closed: to the workers, by its key under lanes. */
   readonly runArrived = (run: PaceRun): void => {
-    if (this.parts.stopping()) return; // it is recorded as started: it runs again after the restart
     const { sub, pacer } = this.parts;
+    if (this.parts.stopping()) return pacer!.letGo(run); // recorded as started: it runs again after the restart
     // A batch run gets its events; a debounced run, or a start that is a run by itself, its one event.
     const payload = pacer!.paceOf(sub.name)?.kind === 'batch' ? run.events : run.events[0];
     const arrivedAt = this.parts.clock.now();

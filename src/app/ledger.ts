@@ -131,6 +131,7 @@ export class Ledger {
 
   /** The work will not finish here: it stays uncommitted (a run stays not done, and runs again after a restart). */
   private abandon(work: Work): void {
+    if (work.kind === 'run') this.parts.pacer!.letGo(work.run);
     for (const marks of watermarksOf(work)) this.parts.offsets.abandon(marks);
   }
 

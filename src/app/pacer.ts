@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { SluiceError, reasonOf, show } from '../core/errors.js';
-import type { Clock, Faults, Logger, Store } from '../core/ports.js';
-import { MAX_KEY_BYTES, type CompiledPace } from '../pace/config.js';
+import { SluiceError, show } from '../core/errors.js';
+import type { Clock, Faults, Logger, ShardLog, Store } from '../core/ports.js';
+import type { CompiledPace } from '../pace/config.js';
 import { encodeEvent } from '../pace/codec.js';
 import { withoutIds } from '../pace/ids.js';
-import { jsonValue } from '../pace/json-value.js';
 import {
   coordinatorKey,
   DONE,
   EVENT,
   opensRun,
   paceRules,
-  type PaceEvent,
   type PaceOutput,
   type PaceRun,
   type PaceState,
@@ -20,33 +18,39 @@ import {
 import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
 import { ShardHost } from '../store/shard-host.js';
+import { OwnedShards } from './owned-shards.js';
+import { checkKey, eventOf, type Appended } from './pace-event.js';
+
+export type { Appended } from './pace-event.js';
 
 const receiptOf = (submitted: { readonly reply: unknown }): Receipt => submitted.reply as Receipt;
 
 /** Where a paced subscriber's runs go. */
 export type RunTarget = (run: PaceRun) => void;
 
-/**
- * An event to append to a coordinator: from `app.send` (an optional ID) or from a broker delivery (its
- * source and offset).
- */
-export interface Appended {
-  readonly key: string;
-  readonly event: unknown;
-  readonly eventId?: string;
-  readonly source?: { readonly topic: string; readonly partition: number; readonly offset: number };
-}
+/** The partition of `partitions` a key's message lands in (the broker's partitioner), for `app.send`. */
+export type KeyPartitioner = (key: string, partitions: number) => number;
+
+type Host = ShardHost<PaceState, PaceOutput>;
 
 /**
  * The app's pace stage: one store, one {@link ShardHost} per shard, the coordinators of every paced
  * subscriber in them. Events go in by `append` (resolving once durable, with the receipt); runs come out
  * to each subscriber's target once the record that closed their window is durable, and again after a
  * restart until their `done` record is.
+ *
+ * A store owned by partition (see `Store.ownership`) holds one paced subscriber's shards, shard p going
+ * with partition p of its topic: this instance hosts only the shards of the partitions its consumer owns
+ * ({@link OwnedShards}), and an event goes to the shard of its delivery's partition, or for `app.send` of
+ * the partition the broker puts its key in.
  */
 export class Pacer {
-  /** One per shard of the store, made by `open`. */
-  private hosts: ShardHost<PaceState, PaceOutput>[] = [];
+  /** One per shard of the store, made by `open` (a store that every instance opens whole). */
+  private hosts: Host[] = [];
+  /** The shards owned here now (a store owned by partition), made by `open`. */
+  private owned: OwnedShards | undefined;
   private readonly targets = new Map<string, RunTarget>();
+  private readonly partitioners = new Map<string, KeyPartitioner>();
   private opened = false;
   /** The store opened (even if a shard then failed to): close releases it. */
   private storeOpen = false;
@@ -61,29 +65,57 @@ export class Pacer {
     private readonly uuid: () => string = randomUUID,
     /** The simulator's broken behaviours (see `Faults`): none by default. */
     private readonly faults: Faults = {},
-  ) {}
+  ) {
+    if (store.ownership === 'partition' && paces.size > 1)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `pace: a store owned by partition (a Kafka store) serves one paced subscriber, got ${paces.size} (${[...paces.keys()].map((n) => show(n)).join(', ')}); give each app one, or use ownership 'all'`,
+      );
+  }
 
-  /** Names the target of a subscriber's runs; before `open`, which hands out what recovered runs still owe. */
-  attach(subscriber: string, target: RunTarget): void {
+  /** Whether shards follow the partitions of the paced subscriber's topic (see `Store.ownership`). */
+  get ownedByPartition(): boolean {
+    return this.store.ownership === 'partition';
+  }
+
+  /** The store's shard count. */
+  get shards(): number {
+    return this.store.shards;
+  }
+
+  /**
+   * Names the target of a subscriber's runs (and, for a store owned by partition, the partitioner that picks
+   * an `app.send` key's shard); before `open`, which hands out what recovered runs still owe.
+   */
+  attach(subscriber: string, target: RunTarget, partitioner?: KeyPartitioner): void {
     this.targets.set(subscriber, target);
+    if (partitioner) this.partitioners.set(subscriber, partitioner);
   }
 
   /**
    * Opens the store and recovers every shard, then lets each serve: no run leaves (to finish, and journal
    * its end) while a shard has not replayed, and every record goes to the shard of its key among all of
    * the store's shards. A shard that cannot be recovered (`STORE_CORRUPT`) closes the store again, letting
-   * its lock go.
+   * its lock go. A store owned by partition opens no shard here: `own` does, as partitions are assigned.
    */
   async open(): Promise<void> {
     await this.store.open();
     this.storeOpen = true;
     const rules = this.faulty(paceRules(this.faults.ignoreRates ? withoutRates(this.paces) : this.paces));
-    this.hosts = Array.from({ length: this.store.shards }, (_, shard) => this.makeHost(shard, rules));
-    if (this.faults.serveShardsInTurn) return this.openInTurn();
+    const makeHost = (shard: number, log: ShardLog): Host => this.makeHost(shard, log, rules);
+    if (this.ownedByPartition) {
+      const { store, log, onProgress } = this;
+      this.owned = new OwnedShards({ store, log, makeHost, onProgress });
+      this.opened = true;
+      return;
+    }
+    const hosts = Array.from({ length: this.store.shards }, (_, shard) => makeHost(shard, this.store.log(shard)));
+    this.hosts = hosts;
+    if (this.faults.serveShardsInTurn) return this.openInTurn(hosts);
     try {
-      for (const host of this.hosts) await host.recover();
+      for (const host of hosts) await host.recover();
     } catch (error) {
-      await Promise.all(this.hosts.map((h) => h.close()));
+      await Promise.all(hosts.map((h) => h.close()));
       await this.store
         .close()
         .catch((closing: unknown) =>
@@ -92,16 +124,31 @@ export class Pacer {
       this.storeOpen = false;
       throw error;
     }
-    for (const host of this.hosts) host.serve();
+    for (const host of hosts) host.serve();
     this.opened = true;
   }
 
-  private makeHost(shard: number, rules: ReturnType<typeof paceRules>): ShardHost<PaceState, PaceOutput> {
+  /** Partitions given to this instance: their shards are restored and served before their deliveries are read. */
+  own(partitions: readonly number[]): Promise<void> {
+    return this.owned?.own(partitions) ?? Promise.resolve();
+  }
+
+  /** Partitions taken away: their shards are handed over (see {@link OwnedShards}). */
+  release(partitions: readonly number[], deadline: Promise<void>): Promise<void> {
+    return this.owned?.release(partitions, deadline) ?? Promise.resolve();
+  }
+
+  /** Resolves once the ownership changes asked for so far are done. */
+  settled(): Promise<void> {
+    return this.owned?.settled() ?? Promise.resolve();
+  }
+
+  private makeHost(shard: number, log: ShardLog, rules: ReturnType<typeof paceRules>): Host {
     return new ShardHost<PaceState, PaceOutput>({
-      log: this.store.log(shard),
+      log,
       rules,
       clock: this.clock,
-      onOutput: this.deliver,
+      onOutput: (out) => this.deliver(out, shard),
       // Runs that started and did not finish before the restart run again, under the same ID.
       resume: (key, state) => {
         const [subscriber, user] = splitKey(key);
@@ -129,9 +176,9 @@ export class Pacer {
   }
 
   /** The broken open of the simulator's `serveShardsInTurn` fault: each shard serves as soon as it has replayed. */
-  private async openInTurn(): Promise<void> {
+  private async openInTurn(hosts: readonly Host[]): Promise<void> {
     this.opened = true;
-    for (const host of this.hosts) {
+    for (const host of hosts) {
       await host.recover();
       host.serve();
     }
@@ -154,25 +201,17 @@ export class Pacer {
     }
   }
 
-  private submit(subscriber: string, appended: Appended): ReturnType<ShardHost<PaceState, PaceOutput>['submit']> {
+  private submit(subscriber: string, appended: Appended): ReturnType<Host['submit']> {
     if (!this.opened) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
-    // Checked before anything happens: a key past the limit is refused, never journaled.
-    if (appended.key.length > MAX_KEY_BYTES / 3) {
-      const bytes = Buffer.byteLength(appended.key);
-      if (bytes > MAX_KEY_BYTES)
-        throw new SluiceError(
-          'SEND_INVALID',
-          `subscriber "${subscriber}": a key may take at most MAX_KEY_BYTES (${MAX_KEY_BYTES}) bytes as UTF-8, got ${bytes}`,
-        );
-    }
+    checkKey(subscriber, appended.key);
     const key = coordinatorKey(subscriber, appended.key);
-    const host = this.host(key);
+    const host = this.hostFor(key, subscriber, appended);
     // The record is stamped with the very time `opensRun` looked at: a clock read twice could tick between.
     // The host's time, not the clock's: the clock may read earlier than the shard's last record.
     const at = host.now();
     const pace = this.paces.get(subscriber);
     const opens = pace === undefined || opensRun(host.core.state(key), pace, at);
-    const data = encodeEvent(this.eventOf(subscriber, appended, opens ? this.uuid() : ''));
+    const data = encodeEvent(eventOf(subscriber, pace, appended, opens ? this.uuid() : ''));
     try {
       return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data });
     } catch (error) {
@@ -185,44 +224,33 @@ export class Pacer {
     }
   }
 
-  /** The event as the rules read it, with the UUID of the run it opens (`''` when it joins one). */
-  private eventOf(subscriber: string, appended: Appended, runUuid: string): PaceEvent {
-    let event: unknown;
-    try {
-      event = jsonValue(appended.event); // as a replay will read it, and not shared with the sender
-      // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
-      if (event === undefined) throw new TypeError(`${typeof appended.event} is not a JSON value`);
-    } catch (error) {
-      throw new SluiceError(
-        'SEND_INVALID',
-        `pace: an event must be JSON, got ${show(appended.event)}: ${reasonOf(error)}`,
-      );
-    }
-    const order = this.paces.get(subscriber)?.order;
-    const src = appended.source;
-    return {
-      event,
-      runUuid,
-      order: order === undefined ? 0 : orderOf(order, appended, subscriber),
-      ...(src !== undefined
-        ? { source: { partition: `${src.topic}/${src.partition}`, offset: src.offset } }
-        : appended.eventId !== undefined
-          ? { eventId: appended.eventId }
-          : {}),
-    };
-  }
-
-  /** Records that a run finished: it never runs again. */
+  /**
+   * Records that a run finished: it never runs again. A run of a shard this instance no longer owns is not
+   * recorded (`SHARD_NOT_OWNED`): the shard's new owner runs it again, under the same ID.
+   */
   async done(run: PaceRun): Promise<void> {
     if (!this.opened)
       throw new SluiceError('APP_STATE', `pace: the end of run ${run.id} cannot be recorded, the store is not open`);
     const key = coordinatorKey(run.subscriber, run.key);
-    await this.host(key).submit({ key, type: DONE, data: run.id });
+    const owned = this.owned;
+    try {
+      const host = owned ? owned.hostOfRun(run.id) : this.host(key);
+      if (host === undefined)
+        throw new SluiceError('SHARD_NOT_OWNED', `pace: run ${run.id} ended after its shard was handed over`);
+      await host.submit({ key, type: DONE, data: run.id });
+    } finally {
+      owned?.runEnded(run.id);
+    }
   }
 
-  /** True when no record waits to become durable. */
+  /** A run will not finish here (abandoned at a stop or a revoke): it runs again on restart, or on the next owner. */
+  letGo(run: PaceRun): void {
+    this.owned?.runEnded(run.id);
+  }
+
+  /** True when no record waits to become durable and no shard is being restored or handed over. */
   idle(): boolean {
-    return this.hosts.every((h) => h.pending === 0);
+    return this.owned ? this.owned.quiet() : this.hosts.every((h) => h.pending === 0);
   }
 
   /**
@@ -232,8 +260,10 @@ export class Pacer {
   async close(deadline: Promise<void> = new Promise<void>(() => {})): Promise<void> {
     let late = false;
     void deadline.then(() => (late = true));
-    const snapshots = Promise.all(this.hosts.map((h) => h.close()));
-    await Promise.race([Promise.all(this.hosts.map((h) => h.drained())), deadline]);
+    if (this.owned) await Promise.race([this.owned.close(), deadline]); // a restore under way ends first
+    const hosts = this.owned ? this.owned.all() : this.hosts;
+    const snapshots = Promise.all(hosts.map((h) => h.close()));
+    await Promise.race([Promise.all(hosts.map((h) => h.drained())), deadline]);
     // Not raced with the deadline: a snapshot writes, renames and deletes files in the store's directory,
     // and must not go on once the store is closed and its lock let go (the next owner would find its
     // segments deleted under it, or its snapshot replaced by an older one). The store's close waits for
@@ -246,8 +276,25 @@ export class Pacer {
     this.opened = false;
   }
 
+  /**
+   * The host an event goes to: of a store owned by partition, the shard of the delivery's partition (or, for
+   * `app.send`, of the partition the broker puts the key in), if this instance owns it now.
+   */
+  private hostFor(key: string, subscriber: string, appended: Appended): Host {
+    if (!this.owned) return this.host(key);
+    const shard = appended.source?.partition ?? this.partitioners.get(subscriber)?.(appended.key, this.store.shards);
+    const host = shard === undefined ? undefined : this.owned.host(shard);
+    if (host !== undefined) return host;
+    throw new SluiceError(
+      'SHARD_NOT_OWNED',
+      shard === undefined
+        ? `pace: subscriber ${show(subscriber)}'s broker cannot say which partition a key lands in`
+        : `pace: key ${show(appended.key.slice(0, 40))} of subscriber ${show(subscriber)} is in partition ${shard}, which this instance does not own now; send it where that partition is read`,
+    );
+  }
+
   /** The host of a key's shard: by the store's shard count, the one a restart replays the key from. */
-  private host(key: string): ShardHost<PaceState, PaceOutput> {
+  private host(key: string): Host {
     if (this.faults.serveShardsInTurn) {
       const begun = this.hosts.filter((h) => h.phase !== 'new'); // by the shards opened so far
       return begun[shardOf(key, begun.length)]!;
@@ -255,7 +302,7 @@ export class Pacer {
     return this.hosts[shardOf(key, this.store.shards)]!;
   }
 
-  private readonly deliver = (out: PaceOutput): void => {
+  private readonly deliver = (out: PaceOutput, shard: number): void => {
     if ('dropped' in out)
       return this.log.info('pace: an event was dropped (over its drop rate)', {
         subscriber: out.subscriber,
@@ -265,37 +312,15 @@ export class Pacer {
       });
     const run = out;
     const target = this.targets.get(run.subscriber);
-    if (target) target(run);
-    else
-      this.log.warn('pace: a run of a subscriber that is not mounted waits for it', {
+    if (!target)
+      return this.log.warn('pace: a run of a subscriber that is not mounted waits for it', {
         subscriber: run.subscriber,
         runId: run.id,
       });
+    // A shard being handed over keeps its run, recorded as started: its next owner runs it, under the same ID.
+    if (this.owned && !this.owned.runLeaves(run.id, shard)) return;
+    target(run);
   };
-}
-
-/** Asks `pace.order` for an event's number: a finite number, or the event is refused with `SEND_INVALID`. */
-function orderOf(
-  order: (start: { event: unknown; key: string }) => number,
-  start: Appended,
-  subscriber: string,
-): number {
-  let o: unknown;
-  try {
-    o = order({ event: start.event, key: start.key });
-  } catch (error) {
-    throw new SluiceError(
-      'SEND_INVALID',
-      `subscriber "${subscriber}": pace.order threw for key ${show(start.key)}: ${reasonOf(error)}`,
-      { cause: error },
-    );
-  }
-  if (typeof o !== 'number' || !Number.isFinite(o))
-    throw new SluiceError(
-      'SEND_INVALID',
-      `subscriber "${subscriber}": pace.order must return a finite number, got ${show(o)} for key ${show(start.key)}`,
-    );
-  return o;
 }
 
 /** The simulator's `ignoreRates` fault: the paces without their rates. */

@@ -1,3 +1,4 @@
+import { SluiceError, show } from '../core/errors.js';
 import type { PublishOptions } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger } from '../core/ports.js';
 import { ranked } from '../dispatch/ranked.js';
@@ -52,6 +53,7 @@ export class Subscription {
   private readonly intake: Intake;
   private readonly watchdog: Watchdog;
   private consumer: Consumer | undefined;
+  private readonly pacer: Pacer | undefined;
 
   constructor(
     readonly sub: CompiledSubscriber,
@@ -84,22 +86,61 @@ export class Subscription {
     this.ledger = new Ledger({ ...parts, deadLetters: this.deadLetterSender, watch, pump });
     const progress = (): void => this.progress();
     this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress });
-    pacer?.attach(sub.name, this.intake.runArrived);
+    this.pacer = pacer;
+    pacer?.attach(sub.name, this.intake.runArrived, broker.partitionOf?.bind(broker));
   }
 
   async start(): Promise<void> {
+    const owning = this.pacer?.ownedByPartition === true ? this.pacer : undefined;
+    if (owning) await this.checkPartitions(owning);
     this.consumer = await this.broker.consume({
       topic: this.sub.topic,
       group: this.sub.group,
       onReadable: this.intake.pump,
-      onRevoke: (partitions) => this.ledger.revoke(partitions),
+      onRevoke: (partitions) => this.revoke(partitions, owning),
+      ...(owning ? { onAssign: (partitions: readonly number[]) => owning.own(partitions) } : {}),
       active: (partition) => this.offsets.active(partition),
       shutdownTimeoutMs: this.settings.revokeTimeoutMs,
     });
+    await owning?.settled(); // the shards of the first assignment are restored: app.send finds them
     this.offsets.connect(this.consumer);
     this.intake.connect(this.consumer);
     this.watchdog.start();
     this.intake.pump();
+  }
+
+  /**
+   * Partitions taken away: their deliveries settled and committed (the Ledger), then, under a store owned by
+   * partition, their shards handed over, within the revoke timeout.
+   */
+  private async revoke(partitions: readonly number[], owning: Pacer | undefined): Promise<void> {
+    await this.ledger.revoke(partitions);
+    if (!owning) return;
+    let timer: { cancel(): void } | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = this.settings.clock.setTimer(this.settings.revokeTimeoutMs, resolve);
+    });
+    try {
+      await owning.release(partitions, deadline);
+    } finally {
+      timer?.cancel();
+    }
+  }
+
+  /** A store owned by partition has a shard per partition of the topic, and the broker says where keys go. */
+  private async checkPartitions(pacer: Pacer): Promise<void> {
+    const { broker, sub } = this;
+    if (broker.partitionOf === undefined || broker.partitionCount === undefined)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `subscriber ${show(sub.name)}: a store owned by partition needs a broker that tells a key's partition; ${broker.kind} does not`,
+      );
+    const count = await broker.partitionCount(sub.topic);
+    if (count !== pacer.shards)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `subscriber ${show(sub.name)}: topic ${show(sub.topic)} has ${count} partitions, got a store of ${pacer.shards} shards (a store owned by partition has one shard per partition)`,
+      );
   }
 
   /** What became of this subscriber's dead letters. */

@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'DECODE_FAILED',
   'STORE_CORRUPT',
   'STORE_FENCED',
+  'SHARD_NOT_OWNED',
   'HANDLER_TIMEOUT',
   'APP_STATE',
   'SEND_INVALID',
@@ -38,6 +39,9 @@ export const ERROR_CODES = [
  * - `STORE_FENCED`: a shard log lost its shard to another owner (a Kafka store: another process opened the
  *   shard, and its transactional producer fenced this one's); its pending and later appends are refused, and
  *   none of them is durable.
+ * - `SHARD_NOT_OWNED`: `app.send` to a paced subscriber whose store is owned by partition (a Kafka store),
+ *   for a key whose partition another instance of the app owns now, or nobody does (a rebalance under way):
+ *   the event was not recorded, and the same send may be tried again (on the owner, or later).
  * - `HANDLER_TIMEOUT`: never thrown to your code; a timed-out attempt counts as failed.
  * - `APP_STATE`: a call the app's lifecycle does not allow now (`start()` twice, `withBroker` after
  *   `start()`, `app.send` while not running, changing a router after it was mounted).

@@ -48,6 +48,14 @@ export interface Broker {
   publish(topic: string, value: unknown, options?: PublishOptions): Promise<void>;
   /** Joins `request.group` as a member reading `request.topic`; resolves with the member once it has joined. */
   consume(request: ConsumeRequest): Promise<Consumer>;
+  /**
+   * The partition that a message with `key` lands in, of a topic with `partitions` partitions, as `publish`
+   * picks it (Kafka: the Java-compatible murmur2 partitioner). Optional; a paced subscriber whose store is
+   * owned by partition needs it for `app.send`.
+   */
+  partitionOf?(key: string, partitions: number): number;
+  /** How many partitions `topic` has (Kafka asks the broker). Optional, like `partitionOf`. */
+  partitionCount?(topic: string): Promise<number>;
   /** Releases what `connect` opened (the app calls it last in `stop()`, after its consumers closed). */
   close(): Promise<void>;
 }
@@ -71,6 +79,14 @@ export interface ConsumeRequest {
    * lets the partitions go. Messages of these partitions taken later are never handed out.
    */
   onRevoke(partitions: readonly number[]): Promise<void>;
+  /**
+   * Partitions were given to this member (a join or a rebalance). Optional: a consumer that has it hands out
+   * nothing of these partitions until the promise resolves (heartbeating meanwhile, where the broker needs
+   * it), so that what the app keeps per partition (a paced subscriber's shard) is restored first. A
+   * rejection is logged, and the partitions are still handed out (the app refuses what it cannot take, and
+   * those deliveries stay uncommitted).
+   */
+  onAssign?(partitions: readonly number[]): Promise<void>;
   /**
    * Deliveries of `partition` taken and still running or waiting for a worker (not those waiting for a
    * retry's backoff). An adapter that lets a fetched batch go only once its work is done asks this; the
@@ -191,6 +207,21 @@ export interface Store {
   readonly shards: number;
   /** How many records between a shard's snapshots, if the store says (its hosts' default otherwise). */
   readonly snapshotEvery?: number;
+  /**
+   * Who opens the store's shards. `all` (the file and memory stores): `open()` opens every shard, and one
+   * process holds them all. `partition` (a Kafka store): shard p goes with partition p of a paced
+   * subscriber's topic, whichever instance of the app owns it: `open()` opens none, and the app calls
+   * `openShard` when its consumer is given a partition and `closeShard` when it is taken away. @default 'all'
+   */
+  readonly ownership?: 'all' | 'partition';
+  /**
+   * Takes shard `shard` (a store owned by partition): whoever had it before is fenced (its pending and later
+   * appends reject with `STORE_FENCED`), and the log returned reads back every record the previous owner's
+   * appends resolved. `log(shard)` returns it until `closeShard`.
+   */
+  openShard?(shard: number): Promise<ShardLog>;
+  /** Lets shard `shard` go (a store owned by partition), after its pending appends settled. */
+  closeShard?(shard: number): Promise<void>;
   /**
    * Opens the store (the app calls it in `start()`): for a file store, takes the directory's lock and
    * recovers every shard.

@@ -43,6 +43,12 @@ export interface MemoryStoreOptions {
    * test can try a restart under several interleavings. @default `undefined`: every read takes one turn
    */
   ioSeed?: number;
+  /**
+   * `partition`: the store stands in for a Kafka store in tests, shared by several apps on one memory
+   * broker — shard p goes with partition p of the paced subscriber's topic (see `Store.ownership`), and
+   * opening a shard fences its previous owner's log (`STORE_FENCED`). @default 'all'
+   */
+  ownership?: 'all' | 'partition';
 }
 
 /**
@@ -61,10 +67,17 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   const seed = options.ioSeed;
   if (seed !== undefined && !Number.isInteger(seed))
     throw new SluiceError('CONFIG_INVALID', `memoryStore: ioSeed must be an integer, got ${show(seed)}`);
+  const ownership = options.ownership ?? 'all';
+  if (ownership !== 'all' && ownership !== 'partition')
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `memoryStore: ownership must be 'all' or 'partition', got ${show(options.ownership)}`,
+    );
   return new InMemoryStore(
     Array.from({ length: shards }, () => []),
     [],
     seed === undefined ? () => 1 : turnsOf(seed),
+    ownership,
   );
 }
 
@@ -92,9 +105,25 @@ class InMemoryStore implements MemoryStore {
     durable: Uint8Array[][],
     snapshots: ({ lsn: number; state: Uint8Array } | undefined)[],
     private readonly turns: () => number,
+    readonly ownership: 'all' | 'partition',
   ) {
     this.shards = durable.length;
     this.logs = durable.map((records, i) => new MemoryShardLog(i, records, snapshots[i], turns));
+  }
+
+  /** A new log of the shard's durable records: the one it had is fenced, its pending appends refused. */
+  async openShard(shard: number): Promise<ShardLog> {
+    const old = this.log(shard) as MemoryShardLog;
+    old.fence();
+    const log = new MemoryShardLog(shard, old.durableRecords(), old.snapshotForCrash(), this.turns);
+    this.logs[shard] = log;
+    await read(this.turns);
+    return log;
+  }
+
+  async closeShard(shard: number): Promise<void> {
+    this.log(shard); // a RangeError for a shard it does not have
+    await read(this.turns);
   }
 
   async open(): Promise<void> {
@@ -114,6 +143,7 @@ class InMemoryStore implements MemoryStore {
       this.logs.map((l) => l.durableRecords()),
       this.logs.map((l) => l.snapshotForCrash()),
       this.turns,
+      this.ownership,
     );
   }
 }
@@ -154,6 +184,11 @@ class RecordArena {
     this.blockUsed += record.length;
   }
 
+  /** Forgets the records from `length` on. */
+  truncate(length: number): void {
+    this.length = Math.min(this.length, length);
+  }
+
   /** The record at `index` (0-based): a view of its bytes. */
   at(index: number): Buffer {
     const start = this.offset[index]!;
@@ -165,7 +200,9 @@ class MemoryShardLog implements ShardLog {
   private readonly records = new RecordArena();
   private durable: number;
   private scheduled = false;
-  private waiting: { lsn: number; resolve: (lsn: number) => void }[] = [];
+  private waiting: { lsn: number; resolve: (lsn: number) => void; reject: (error: unknown) => void }[] = [];
+  /** Set when another owner opened the shard: appends pending and later are refused. */
+  private fenced: SluiceError | undefined;
   /** Set by a crash: this instance is gone, its pending appends never resolve. */
   lost = false;
 
@@ -183,13 +220,24 @@ class MemoryShardLog implements ShardLog {
   append(record: Uint8Array): Promise<number> {
     checkRecord(record);
     if (this.lost) return new Promise(() => {});
+    if (this.fenced) return Promise.reject(this.fenced);
     this.records.push(record);
     const lsn = this.records.length;
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.commit());
     }
-    return new Promise((resolve) => this.waiting.push({ lsn, resolve }));
+    return new Promise((resolve, reject) => this.waiting.push({ lsn, resolve, reject }));
+  }
+
+  /** Another owner took the shard: what is pending is refused, and so is every later append. */
+  fence(): void {
+    this.fenced ??= new SluiceError(
+      'STORE_FENCED',
+      `memoryStore: shard ${this.shard} was opened by another owner; this log takes no more appends`,
+    );
+    for (const w of this.waiting.splice(0)) w.reject(this.fenced);
+    this.records.truncate(this.durable);
   }
 
   durableLsn(): number {
@@ -233,7 +281,7 @@ class MemoryShardLog implements ShardLog {
 
   private commit(): void {
     this.scheduled = false;
-    if (this.lost) return;
+    if (this.lost || this.fenced) return;
     this.durable = this.records.length;
     for (const w of this.waiting.splice(0)) w.resolve(w.lsn);
   }

@@ -66,6 +66,8 @@ export class ShardHost<S, O> {
   private armedAt = Number.POSITIVE_INFINITY;
   private failed: SluiceError | undefined;
   private firing = false;
+  /** Set by `stopTimers`: no timer fires again on this host. */
+  private timersStopped = false;
   private snapshotLsn = 0;
   /** Bytes of records appended (since open), and as of the last snapshot; the last snapshot's size. */
   private appendedBytes = 0;
@@ -311,6 +313,17 @@ export class ShardHost<S, O> {
     this.snapshotRun = running;
   }
 
+  /**
+   * Stops firing timers, and takes records still (a run's end): the shard is being handed to another owner,
+   * who fires them after its restore. `close` follows.
+   */
+  stopTimers(): void {
+    this.timersStopped = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.armedAt = Number.POSITIVE_INFINITY;
+  }
+
   /** Stops firing timers and taking snapshots; resolves once a snapshot under way is written. */
   async close(): Promise<void> {
     this.stage = 'closed';
@@ -320,7 +333,7 @@ export class ShardHost<S, O> {
 
   /** Keeps one clock timer at the core's next due time. */
   private arm(): void {
-    if (this.stage !== 'serving' || this.firing) return;
+    if (this.stage !== 'serving' || this.firing || this.timersStopped) return;
     const now = this.options.clock.now();
     const next = this.core.nextDueMs(now);
     if (next === undefined || next >= this.armedAt) return;
@@ -339,7 +352,7 @@ export class ShardHost<S, O> {
    * chunk has been loaded and appended.
    */
   private fire(): void {
-    if (this.stage !== 'serving' || this.failed !== undefined) return;
+    if (this.stage !== 'serving' || this.failed !== undefined || this.timersStopped) return;
     const now = this.options.clock.now();
     const max = this.options.chunk ?? 1_000;
     const chunk = (this.burst = Math.min(max, this.burst > 0 ? this.burst * 2 : Math.ceil(max / 16)));

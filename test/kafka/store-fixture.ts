@@ -11,7 +11,10 @@ const prefixes = new WeakMap<Store, string>();
 /** A prefix no other test, and no other run, uses. */
 export const uniquePrefix = (base: string): string => `${base}-${process.pid}-${randomBytes(4).toString('hex')}`;
 
-/** A Kafka store on the test broker (one replica), under `prefix`. */
+/**
+ * A Kafka store on the test broker (one replica), under `prefix`; one process takes every shard at `open()`
+ * (`ownership: 'all'`) unless `options` says otherwise.
+ */
 export function testKafkaStore(prefix: string, options: Partial<KafkaStoreOptions> = {}): Store {
   const store = kafkaStore({
     brokers: [kafkaBrokers!],
@@ -19,6 +22,7 @@ export function testKafkaStore(prefix: string, options: Partial<KafkaStoreOption
     shards: 1,
     replicationFactor: 1,
     maxMessageBytes: TEST_MAX_MESSAGE_BYTES,
+    ownership: 'all',
     logger: jsonLogger({ level: 'error' }),
     ...options,
   });

@@ -28,6 +28,8 @@ export interface BatchReaderParts {
   readonly log: Logger;
   /** True once the consumer is closing. */
   closing(): boolean;
+  /** The app's `onAssign` of the latest assignment, while it runs: no batch is handed out before it settles. */
+  assigning(): Promise<void> | undefined;
 }
 
 /**
@@ -45,6 +47,7 @@ export class BatchReader {
   async eachBatch(payload: EachBatchPayload): Promise<void> {
     // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs's payload functions are closures
     const { batch, resolveOffset, heartbeat, isStale } = payload;
+    await this.assigned(payload);
     const feed = await this.feedFor(batch.partition);
     if (feed === undefined) return;
     this.parts.restarts.batchArrived(); // kafkajs reads again
@@ -59,6 +62,30 @@ export class BatchReader {
     }
     await this.beat(heartbeat);
     resolveOffset(batch.lastOffset());
+  }
+
+  /**
+   * Waits, heartbeating, until the app's `onAssign` of this assignment settled (a paced subscriber restores
+   * its shards there, however long that takes); a rebalance seen meanwhile revokes and throws (see `beat`).
+   */
+  private async assigned(payload: EachBatchPayload): Promise<void> {
+    const gate = this.parts.assigning();
+    if (gate === undefined) return;
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs's payload functions are closures
+    const { heartbeat, isRunning, isStale } = payload;
+    let settled = false;
+    const done = gate.then(() => {
+      settled = true;
+    });
+    while (!settled && !this.parts.closing() && isRunning() && !isStale()) {
+      let timer: { cancel(): void } | undefined;
+      const beatDue = new Promise<void>((resolve) => {
+        timer = SESSION_CLOCK.setTimer(this.parts.settings.heartbeatIntervalMs, resolve);
+      });
+      await Promise.race([done, beatDue]);
+      timer?.cancel();
+      if (!settled) await this.beat(heartbeat);
+    }
   }
 
   /** The feed a batch of `partition` goes to, or undefined when the batch is not to be read. */

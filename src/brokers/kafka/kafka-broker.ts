@@ -10,6 +10,9 @@ import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
 import { isLegalTopic, publishError, recordOf } from './publishing.js';
 
+/** kafkajs's default partitioner, for `partitionOf`: a key's partition does not depend on the topic. */
+const KEY_PARTITIONER = Partitioners.DefaultPartitioner();
+
 /**
  * Apache Kafka through kafkajs: one kafkajs consumer per subscriber (each made by a kafkajs client of
  * its own, in the subscriber's group), eachBatch with manual offsets, commits of finished work only
@@ -170,6 +173,28 @@ export class KafkaBroker implements Broker {
     this.consumers.add(consumer);
     await consumer.start();
     return consumer;
+  }
+
+  /**
+   * The partition of `partitions` that a message with `key` lands in: kafkajs's default partitioner, murmur2
+   * over the key's UTF-8 bytes as Java clients hash it.
+   */
+  partitionOf(key: string, partitions: number): number {
+    const metadata = Array.from({ length: partitions }, (_, partitionId) => ({
+      partitionId,
+      leader: 0,
+      replicas: [0],
+      isr: [0],
+      partitionErrorCode: 0,
+    }));
+    return KEY_PARTITIONER({ topic: '', partitionMetadata: metadata, message: { key, value: null } });
+  }
+
+  /** How many partitions `topic` has, as the broker tells (connecting first if need be). */
+  async partitionCount(topic: string): Promise<number> {
+    await this.connect();
+    const { topics } = await this.admin!.fetchTopicMetadata({ topics: [topic] });
+    return topics[0]?.partitions.length ?? 0;
   }
 
   /**

@@ -37,6 +37,8 @@ export class KafkaConsumer implements Consumer {
   /** kafkajs's run() under way: joining the group (at start, or after a crash). */
   private starting: Promise<void> | undefined;
   private closed: Promise<void> | undefined;
+  /** The request's `onAssign` of the latest assignment, until it settles (it never rejects). */
+  private assigning: Promise<void> | undefined;
   private readonly partitions: OwnedPartitions;
   /** What the broker holds beyond this member's batches: when a batch held for running work lets go. */
   private readonly ends: PartitionEnds;
@@ -71,7 +73,17 @@ export class KafkaConsumer implements Consumer {
     };
     this.restarts = new CrashRestarts(member, log, clock);
     const { partitions, ends, restarts } = this;
-    this.batches = new BatchReader({ partitions, ends, restarts, request, settings, log, closing: member.closing });
+    const assigning = (): Promise<void> | undefined => this.assigning;
+    this.batches = new BatchReader({
+      partitions,
+      ends,
+      restarts,
+      request,
+      settings,
+      log,
+      closing: member.closing,
+      assigning,
+    });
   }
 
   /** Joins the group; resolves once the first assignment arrived. */
@@ -259,11 +271,26 @@ export class KafkaConsumer implements Consumer {
       );
   }
 
+  /** Calls the request's `onAssign` once the revoke before it (if any) is done; batches wait for it. */
+  private assign(partitions: readonly number[], revoking: Promise<void> | undefined): void {
+    const request = this.request;
+    if (request.onAssign === undefined || partitions.length === 0) return;
+    const take = (): Promise<void> => request.onAssign!(partitions);
+    // Called at once when nothing is being revoked: the app's start, which waits for it, sees it under way.
+    const assigning: Promise<void> = (revoking === undefined ? take() : revoking.catch(() => {}).then(take))
+      .catch((error: unknown) => this.log.error('the app could not take its new partitions', { partitions, error }))
+      .finally(() => {
+        if (this.assigning === assigning) this.assigning = undefined;
+      });
+    this.assigning = assigning;
+  }
+
   private onJoin(partitions: readonly number[]): void {
     if (this.closing) return;
     const { stale, revoked } = this.partitions.assign(partitions);
     this.ends.reset();
     void revoked?.catch((error: unknown) => this.log.warn('revoke failed', { error }));
+    this.assign(partitions, revoked ?? this.partitions.revoking);
     this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions, stale });
   }
 }

@@ -46,6 +46,13 @@ export interface KafkaStoreOptions {
   ssl?: KafkaConfig['ssl'];
   /** SASL settings, passed to kafkajs as they are. */
   sasl?: KafkaConfig['sasl'];
+  /**
+   * `partition`: shard p goes with partition p of the paced subscriber's topic, to whichever instance of the
+   * app the consumer group gives it (`open()` takes no shard; the app opens each as it is assigned, fencing
+   * the instance that had it). `all`: `open()` takes every shard, for an app that runs as one process.
+   * @default 'partition'
+   */
+  ownership?: 'all' | 'partition';
   /** Anything else for the kafkajs client; merged over Sluice's settings. */
   kafkajs?: Partial<KafkaConfig>;
   /** Where kafkajs's own warnings and errors go. @default `jsonLogger()` */
@@ -64,9 +71,10 @@ export const storeTopics = (prefix: string): { changelog: string; snapshots: str
  * snapshot in partition n of the compacted `<prefix>.snapshots`, written by a transactional producer per
  * shard. `open()` creates the topics if they are missing and takes every shard: its producer's
  * `initTransactions` fences whoever had the shard before (their later appends reject with `STORE_FENCED`),
- * then it reads the snapshot and the records after it. Who owns which shard (assignment with the input
- * partitions) is not wired into the app yet: the process that opens the store takes every shard. The
- * repository's `docs/store.md` tells its topics, settings and guarantees.
+ * then it reads the snapshot and the records after it. With `ownership: 'partition'` (the default) shard p
+ * goes with partition p of the paced subscriber's topic: the instance of the app that the consumer group
+ * gives partition p opens shard p before it reads p, so several instances share the shards as they share
+ * the partitions. The repository's `docs/store.md` tells its topics, settings and guarantees.
  *
  * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when a setting is invalid (naming it and its
  *   value).
@@ -90,10 +98,13 @@ const isInt = (n: unknown, min: number): n is number => typeof n === 'number' &&
 
 class KafkaStore implements Store {
   readonly shards: number;
+  readonly ownership: 'all' | 'partition';
   readonly snapshotEvery: number | undefined;
   private readonly kafka: Kafka;
   private readonly admin: Admin;
-  private readonly logs: KafkaShardLog[];
+  /** The shards open here: every one (`all`), or those opened and not closed (`partition`). */
+  private readonly logs: (KafkaShardLog | undefined)[];
+  private readonly logger: Logger;
   private readonly replicationFactor: number;
   private readonly minInsyncReplicas: number;
   private readonly maxMessageBytes: number;
@@ -114,15 +125,19 @@ class KafkaStore implements Store {
     if (!isInt(isr, 1) || isr > rf) fail('minInsyncReplicas', isr, `an integer from 1 to replicationFactor (${rf})`);
     const maxBytes = o.maxMessageBytes ?? 1_000_000;
     if (!isInt(maxBytes, 65_536)) fail('maxMessageBytes', maxBytes, 'an integer >= 65536');
+    const ownership = o.ownership ?? 'partition';
+    if (ownership !== 'all' && ownership !== 'partition') fail('ownership', o.ownership, "'all' or 'partition'");
     const every = o.snapshotEvery;
     if (every !== undefined && !isInt(every, 1)) fail('snapshotEvery', every, 'a positive integer');
     this.shards = shards;
+    this.ownership = ownership;
     this.snapshotEvery = every;
     this.replicationFactor = rf;
     this.minInsyncReplicas = isr;
     this.maxMessageBytes = maxBytes;
     this.topics = storeTopics(options.prefix);
     const log = (options.logger ?? jsonLogger()).child({ store: 'kafka', prefix: options.prefix });
+    this.logger = log;
     this.kafka = new Kafka({
       clientId: options.clientId ?? 'sluice-store',
       brokers: options.brokers,
@@ -133,20 +148,20 @@ class KafkaStore implements Store {
       ...options.kafkajs,
     });
     this.admin = this.kafka.admin();
-    this.logs = Array.from(
-      { length: shards },
-      (_, shard) =>
-        new KafkaShardLog({
-          kafka: this.kafka,
-          admin: this.admin,
-          shard,
-          ...this.topics,
-          transactionalId: `${options.prefix}.shard-${shard}`,
-          maxMessageBytes: maxBytes,
-          groupPrefix: `${options.prefix}.restore-${shard}`,
-          log,
-        }),
-    );
+    this.logs = Array.from({ length: shards }, (_, shard) => (ownership === 'all' ? this.makeLog(shard) : undefined));
+  }
+
+  private makeLog(shard: number): KafkaShardLog {
+    return new KafkaShardLog({
+      kafka: this.kafka,
+      admin: this.admin,
+      shard,
+      ...this.topics,
+      transactionalId: `${this.options.prefix}.shard-${shard}`,
+      maxMessageBytes: this.maxMessageBytes,
+      groupPrefix: `${this.options.prefix}.restore-${shard}`,
+      log: this.logger,
+    });
   }
 
   /**
@@ -159,11 +174,11 @@ class KafkaStore implements Store {
     await this.admin.connect();
     try {
       await this.ensureTopics();
-      const opened = await Promise.allSettled(this.logs.map((l) => l.open()));
+      const opened = await Promise.allSettled(this.openLogs().map((l) => l.open()));
       const failed = opened.find((r) => r.status === 'rejected');
       if (failed) throw failed.reason;
     } catch (error) {
-      await Promise.allSettled(this.logs.map((l) => l.close()));
+      await Promise.allSettled(this.openLogs().map((l) => l.close()));
       await this.admin.disconnect();
       throw error;
     }
@@ -171,16 +186,54 @@ class KafkaStore implements Store {
   }
 
   log(shard: number): ShardLog {
+    this.check(shard);
     const log = this.logs[shard];
-    if (!log) throw new RangeError(`kafkaStore: no shard ${shard} (it has ${this.shards})`);
+    if (!log)
+      throw new SluiceError('SHARD_NOT_OWNED', `kafkaStore: shard ${shard} is not open here (openShard takes it)`);
     return log;
+  }
+
+  /** Takes shard `shard`: its producer fences the last owner, then its snapshot and records are read. */
+  async openShard(shard: number): Promise<ShardLog> {
+    this.check(shard);
+    if (!this.opened) throw new SluiceError('APP_STATE', `kafkaStore: open() the store before openShard(${shard})`);
+    await this.closeShard(shard); // a shard opened twice here: the first log goes first
+    const log = this.makeLog(shard);
+    try {
+      await log.open();
+    } catch (error) {
+      await log.close().catch(() => {});
+      throw error;
+    }
+    this.logs[shard] = log;
+    return log;
+  }
+
+  /** Lets shard `shard` go: waits for its appends and snapshot under way, then closes its producer. */
+  async closeShard(shard: number): Promise<void> {
+    this.check(shard);
+    const log = this.logs[shard];
+    if (this.ownership === 'partition') this.logs[shard] = undefined;
+    await log?.close();
   }
 
   /** Waits for each shard's appends and snapshot under way, then disconnects. */
   async close(): Promise<void> {
-    await Promise.all(this.logs.map((l) => l.close()));
+    const open = this.openLogs();
+    if (this.ownership === 'partition') this.logs.fill(undefined);
+    await Promise.all(open.map((l) => l.close()));
     if (this.opened) await this.admin.disconnect();
     this.opened = false;
+  }
+
+  /** The logs open here. */
+  private openLogs(): KafkaShardLog[] {
+    return this.logs.filter((l): l is KafkaShardLog => l !== undefined);
+  }
+
+  private check(shard: number): void {
+    if (!Number.isInteger(shard) || shard < 0 || shard >= this.shards)
+      throw new RangeError(`kafkaStore: no shard ${shard} (it has ${this.shards})`);
   }
 
   private async ensureTopics(): Promise<void> {

@@ -3,7 +3,7 @@ import { utf8, type InboundMessage, type PublishOptions } from '../../core/messa
 import type { Broker, ConsumeRequest, Consumer } from '../../core/ports.js';
 import { GroupTopic } from './group.js';
 import { MemoryConsumer } from './memory-consumer.js';
-import { TopicLog } from './topic-log.js';
+import { TopicLog, keyPartition } from './topic-log.js';
 
 /**
  * Settings of a {@link MemoryBroker}.
@@ -146,6 +146,16 @@ export class MemoryBroker implements Broker {
     const consumer = new MemoryConsumer(group, request);
     await group.join(consumer);
     return consumer;
+  }
+
+  /** The partition of `partitions` that a message with `key` lands in, as `publish` picks it. */
+  partitionOf(key: string, partitions: number): number {
+    return keyPartition(key, partitions);
+  }
+
+  /** How many partitions `topic` has (creating it on first use, as `consume` does). */
+  async partitionCount(topic: string): Promise<number> {
+    return this.topic(topic).partitions.length;
   }
 
   /**

@@ -8,6 +8,8 @@ interface Owned {
   paused: boolean;
   /** Being revoked: nothing more is handed out, commits still count. */
   revoked: boolean;
+  /** False until the request's `onAssign` for this assignment settled: nothing is handed out before. */
+  ready: boolean;
 }
 
 /** A member of a memory consumer group: reads its partitions from their positions, commits to the group. */
@@ -28,7 +30,7 @@ export class MemoryConsumer implements Consumer {
     // Start at a rotating partition so that one busy partition cannot starve the others.
     for (let k = 0; k < n && out.length < max; k++) {
       const o = owned[(this.cursor + k) % n]!;
-      if (o.paused || o.revoked) continue;
+      if (o.paused || o.revoked || !o.ready) continue;
       const log = this.groupTopic.log.partitions[o.partition]!;
       const end = Math.min(log.length, o.position + (max - out.length));
       for (let i = o.position; i < end; i++) out.push(log[i]!);
@@ -83,7 +85,7 @@ export class MemoryConsumer implements Consumer {
   /** Called by the broker when a message was appended to one of the topic's partitions. */
   notifyAppended(partition: number): void {
     const o = this.find(partition);
-    if (o && !o.paused && !o.revoked) this.request.onReadable();
+    if (o && !o.paused && !o.revoked && o.ready) this.request.onReadable();
   }
 
   /** @internal Rebalance, first half: the subscription settles what it owns, then lets go. */
@@ -95,17 +97,30 @@ export class MemoryConsumer implements Consumer {
     this.owned = [];
   }
 
-  /** @internal Rebalance, second half: new partitions start at the group's committed offsets. */
+  /**
+   * @internal Rebalance, second half: new partitions start at the group's committed offsets, handed out
+   * once the request's `onAssign` settled (a rejection is the app's to report: they are handed out anyway).
+   */
   assign(partitions: readonly number[]): void {
     if (this.closed) return;
-    this.owned = partitions.map((p) => ({
+    const request = this.request;
+    const gate = request.onAssign === undefined ? undefined : (p: readonly number[]) => request.onAssign!(p);
+    const owned: Owned[] = partitions.map((p) => ({
       partition: p,
       position: this.groupTopic.committed[p] ?? 0,
       paused: false,
       revoked: false,
+      ready: gate === undefined,
     }));
+    this.owned = owned;
     this.cursor = 0;
-    if (partitions.length > 0) this.request.onReadable();
+    if (partitions.length === 0) return;
+    if (gate === undefined) return this.request.onReadable();
+    const open = (): void => {
+      for (const o of owned) o.ready = true;
+      if (!this.closed && this.owned === owned) this.request.onReadable();
+    };
+    gate(partitions).then(open, open);
   }
 
   private find(partition: number): Owned | undefined {

@@ -84,17 +84,24 @@ export class TopicLog {
   private partitionFor(key: HeaderValue | undefined): number {
     const n = this.partitions.length;
     if (key === undefined || key === null) return this.nextKeyless++ % n;
-    // A Java-style string hash (Kafka uses murmur2; what matters is that one key keeps one partition). Bytes
-    // that are UTF-8 text hash as that text, so a key sent as text or as its bytes lands in one partition.
-    let h = 0;
-    const text = typeof key === 'string' ? key : utf8(key);
-    if (typeof key === 'string' || Buffer.from(text, 'utf8').equals(key)) {
-      for (let i = 0; i < text.length; i++) h = (Math.imul(h, 31) + text.charCodeAt(i)) | 0;
-    } else {
-      for (const byte of key) h = (Math.imul(h, 31) + byte) | 0;
-    }
-    return (h >>> 0) % n;
+    return keyPartition(key, n);
   }
+}
+
+/**
+ * The partition of `n` that a message with `key` lands in: a Java-style string hash (Kafka uses murmur2;
+ * what matters is that one key keeps one partition). Bytes that are UTF-8 text hash as that text, so a key
+ * sent as text or as its bytes lands in one partition.
+ */
+export function keyPartition(key: string | Uint8Array, n: number): number {
+  let h = 0;
+  const text = typeof key === 'string' ? key : utf8(key);
+  if (typeof key === 'string' || Buffer.from(text, 'utf8').equals(key)) {
+    for (let i = 0; i < text.length; i++) h = (Math.imul(h, 31) + text.charCodeAt(i)) | 0;
+  } else {
+    for (const byte of key) h = (Math.imul(h, 31) + byte) | 0;
+  }
+  return (h >>> 0) % n;
 }
 
 /** The bytes of headers' names and values (the key is header `partition-key`). */

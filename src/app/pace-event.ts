@@ -1,0 +1,82 @@
+import { SluiceError, reasonOf, show } from '../core/errors.js';
+import { MAX_KEY_BYTES, type CompiledPace } from '../pace/config.js';
+import { jsonValue } from '../pace/json-value.js';
+import type { PaceEvent } from '../pace/rules.js';
+
+/**
+ * An event to append to a coordinator: from `app.send` (an optional ID) or from a broker delivery (its
+ * source and offset).
+ */
+export interface Appended {
+  readonly key: string;
+  readonly event: unknown;
+  readonly eventId?: string;
+  readonly source?: { readonly topic: string; readonly partition: number; readonly offset: number };
+}
+
+/** Refuses a key past the limit before anything happens: it is never journaled. */
+export function checkKey(subscriber: string, key: string): void {
+  if (key.length <= MAX_KEY_BYTES / 3) return; // at most 3 bytes a UTF-16 unit: no need to count
+  const bytes = Buffer.byteLength(key);
+  if (bytes > MAX_KEY_BYTES)
+    throw new SluiceError(
+      'SEND_INVALID',
+      `subscriber "${subscriber}": a key may take at most MAX_KEY_BYTES (${MAX_KEY_BYTES}) bytes as UTF-8, got ${bytes}`,
+    );
+}
+
+/** The event as the rules read it, with the UUID of the run it opens (`''` when it joins one). */
+export function eventOf(
+  subscriber: string,
+  pace: CompiledPace | undefined,
+  appended: Appended,
+  runUuid: string,
+): PaceEvent {
+  let event: unknown;
+  try {
+    event = jsonValue(appended.event); // as a replay will read it, and not shared with the sender
+    // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
+    if (event === undefined) throw new TypeError(`${typeof appended.event} is not a JSON value`);
+  } catch (error) {
+    throw new SluiceError(
+      'SEND_INVALID',
+      `pace: an event must be JSON, got ${show(appended.event)}: ${reasonOf(error)}`,
+    );
+  }
+  const order = pace?.order;
+  const src = appended.source;
+  return {
+    event,
+    runUuid,
+    order: order === undefined ? 0 : orderOf(order, appended, subscriber),
+    ...(src !== undefined
+      ? { source: { partition: `${src.topic}/${src.partition}`, offset: src.offset } }
+      : appended.eventId !== undefined
+        ? { eventId: appended.eventId }
+        : {}),
+  };
+}
+
+/** Asks `pace.order` for an event's number: a finite number, or the event is refused with `SEND_INVALID`. */
+function orderOf(
+  order: (start: { event: unknown; key: string }) => number,
+  start: Appended,
+  subscriber: string,
+): number {
+  let o: unknown;
+  try {
+    o = order({ event: start.event, key: start.key });
+  } catch (error) {
+    throw new SluiceError(
+      'SEND_INVALID',
+      `subscriber "${subscriber}": pace.order threw for key ${show(start.key)}: ${reasonOf(error)}`,
+      { cause: error },
+    );
+  }
+  if (typeof o !== 'number' || !Number.isFinite(o))
+    throw new SluiceError(
+      'SEND_INVALID',
+      `subscriber "${subscriber}": pace.order must return a finite number, got ${show(o)} for key ${show(start.key)}`,
+    );
+  return o;
+}
