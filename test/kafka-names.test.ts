@@ -1,6 +1,7 @@
 import { AssignerProtocol, type Cluster } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { subscriptionAwareAssigner } from '../src/brokers/kafka/assigner.js';
+import { stickyAssigner } from '../src/brokers/kafka/assigner.js';
+import { MemberClaim } from '../src/brokers/kafka/claims.js';
 import { headersFrom } from '../src/brokers/kafka/convert.js';
 
 /** Names of Object.prototype's properties: Kafka allows each as a topic name, and any as a header name. */
@@ -19,7 +20,7 @@ describe('kafka: topic and header names are names like any other', () => {
           (_, partitionId) => ({ partitionId }),
         ),
     } as unknown as Cluster;
-    const assigner = subscriptionAwareAssigner({ cluster, groupId: 'g', logger: undefined as never });
+    const assigner = stickyAssigner(new MemberClaim())({ cluster, groupId: 'g', logger: undefined as never });
     const members = ['m1', 'm2'].map((memberId) => ({
       memberId,
       memberMetadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }),

@@ -153,7 +153,7 @@ export class KafkaBroker implements Broker {
 
   /**
    * Starts a kafkajs consumer (a client of its own) in `request.group` for `request.topic`, with Sluice's
-   * round-robin assigner; resolves once it has its first assignment. The app calls it.
+   * sticky, subscription-aware assigner; resolves once it has its first assignment. The app calls it.
    *
    * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `TOPIC_MISSING` when the topic does not exist and
    *   `createTopics` is off.

@@ -1,6 +1,7 @@
 import type { Admin, Consumer as KafkajsConsumer } from 'kafkajs';
 import { PartitionAssigners, type Kafka } from './kafkajs.js';
-import { subscriptionAwareAssigner } from './assigner.js';
+import { stickyAssigner } from './assigner.js';
+import { MemberClaim } from './claims.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, Timer } from '../../core/ports.js';
 import { BatchReader, SESSION_CLOCK } from './batch-reader.js';
@@ -45,6 +46,8 @@ export class KafkaConsumer implements Consumer {
   private readonly commits: OffsetCommits;
   private readonly restarts: CrashRestarts;
   private readonly batches: BatchReader;
+  /** What this member owns, which its next join tells the group's leader (see {@link stickyAssigner}). */
+  private readonly claim = new MemberClaim();
 
   constructor(
     private readonly kafka: Kafka,
@@ -92,6 +95,7 @@ export class KafkaConsumer implements Consumer {
     this.consumer = consumer;
     const joined = new Promise<void>((resolve) => {
       consumer.on(consumer.events.GROUP_JOIN, (e) => {
+        this.claim.assigned(e.payload.memberAssignment);
         this.onJoin(e.payload.memberAssignment[this.request.topic] ?? []);
         resolve();
       });
@@ -102,6 +106,9 @@ export class KafkaConsumer implements Consumer {
       () => void this.partitions.revokeAll().catch((error) => this.log.warn('revoke failed', { error })),
     );
     consumer.on(consumer.events.CRASH, (e) => this.restarts.crashed(e.payload.error));
+    // kafkajs tells the generation of an assignment only with what the member does in it.
+    consumer.on(consumer.events.HEARTBEAT, (e) => this.claim.confirmed(e.payload.groupGenerationId));
+    consumer.on(consumer.events.COMMIT_OFFSETS, (e) => this.claim.confirmed(e.payload.groupGenerationId));
     this.commits.watch(consumer);
     await consumer.connect();
     await consumer.subscribe({ topic: this.request.topic, fromBeginning: this.settings.fromBeginning });
@@ -121,7 +128,7 @@ export class KafkaConsumer implements Consumer {
       metadataMaxAge: s.metadataMaxAgeMs,
       allowAutoTopicCreation: false, // topics are created by KafkaBroker's createTopics, where the user allows it
       // Ours first; kafkajs's round-robin too, so plain kafkajs members can share the group.
-      partitionAssigners: [subscriptionAwareAssigner, PartitionAssigners.roundRobin],
+      partitionAssigners: [stickyAssigner(this.claim), PartitionAssigners.roundRobin],
       // kafkajs never restarts the consumer itself: Sluice does (CrashRestarts), so that it backs off, and
       // so that a stop knows whether a join is under way (kafkajs's disconnect does nothing to a restart's).
       retry: { restartOnFailure: async () => false },
