@@ -43,6 +43,7 @@ export type {
   LogLevel,
   ShardLog,
   Store,
+  StoreOwner,
   Timer,
   TimerOptions,
 } from './core/ports.js';

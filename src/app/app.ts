@@ -270,6 +270,7 @@ export class App {
   private makeParts(): Parts {
     const { options } = this;
     return new Parts({
+      name: this.name,
       clock: this.clock,
       log: this.log,
       shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SluiceError, show } from '../core/errors.js';
-import type { Clock, Faults, Logger, ShardLog, Store } from '../core/ports.js';
+import type { Clock, Faults, Logger, ShardLog, Store, StoreOwner } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
 import { encodeEvent } from '../pace/codec.js';
 import { withoutIds } from '../pace/ids.js';
@@ -98,8 +98,8 @@ export class Pacer {
    * the store's shards. A shard that cannot be recovered (`STORE_CORRUPT`) closes the store again, letting
    * its lock go. A store owned by partition opens no shard here: `own` does, as partitions are assigned.
    */
-  async open(): Promise<void> {
-    await this.store.open();
+  async open(owner: StoreOwner): Promise<void> {
+    await this.store.open(owner);
     this.storeOpen = true;
     const rules = this.faulty(paceRules(this.faults.ignoreRates ? withoutRates(this.paces) : this.paces));
     const makeHost = (shard: number, log: ShardLog): Host => this.makeHost(shard, log, rules);

@@ -6,6 +6,8 @@ import { Subscription, type SubscriptionSettings } from './subscription.js';
 
 /** What the parts of a start are made with: the app's settings. */
 export interface PartsSettings {
+  /** The app's name. */
+  readonly name: string;
   readonly clock: Clock;
   readonly log: Logger;
   readonly shutdownTimeoutMs: number;
@@ -62,7 +64,7 @@ export class Parts {
       for (const sub of subscribers) this.subscriptions.push(new Subscription(sub, broker, settings));
     }
     // Subscriptions are attached first: recovered runs that did not finish go to their workers.
-    await this.pacer?.open();
+    await this.pacer?.open({ app: this.settings.name, subscribers: [...this.settings.paces.keys()] });
     checkpoint();
     // Every join settles before anything is closed: a consumer that joins after its subscription stopped would
     // never leave.

@@ -196,6 +196,19 @@ export interface ShardLog {
 }
 
 /**
+ * Who opens a store: the app's name and its paced subscribers' names, so that a store may name what it
+ * creates after them (a Kafka store without a `prefix` names its topics `<app>.<subscriber>.<purpose>`).
+ *
+ * @category Store
+ */
+export interface StoreOwner {
+  /** The app's name. */
+  readonly app: string;
+  /** The names of the paced subscribers whose coordinators the store holds. */
+  readonly subscribers: readonly string[];
+}
+
+/**
  * Durable storage for pace: a fixed number of shard logs. Open once, before use; close once, at the end.
  * Made by {@link fileStore} (the default) or {@link memoryStore} (tests), and given to an app as
  * `new App({ store })`.
@@ -230,7 +243,7 @@ export interface Store {
    *   `CONFIG_INVALID` when the directory was made with another shard count, or another process (or this
    *   one) has it open.
    */
-  open(): Promise<void>;
+  open(owner?: StoreOwner): Promise<void>;
   /**
    * The log of shard `shard`.
    *

@@ -3,7 +3,7 @@
  * half way, a restore of 100,000 records, a SIGKILL crash loop, its settings.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { SluiceError, type ShardLog, type Store } from '../../src/index.js';
+import { App, SluiceError, silentLogger, subscriber, type ShardLog, type Store } from '../../src/index.js';
 import { kafkaStore } from '../../src/brokers/kafka/index.js';
 import type { KafkaShardLog } from '../../src/brokers/kafka/kafka-shard-log.js';
 import { snapshotMessages } from '../../src/brokers/kafka/kafka-snapshots.js';
@@ -164,7 +164,8 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
       );
     refused({ brokers: [] }, /kafkaStore: brokers must be .* got \[\]/);
     refused({ prefix: 'a b' }, /prefix must be .* got "a b"/);
-    refused({ prefix: undefined }, /prefix must be .* got undefined/);
+    refused({ prefix: 12 }, /prefix must be .* got 12/);
+    refused({ ownership: 'some' }, /ownership must be 'all' or 'partition', got "some"/);
     refused({ shards: 0 }, /shards must be a positive integer, got 0/);
     refused({ replicationFactor: 1.5 }, /replicationFactor must be a positive integer, got 1.5/);
     refused(
@@ -173,6 +174,40 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
     );
     refused({ maxMessageBytes: 1000 }, /maxMessageBytes must be an integer >= 65536, got 1000/);
     refused({ snapshotEvery: -1 }, /snapshotEvery must be a positive integer, got -1/);
+  });
+
+  it('without a prefix, is named after the app that opens it: <app>.<subscriber>.changelog and .snapshots', async () => {
+    const name = uniquePrefix('named');
+    const broker = testKafka();
+    const topic = `${name}-in`;
+    await broker.createTopic(topic, 1);
+    const store = kafkaStore({ brokers: [kafkaBrokers!], shards: 1, replicationFactor: 1, logger: silentLogger });
+    stores.push(store);
+    const app = new App({ name, logger: silentLogger, store }).withBroker(broker, (b) =>
+      b.include(
+        subscriber(topic, () => {})
+          .name('ev')
+          .pace({ debounce: '1 s' })
+          .build(),
+      ),
+    );
+    await app.start();
+    await app.stop();
+    const admin = broker.kafka.admin();
+    await admin.connect();
+    const topics = await admin.listTopics().finally(() => admin.disconnect());
+    expect(topics).toEqual(expect.arrayContaining([`${name}.ev.changelog`, `${name}.ev.snapshots`]));
+    // Opened by hand, with no app to name it, and with names that are no topic's: refused, naming the way out.
+    await expect(kafkaStore({ brokers: [kafkaBrokers!] }).open()).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/no prefix: give one/),
+    });
+    await expect(
+      kafkaStore({ brokers: [kafkaBrokers!] }).open({ app: 'a b', subscribers: ['ev'] }),
+    ).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/"a b\.ev", is not a topic name/),
+    });
   });
 
   it('refuses topics made with another shard count', async () => {

@@ -1,7 +1,7 @@
 import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
 import { SluiceError, show } from '../../core/errors.js';
 import { jsonLogger } from '../../core/logger.js';
-import type { Logger, ShardLog, Store } from '../../core/ports.js';
+import type { Logger, ShardLog, Store, StoreOwner } from '../../core/ports.js';
 import { KafkaShardLog } from './kafka-shard-log.js';
 import { Kafka, logLevel as KafkaLogLevel } from './kafkajs.js';
 import { logKafkajs } from './kafkajs-log.js';
@@ -18,8 +18,10 @@ export interface KafkaStoreOptions {
    * Names the store's topics, `<prefix>.changelog` and `<prefix>.snapshots`, and its shards' transactional
    * ids, `<prefix>.shard-<n>`: one prefix per app (two apps sharing one would fence each other). Letters,
    * digits, `.`, `_` and `-`, at most 200 characters.
+   * @default `<app>.<subscriber>`: the names of the app that opens the store and of its paced subscriber
+   *   (`<app>.pace` for a store of `ownership: 'all'` that serves several)
    */
-  prefix: string;
+  prefix?: string;
   /**
    * Shard logs: the partitions of each topic. Fixed for the life of the topics: opening with another count
    * throws `CONFIG_INVALID`. @default 4
@@ -81,7 +83,7 @@ export const storeTopics = (prefix: string): { changelog: string; snapshots: str
  *
  * @example
  * ```ts
- * const store = kafkaStore({ brokers: ['kafka-1:9092'], prefix: 'shop.pace', shards: 8 });
+ * const store = kafkaStore({ brokers: ['kafka-1:9092'], shards: 8 }); // topics shop.reindex.changelog, …
  * const app = new App({ name: 'shop', store });
  * ```
  *
@@ -94,6 +96,7 @@ export function kafkaStore(options: KafkaStoreOptions): Store {
 const fail = (field: string, value: unknown, expected: string): never => {
   throw new SluiceError('CONFIG_INVALID', `kafkaStore: ${field} must be ${expected}, got ${show(value)}`);
 };
+const isPrefix = (p: unknown): p is string => typeof p === 'string' && /^[A-Za-z0-9._-]{1,200}$/.test(p);
 const isInt = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min;
 
 class KafkaStore implements Store {
@@ -104,18 +107,21 @@ class KafkaStore implements Store {
   private readonly admin: Admin;
   /** The shards open here: every one (`all`), or those opened and not closed (`partition`). */
   private readonly logs: (KafkaShardLog | undefined)[];
-  private readonly logger: Logger;
+  private logger: Logger;
   private readonly replicationFactor: number;
   private readonly minInsyncReplicas: number;
   private readonly maxMessageBytes: number;
-  private readonly topics: { changelog: string; snapshots: string };
+  /** Known once the store is opened (`options.prefix`, or named after the app that opens it). */
+  private prefix: string | undefined;
+  private topics: { changelog: string; snapshots: string } = { changelog: '', snapshots: '' };
+  private readonly baseLogger: Logger;
   private opened = false;
 
   constructor(private readonly options: KafkaStoreOptions) {
     const o = (options ?? {}) as Partial<KafkaStoreOptions>;
     if (!Array.isArray(o.brokers) || o.brokers.length === 0 || !o.brokers.every((b) => typeof b === 'string'))
       fail('brokers', o.brokers, 'a list of at least one host:port');
-    if (typeof o.prefix !== 'string' || !/^[A-Za-z0-9._-]{1,200}$/.test(o.prefix))
+    if (o.prefix !== undefined && !isPrefix(o.prefix))
       fail('prefix', o.prefix, 'letters, digits, ".", "_" and "-" (1 to 200 of them)');
     const shards = o.shards ?? 4;
     if (!isInt(shards, 1)) fail('shards', shards, 'a positive integer');
@@ -135,20 +141,19 @@ class KafkaStore implements Store {
     this.replicationFactor = rf;
     this.minInsyncReplicas = isr;
     this.maxMessageBytes = maxBytes;
-    this.topics = storeTopics(options.prefix);
-    const log = (options.logger ?? jsonLogger()).child({ store: 'kafka', prefix: options.prefix });
-    this.logger = log;
+    this.baseLogger = (options.logger ?? jsonLogger()).child({ store: 'kafka' });
+    this.logger = this.baseLogger;
     this.kafka = new Kafka({
       clientId: options.clientId ?? 'sluice-store',
       brokers: options.brokers,
       ssl: options.ssl,
       sasl: options.sasl,
       logLevel: KafkaLogLevel.WARN,
-      logCreator: () => (entry: LogEntry) => logKafkajs(log, entry),
+      logCreator: () => (entry: LogEntry) => logKafkajs(this.logger, entry),
       ...options.kafkajs,
     });
     this.admin = this.kafka.admin();
-    this.logs = Array.from({ length: shards }, (_, shard) => (ownership === 'all' ? this.makeLog(shard) : undefined));
+    this.logs = new Array<KafkaShardLog | undefined>(shards).fill(undefined);
   }
 
   private makeLog(shard: number): KafkaShardLog {
@@ -157,9 +162,9 @@ class KafkaStore implements Store {
       admin: this.admin,
       shard,
       ...this.topics,
-      transactionalId: `${this.options.prefix}.shard-${shard}`,
+      transactionalId: `${this.prefix!}.shard-${shard}`,
       maxMessageBytes: this.maxMessageBytes,
-      groupPrefix: `${this.options.prefix}.restore-${shard}`,
+      groupPrefix: `${this.prefix!}.restore-${shard}`,
       log: this.logger,
     });
   }
@@ -170,10 +175,13 @@ class KafkaStore implements Store {
    * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when a topic has another partition count than
    *   `shards`; `STORE_CORRUPT` when a shard's snapshot does not read or records are missing.
    */
-  async open(): Promise<void> {
+  async open(owner?: StoreOwner): Promise<void> {
+    this.name(owner);
     await this.admin.connect();
     try {
       await this.ensureTopics();
+      if (this.ownership === 'all')
+        for (let shard = 0; shard < this.shards; shard++) this.logs[shard] = this.makeLog(shard);
       const opened = await Promise.allSettled(this.openLogs().map((l) => l.open()));
       const failed = opened.find((r) => r.status === 'rejected');
       if (failed) throw failed.reason;
@@ -234,6 +242,23 @@ class KafkaStore implements Store {
   private check(shard: number): void {
     if (!Number.isInteger(shard) || shard < 0 || shard >= this.shards)
       throw new RangeError(`kafkaStore: no shard ${shard} (it has ${this.shards})`);
+  }
+
+  /** Fixes the prefix (the options', or `<app>.<subscriber>` of the app that opens the store) and the topics. */
+  private name(owner: StoreOwner | undefined): void {
+    const subs = owner?.subscribers ?? [];
+    const named = owner === undefined ? undefined : `${owner.app}.${subs.length === 1 ? subs[0] : 'pace'}`;
+    const prefix = this.options.prefix ?? named;
+    if (prefix === undefined)
+      throw new SluiceError('CONFIG_INVALID', 'kafkaStore: no prefix: give one, or let an app open the store');
+    if (!isPrefix(prefix))
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `kafkaStore: the prefix named after the app and its subscriber, ${show(prefix)}, is not a topic name (letters, digits, ".", "_" and "-", at most 200): give a prefix`,
+      );
+    this.prefix = prefix;
+    this.topics = storeTopics(prefix);
+    this.logger = this.baseLogger.child({ prefix });
   }
 
   private async ensureTopics(): Promise<void> {
