@@ -92,7 +92,9 @@ export class Subscription {
 
   async start(): Promise<void> {
     const owning = this.pacer?.ownedByPartition === true ? this.pacer : undefined;
-    if (owning) await this.checkPartitions(owning);
+    // Before joining where the topic exists (so that a store of the wrong size opens no shard), else once joined
+    // (the broker may create the topic as it joins).
+    const checked = owning !== undefined && (await this.checkPartitions(owning, false));
     this.consumer = await this.broker.consume({
       topic: this.sub.topic,
       group: this.sub.group,
@@ -102,11 +104,12 @@ export class Subscription {
       active: (partition) => this.offsets.active(partition),
       shutdownTimeoutMs: this.settings.revokeTimeoutMs,
     });
-    await owning?.settled(); // the shards of the first assignment are restored: app.send finds them
     this.offsets.connect(this.consumer);
     this.intake.connect(this.consumer);
     this.watchdog.start();
     this.intake.pump();
+    if (owning && !checked) await this.checkPartitions(owning, true);
+    await owning?.settled(); // the shards of the first assignment are restored: app.send finds them
   }
 
   /**
@@ -127,8 +130,11 @@ export class Subscription {
     }
   }
 
-  /** A store owned by partition has a shard per partition of the topic, and the broker says where keys go. */
-  private async checkPartitions(pacer: Pacer): Promise<void> {
+  /**
+   * A store owned by partition has a shard per partition of the topic, and the broker says where keys go.
+   * Returns false when the topic does not exist yet (and `joined` is false): it is checked once joined.
+   */
+  private async checkPartitions(pacer: Pacer, joined: boolean): Promise<boolean> {
     const { broker, sub } = this;
     if (broker.partitionOf === undefined || broker.partitionCount === undefined)
       throw new SluiceError(
@@ -136,11 +142,13 @@ export class Subscription {
         `subscriber ${show(sub.name)}: a store owned by partition needs a broker that tells a key's partition; ${broker.kind} does not`,
       );
     const count = await broker.partitionCount(sub.topic);
+    if (count === 0 && !joined) return false;
     if (count !== pacer.shards)
       throw new SluiceError(
         'CONFIG_INVALID',
         `subscriber ${show(sub.name)}: topic ${show(sub.topic)} has ${count} partitions, got a store of ${pacer.shards} shards (a store owned by partition has one shard per partition)`,
       );
+    return true;
   }
 
   /** What became of this subscriber's dead letters. */

@@ -1,7 +1,7 @@
 import type { Consumer } from 'kafkajs';
 import { inject } from 'vitest';
 import { jsonLogger } from '../../src/index.js';
-import { KafkaBroker } from '../../src/brokers/kafka/index.js';
+import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
 
 /** The bootstrap address of the test broker, or undefined (with a reason) when there is none. */
 export const kafkaBrokers = inject('kafkaBrokers');
@@ -14,8 +14,9 @@ const made: KafkaBroker[] = [];
  * A Kafka client tuned for tests: quick fetches and heartbeats. Only its errors are logged (to stderr): a
  * consumer crash, a refused commit, kafkajs's own errors — what a failing Kafka test needs to be read.
  */
-export function testKafka(): KafkaBroker {
+export function testKafka(extra: Partial<KafkaBrokerOptions> = {}): KafkaBroker {
   const broker = new KafkaBroker({
+    ...extra,
     brokers: [kafkaBrokers!],
     clientId: 'sluice-test',
     logger: jsonLogger({ level: 'error' }),

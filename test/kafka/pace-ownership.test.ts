@@ -124,6 +124,29 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka, shards owned by partition', { tim
     expect(new Set(seen.map((s) => s.instance))).toEqual(new Set(['a', 'b']));
   });
 
+  it('checks the topic has a partition per shard, at start: before joining, or once joined when the broker creates the topic', async () => {
+    const paced = (topic: string) =>
+      subscriber(topic, () => {})
+        .name('ev')
+        .pace({ batch: { wait: '1 s' } })
+        .build();
+    const start = (partitions: number) => {
+      const store = testKafkaStore(uniquePrefix('count'), { shards: PARTITIONS, ownership: 'partition' });
+      const broker = testKafka({ createTopics: { partitions } });
+      const app = new App({ name: uniquePrefix('count'), logger: jsonLogger({ level: 'error' }), store }).withBroker(
+        broker,
+        (b) => b.include(paced(uniqueTopic('count'))),
+      );
+      apps.push(app);
+      return app.start();
+    };
+    await start(PARTITIONS); // created as it joins, with a partition per shard
+    await expect(start(PARTITIONS - 1)).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+      message: expect.stringMatching(/has 3 partitions, got a store of 4 shards/),
+    });
+  });
+
   it('an instance that leaves for good hands every open window to the one that stays', async () => {
     const topic = uniqueTopic('owned-leave');
     const producer = testKafka();

@@ -190,9 +190,10 @@ export class KafkaBroker implements Broker {
     return KEY_PARTITIONER({ topic: '', partitionMetadata: metadata, message: { key, value: null } });
   }
 
-  /** How many partitions `topic` has, as the broker tells (connecting first if need be). */
+  /** How many partitions `topic` has, as the broker tells (connecting first if need be); 0 when it has no such topic. */
   async partitionCount(topic: string): Promise<number> {
     await this.connect();
+    if (!(await this.admin!.listTopics()).includes(topic)) return 0;
     const { topics } = await this.admin!.fetchTopicMetadata({ topics: [topic] });
     return topics[0]?.partitions.length ?? 0;
   }
