@@ -190,7 +190,7 @@ export class KafkaBroker implements Broker {
     return KEY_PARTITIONER({ topic: '', partitionMetadata: metadata, message: { key, value: null } });
   }
 
-  /** How many partitions `topic` has, as the broker tells (connecting first if need be); 0 when it has no such topic. */
+  /** How many partitions `topic` has, as the broker tells (connecting first if need be); 0 when it has none such. */
   async partitionCount(topic: string): Promise<number> {
     await this.connect();
     if (!(await this.admin!.listTopics()).includes(topic)) return 0;
