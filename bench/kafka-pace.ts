@@ -1,0 +1,555 @@
+/**
+ * bench/kafka-pace: pace on Kafka end to end, on one Kafka broker in one run (started by scripts/kafka/start.mjs
+ * unless KAFKA_BROKERS is set), each figure beside a baseline measured in the same run:
+ *  (a) paced intake: an App whose paced subscriber (`debounce: '1 hour'`: no window closes) reads N small keyed
+ *      JSON messages from a topic of P partitions through `kafkaStore({ ownership: 'partition', shards: P })`;
+ *      the figure is events made durable per second (each shard log's `append` wrapped to count the appends
+ *      that resolved), from the first append to the Nth durable. Beside it a raw kafkajs loop doing the same
+ *      work: eachBatch (P partitions concurrently), one transactional producer per partition (transactionalId
+ *      per partition) that sends each batch's message values to the partition of a changelog topic, then
+ *      `sendOffsets` of the batch's offsets in the same transaction, then commits; at most RAW_BATCH messages
+ *      per transaction (1,000 by default: what Sluice's transactions carry here, since a paced subscriber has
+ *      at most 1,000 appends under way and takes them from one partition's batch). Also printed: the records
+ *      per transaction on each side (changelog end offsets less records: each committed transaction leaves
+ *      one marker per partition it wrote).
+ *  (b) restore: coordinator states restored per second. An App (MemoryBroker, ManualClock, `debounce: '1 hour'`)
+ *      on a `kafkaStore({ ownership: 'all', shards: 4, snapshotEvery: 1_000 })` is given 2 events per key over
+ *      K keys with `app.send` (the second pass makes each shard snapshot: a host snapshots once its records
+ *      since the last are twice its keys), then one more event for a tenth of the keys (a tail after the
+ *      snapshot), and stops. The figure: K / the time of a fresh App's `start()` (opens the store, reads
+ *      every shard's snapshot and changelog tail, rebuilds the states). Baseline: a raw read_committed
+ *      kafkajs consumer reading every partition of the same changelog and snapshots topics from start to end
+ *      (eachBatch, nothing decoded), as K / its time.
+ *  (c) failover: two child processes (bench/pace-failover-child.mjs, from dist/) of one app, a batch-paced
+ *      subscriber (`batch: { wait: 200 }`) on a topic of P partitions, events flowing to every partition;
+ *      the one owning partition 0 is SIGKILLed; the figure is the time from the kill to the first run, on the
+ *      survivor, of a key of a partition the victim owned, beside the consumer session timeout it must wait
+ *      for (the baseline): the difference is the rejoin, the restore and the first window.
+ * Rounds alternate raw and Sluice; the figure is the median of the same-round ratios.
+ *
+ *   npm run bench:kafka-pace            (builds dist/ first, for the children of (c))
+ *   BENCH_N=100000 BENCH_ROUNDS=5 BENCH_KEYS=100000,1000000 BENCH_PARTS=ab npm run bench:kafka-pace
+ *   BENCH_PARTS=c BENCH_DEBUG=1 npm run bench:kafka-pace   (prints the children's lines)
+ *   BENCH_PARTS=a BENCH_ONLY=sluice node --cpu-prof --loader ts-node/esm bench/kafka-pace.ts   (a profile)
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
+import { App, ManualClock, MemoryBroker, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
+import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/kafka-shard-log.js';
+import { fmt, median, range } from './stats.js';
+
+const N = Number(process.env.BENCH_N ?? 100_000);
+const P = Number(process.env.BENCH_PARTITIONS ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const KEYS_A = Number(process.env.BENCH_KEYS_A ?? 10_000);
+const RAW_BATCH = Number(process.env.BENCH_RAW_BATCH ?? 1_000);
+const RESTORE_KEYS = (process.env.BENCH_KEYS ?? '100000,300000').split(',').map(Number);
+const RESTORE_ROUNDS = Number(process.env.BENCH_RESTORE_ROUNDS ?? ROUNDS);
+const FAILOVER_ROUNDS = Number(process.env.BENCH_FAILOVER_ROUNDS ?? ROUNDS);
+const SESSION_TIMEOUT_MS = Number(process.env.BENCH_SESSION_TIMEOUT_MS ?? 6_000);
+const PARTS = process.env.BENCH_PARTS ?? 'abc';
+/** `raw` or `sluice`: (a) measures that side only (for a profile). */
+const ONLY = process.env.BENCH_ONLY;
+const SENDERS = 1_000;
+const NAME = 'p';
+const T0 = 1_800_000_000_000;
+
+const brokers =
+  process.env.KAFKA_BROKERS ??
+  /KAFKA_BROKERS=(\S+)/.exec(execFileSync(process.execPath, ['scripts/kafka/start.mjs'], { encoding: 'utf8' }))![1]!;
+const kafka = new Kafka({ clientId: 'bench', brokers: [brokers], logLevel: logLevel.NOTHING });
+const admin = kafka.admin();
+await admin.connect();
+const unique = (what: string): string => `bench-${what}-${randomBytes(4).toString('hex')}`;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function createTopic(topic: string, partitions: number): Promise<void> {
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+  });
+}
+
+/** The messages past the low watermark of every partition of `topic`, and its end offsets. */
+async function offsetsOf(topic: string): Promise<{ high: number; messages: number }> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return {
+    high: offsets.reduce((s, o) => s + Number(o.high), 0),
+    messages: offsets.reduce((s, o) => s + Number(o.high) - Number(o.low), 0),
+  };
+}
+
+const deleteTopics = (topics: string[]): Promise<void> => admin.deleteTopics({ topics }).catch(() => undefined);
+
+// ---- (a) ----
+
+/** N messages over KEYS_A keys, each sent to the partition its key's number picks. */
+async function fill(topic: string): Promise<void> {
+  await createTopic(topic, P);
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  for (let i = 0; i < N; i += 5_000) {
+    const messages = [];
+    for (let j = i; j < Math.min(N, i + 5_000); j++) {
+      const k = j % KEYS_A;
+      messages.push({
+        key: `customer-${k}`,
+        partition: k % P,
+        value: JSON.stringify({ n: j, customer: `c${k}`, amount: 1999 }),
+      });
+    }
+    await producer.send({ topic, messages });
+  }
+  await producer.disconnect();
+}
+
+interface IntakeResult {
+  readonly rate: number;
+  readonly perTxn: number;
+}
+
+async function rawIntake(topic: string): Promise<IntakeResult> {
+  const changelog = unique('raw-changelog');
+  await createTopic(changelog, P);
+  const groupId = unique('raw-group');
+  const producers: Producer[] = Array.from({ length: P }, (_, p) =>
+    kafka.producer({
+      transactionalId: `${changelog}-p${p}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      retry: PRODUCER_RETRY,
+      createPartitioner: Partitioners.DefaultPartitioner,
+    }),
+  );
+  await Promise.all(producers.map((p) => p.connect()));
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let count = 0;
+  let first = 0;
+  let resolve!: (seconds: number) => void;
+  const done = new Promise<number>((r) => (resolve = r));
+  await consumer.run({
+    autoCommit: false,
+    eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: P,
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- closures, though typed as methods
+    eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning }) => {
+      if (first === 0) first = performance.now();
+      const producer = producers[batch.partition]!;
+      for (let i = 0; i < batch.messages.length && isRunning(); i += RAW_BATCH) {
+        const chunk = batch.messages.slice(i, i + RAW_BATCH);
+        const last = chunk[chunk.length - 1]!.offset;
+        const txn = await producer.transaction();
+        await txn.send({
+          topic: changelog,
+          acks: -1,
+          messages: chunk.map((m) => ({ partition: batch.partition, value: m.value })),
+        });
+        await txn.sendOffsets({
+          consumerGroupId: groupId,
+          topics: [{ topic, partitions: [{ partition: batch.partition, offset: String(Number(last) + 1) }] }],
+        });
+        await txn.commit();
+        resolveOffset(last);
+        count += chunk.length;
+        if (count >= N) resolve((performance.now() - first) / 1000);
+        await heartbeat();
+      }
+    },
+  });
+  const seconds = await done;
+  await consumer.disconnect();
+  await Promise.all(producers.map((p) => p.disconnect()));
+  const { high } = await offsetsOf(changelog);
+  await deleteTopics([changelog]);
+  return { rate: N / seconds, perTxn: N / (high - N) };
+}
+
+/** `store`, its shard logs' appends counted as they become durable. */
+function counted(store: Store, onDurable: () => void, onAppend: () => void): Store {
+  const wrap = (log: ShardLog): ShardLog => {
+    const append = log.append.bind(log);
+    log.append = (record) => {
+      onAppend();
+      const durable = append(record);
+      durable.then(onDurable, () => undefined);
+      return durable;
+    };
+    return log;
+  };
+  return {
+    shards: store.shards,
+    ownership: store.ownership,
+    snapshotEvery: store.snapshotEvery,
+    open: () => store.open(),
+    close: () => store.close(),
+    log: (shard) => store.log(shard),
+    openShard: async (shard) => wrap(await store.openShard!(shard)),
+    closeShard: (shard) => store.closeShard!(shard),
+  };
+}
+
+async function sluiceIntake(topic: string): Promise<IntakeResult> {
+  const prefix = unique('pace');
+  let count = 0;
+  let first = 0;
+  let resolve!: (seconds: number) => void;
+  const done = new Promise<number>((r) => (resolve = r));
+  const store = counted(
+    kafkaStore({
+      brokers: [brokers],
+      prefix,
+      shards: P,
+      replicationFactor: 1,
+      ownership: 'partition',
+      logger: silentLogger,
+    }),
+    () => {
+      if (++count === N) resolve((performance.now() - first) / 1000);
+    },
+    () => {
+      if (first === 0) first = performance.now();
+    },
+  );
+  const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
+  const app = new App({ name: unique('sluice'), logger: silentLogger, store }).withBroker(broker, (b) =>
+    b.include(
+      subscriber(topic, () => {
+        throw new Error('no window may close during the measurement');
+      })
+        .name(NAME)
+        .pace({ debounce: '1 hour' })
+        .build(),
+    ),
+  );
+  await app.start();
+  const seconds = await done;
+  await app.stop();
+  await broker.close();
+  const { high } = await offsetsOf(`${prefix}.changelog`);
+  await deleteTopics([`${prefix}.changelog`, `${prefix}.snapshots`]);
+  return { rate: N / seconds, perTxn: N / (high - N) };
+}
+
+async function partA(): Promise<void> {
+  const topic = unique('intake');
+  await fill(topic);
+  console.log(
+    `\n(a) paced intake: ${fmt(N)} messages over ${fmt(KEYS_A)} keys, ${P} partitions, raw at most ${RAW_BATCH} per transaction, median of ${ROUNDS} rounds, node ${process.version}, kafka at ${brokers}\n`,
+  );
+  const raw: IntakeResult[] = [];
+  const sluice: IntakeResult[] = [];
+  const ratios: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    let r: IntakeResult;
+    let s: IntakeResult;
+    if (ONLY !== undefined) {
+      const skipped = { rate: Number.NaN, perTxn: Number.NaN };
+      r = ONLY === 'raw' ? await rawIntake(topic) : skipped;
+      s = ONLY === 'sluice' ? await sluiceIntake(topic) : skipped;
+    } else if (round % 2 === 0) {
+      r = await rawIntake(topic);
+      s = await sluiceIntake(topic);
+    } else {
+      s = await sluiceIntake(topic);
+      r = await rawIntake(topic);
+    }
+    raw.push(r);
+    sluice.push(s);
+    ratios.push(s.rate / r.rate);
+    console.log(
+      `  round ${round + 1}: raw ${fmt(r.rate)}/s (${r.perTxn.toFixed(0)} per txn), Sluice ${fmt(s.rate)}/s (${s.perTxn.toFixed(0)} per txn), ratio ${(s.rate / r.rate).toFixed(2)}`,
+    );
+  }
+  console.log(
+    '\n| path | events durable/s (median) | records per transaction (median) | ratio to raw (median, same round) | range of ratios |',
+  );
+  console.log('|---|---:|---:|---:|---:|');
+  console.log(
+    `| raw kafkajs: eachBatch, transactional producer per partition, send + sendOffsets + commit | ${fmt(median(raw.map((r) => r.rate)))} | ${median(raw.map((r) => r.perTxn)).toFixed(0)} | 1.00 | |`,
+  );
+  console.log(
+    `| Sluice paced subscriber, kafkaStore (ownership 'partition') | ${fmt(median(sluice.map((r) => r.rate)))} | ${median(sluice.map((r) => r.perTxn)).toFixed(0)} | ${median(ratios).toFixed(2)} | ${range(ratios)} |`,
+  );
+  await deleteTopics([topic]);
+}
+
+// ---- (b) ----
+
+function restoreStore(prefix: string): Store {
+  return kafkaStore({
+    brokers: [brokers],
+    prefix,
+    shards: 4,
+    replicationFactor: 1,
+    ownership: 'all',
+    snapshotEvery: 1_000,
+    logger: silentLogger,
+  });
+}
+
+function restoreApp(store: Store): App {
+  const app = new App({ name: 'bench-restore', logger: silentLogger, store, clock: new ManualClock(T0) });
+  return app.withBroker(new MemoryBroker(), (r) =>
+    r.include(
+      subscriber('t', () => {
+        throw new Error('no window may close');
+      })
+        .name(NAME)
+        .pace({ debounce: '1 hour' })
+        .build(),
+    ),
+  );
+}
+
+/** `SENDERS` loops sending one event to each of keys `from`..`to`. */
+async function sendAll(app: App, from: number, to: number, pass: number): Promise<void> {
+  let next = from;
+  await Promise.all(
+    Array.from({ length: SENDERS }, async () => {
+      for (let i = next++; i < to; i = next++)
+        await app.send(NAME, { key: `customer-${i}`, event: { n: i, pass, amount: 1999 } });
+    }),
+  );
+}
+
+async function rawRestore(topics: string[]): Promise<number> {
+  const ends = new Map<string, number>();
+  for (const topic of topics)
+    for (const o of await admin.fetchTopicOffsets(topic))
+      if (Number(o.high) > Number(o.low)) ends.set(`${topic}/${o.partition}`, Number(o.high));
+  const consumer = kafka.consumer({
+    groupId: unique('raw-restore'),
+    readUncommitted: false,
+    maxBytesPerPartition: 16 * 1024 * 1024,
+    maxBytes: 64 * 1024 * 1024,
+    maxWaitTimeInMs: 100,
+  });
+  const t0 = performance.now();
+  await consumer.connect();
+  await consumer.subscribe({ topics, fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
+      const where = `${e.payload.topic}/${e.payload.partition}`;
+      const high = ends.get(where);
+      if (high !== undefined && Number(e.payload.lastOffset) >= high - 1) ends.delete(where);
+      if (ends.size === 0) resolve();
+    });
+    void consumer.run({ autoCommit: false, eachBatch: async () => {} });
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  await consumer.disconnect();
+  return seconds;
+}
+
+async function sluiceRestore(prefix: string, keys: number): Promise<number> {
+  let replayed = 0;
+  const store = restoreStore(prefix);
+  const log = store.log.bind(store);
+  store.log = (shard) => {
+    const l = log(shard);
+    const replay = l.replay.bind(l);
+    l.replay = (from, visit) => replay(from, (lsn, record) => (replayed++, visit(lsn, record)));
+    return l;
+  };
+  const app = restoreApp(store);
+  const t0 = performance.now();
+  await app.start();
+  const seconds = (performance.now() - t0) / 1000;
+  await app.stop();
+  if (replayed !== Math.ceil(keys / 10)) console.log(`  (replayed ${fmt(replayed)} tail records)`);
+  return seconds;
+}
+
+async function partB(): Promise<void> {
+  console.log(`\n(b) restore: coordinator states per second, 4 shards, median of ${RESTORE_ROUNDS} rounds\n`);
+  const rows: string[] = [];
+  for (const keys of RESTORE_KEYS) {
+    const prefix = unique('restore');
+    const topics = [`${prefix}.changelog`, `${prefix}.snapshots`];
+    const app = restoreApp(restoreStore(prefix));
+    await app.start();
+    const t0 = performance.now();
+    await sendAll(app, 0, keys, 1);
+    await sendAll(app, 0, keys, 2);
+    await app.idle();
+    await sleep(500); // the snapshots, begun when the last appends of the pass became durable
+    await sendAll(app, 0, Math.ceil(keys / 10), 3);
+    const setup = (performance.now() - t0) / 1000;
+    await app.stop(); // waits for the snapshots under way
+    const changelog = await offsetsOf(topics[0]!);
+    const snapshots = await offsetsOf(topics[1]!);
+    console.log(
+      `  ${fmt(keys)} keys: ${fmt(2 * keys + Math.ceil(keys / 10))} sends in ${setup.toFixed(1)} s (${fmt((2 * keys + keys / 10) / setup)}/s); changelog ${fmt(changelog.messages)} messages left, snapshots ${fmt(snapshots.messages)} messages`,
+    );
+    const raw: number[] = [];
+    const sluice: number[] = [];
+    const ratios: number[] = [];
+    for (let round = 0; round < RESTORE_ROUNDS; round++) {
+      let r: number;
+      let s: number;
+      if (round % 2 === 0) {
+        r = await rawRestore(topics);
+        s = await sluiceRestore(prefix, keys);
+      } else {
+        s = await sluiceRestore(prefix, keys);
+        r = await rawRestore(topics);
+      }
+      raw.push(keys / r);
+      sluice.push(keys / s);
+      ratios.push(r / s);
+      console.log(
+        `  round ${round + 1}: raw read ${r.toFixed(2)} s, Sluice start() ${s.toFixed(2)} s, ratio ${(r / s).toFixed(2)}`,
+      );
+    }
+    rows.push(
+      `| ${fmt(keys)} | ${fmt(median(raw))} | ${fmt(median(sluice))} | ${median(ratios).toFixed(2)} | ${range(ratios)} |`,
+    );
+    await deleteTopics(topics);
+  }
+  console.log(
+    '\n| keys | raw read_committed read of the same partitions, keys/s | Sluice start() (restore), states/s | ratio (median, same round) | range of ratios |',
+  );
+  console.log('|---:|---:|---:|---:|---:|');
+  for (const row of rows) console.log(row);
+}
+
+// ---- (c) ----
+
+interface Child {
+  readonly label: string;
+  readonly process: ChildProcess;
+  readonly owns: Set<number>;
+  started: boolean;
+  /** Runs seen: wall time and key. */
+  readonly runs: { at: number; key: string }[];
+  readonly owned: Map<number, number>;
+}
+
+function spawnChild(label: string, topic: string, prefix: string, name: string, changed: () => void): Child {
+  const child = spawn(
+    process.execPath,
+    ['bench/pace-failover-child.mjs', brokers, topic, prefix, name, String(P), String(SESSION_TIMEOUT_MS)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const c: Child = { label, process: child, owns: new Set(), started: false, runs: [], owned: new Map() };
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    if (process.env.BENCH_DEBUG) console.log(`  [${label}] ${line}`);
+    const [what, a, b] = line.split(' ');
+    if (what === 'started') c.started = true;
+    else if (what === 'own') {
+      c.owns.add(Number(a));
+      c.owned.set(Number(a), Number(b));
+    } else if (what === 'release') c.owns.delete(Number(a));
+    else if (what === 'run') c.runs.push({ at: Number(a), key: b! });
+    changed();
+  });
+  return c;
+}
+
+const partitionOfKey = (key: string): number => Number(/^p(\d+)-/.exec(key)![1]);
+
+async function failoverRound(): Promise<{ firstRun: number; owned: number; partitions: number }> {
+  const topic = unique('failover');
+  const prefix = unique('failover-store');
+  const name = unique('failover-app');
+  await createTopic(topic, P);
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  let sending = true;
+  const sender = (async () => {
+    for (let n = 0; sending; n++) {
+      const messages = [];
+      for (let p = 0; p < P; p++)
+        for (let k = 0; k < 2; k++) messages.push({ key: `p${p}-k${k}`, partition: p, value: JSON.stringify({ n }) });
+      await producer.send({ topic, messages });
+      await sleep(20);
+    }
+  })();
+  let wake: () => void = () => {};
+  const changed = (): void => wake();
+  const until = async (ok: () => boolean, what: string, ms = 120_000): Promise<void> => {
+    const deadline = Date.now() + ms;
+    while (!ok()) {
+      if (Date.now() > deadline) throw new Error(`(c) timed out waiting for ${what}`);
+      await Promise.race([new Promise<void>((resolve) => (wake = resolve)), sleep(100)]);
+    }
+  };
+  const a = spawnChild('a', topic, prefix, name, changed);
+  const children = [a];
+  try {
+    await until(() => a.started && a.owns.size === P, 'the first instance');
+    const b = spawnChild('b', topic, prefix, name, changed);
+    children.push(b);
+    await until(() => b.started && a.owns.size > 0 && b.owns.size > 0 && a.owns.size + b.owns.size === P, 'both');
+    // Steady: every partition has a run on its owner since both took their share.
+    const since = Date.now();
+    await until(() => {
+      const ran = new Set<number>();
+      for (const c of children)
+        for (const r of c.runs) if (r.at > since && c.owns.has(partitionOfKey(r.key))) ran.add(partitionOfKey(r.key));
+      return ran.size === P;
+    }, 'runs on every partition');
+    const victim = a.owns.has(0) ? a : b;
+    const survivor = victim === a ? b : a;
+    const moved = [...victim.owns];
+    const killedAt = Date.now();
+    victim.process.kill('SIGKILL');
+    const firstOn = (): { at: number } | undefined =>
+      survivor.runs.find((r) => r.at > killedAt && moved.includes(partitionOfKey(r.key)));
+    await until(() => firstOn() !== undefined, 'the first run on the survivor');
+    await until(() => moved.every((p) => survivor.owns.has(p)), 'the survivor to own every moved partition', 30_000);
+    const owned = Math.min(...moved.map((p) => survivor.owned.get(p)!));
+    return { firstRun: firstOn()!.at - killedAt, owned: owned - killedAt, partitions: moved.length };
+  } finally {
+    sending = false;
+    await sender;
+    await producer.disconnect();
+    for (const c of children)
+      if (c.process.exitCode === null && c.process.signalCode === null) c.process.kill('SIGTERM');
+    await Promise.all(
+      children.map((c) =>
+        c.process.exitCode !== null || c.process.signalCode !== null
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => c.process.once('exit', () => resolve())),
+      ),
+    );
+    await deleteTopics([topic, `${prefix}.changelog`, `${prefix}.snapshots`]);
+  }
+}
+
+async function partC(): Promise<void> {
+  console.log(
+    `\n(c) failover: SIGKILL of the owner of partition 0 (2 instances, ${P} partitions, batch wait 200 ms, session timeout ${fmt(SESSION_TIMEOUT_MS)} ms, heartbeat 500 ms), ${FAILOVER_ROUNDS} rounds\n`,
+  );
+  const rows: { firstRun: number; owned: number; partitions: number }[] = [];
+  for (let round = 0; round < FAILOVER_ROUNDS; round++) {
+    const r = await failoverRound();
+    rows.push(r);
+    console.log(
+      `  round ${round + 1}: ${r.partitions} partitions moved; restored on the survivor ${fmt(r.owned)} ms after the kill, first run ${fmt(r.firstRun)} ms after it`,
+    );
+  }
+  const first = rows.map((r) => r.firstRun);
+  const owned = rows.map((r) => r.owned);
+  console.log(
+    '\n| measure | ms (median) | range | minus the session timeout (median) | ratio to the session timeout (median) |',
+  );
+  console.log('|---|---:|---:|---:|---:|');
+  console.log(`| baseline: consumer session timeout | ${fmt(SESSION_TIMEOUT_MS)} | | 0 | 1.00 |`);
+  console.log(
+    `| kill → moved shards restored on the survivor | ${fmt(median(owned))} | ${fmt(Math.min(...owned))}–${fmt(Math.max(...owned))} | ${fmt(median(owned) - SESSION_TIMEOUT_MS)} | ${(median(owned) / SESSION_TIMEOUT_MS).toFixed(2)} |`,
+  );
+  console.log(
+    `| kill → first run of a moved partition's key on the survivor | ${fmt(median(first))} | ${fmt(Math.min(...first))}–${fmt(Math.max(...first))} | ${fmt(median(first) - SESSION_TIMEOUT_MS)} | ${(median(first) / SESSION_TIMEOUT_MS).toFixed(2)} |`,
+  );
+}
+
+await (PARTS.includes('a') ? partA() : Promise.resolve());
+await (PARTS.includes('b') ? partB() : Promise.resolve());
+await (PARTS.includes('c') ? partC() : Promise.resolve());
+await admin.disconnect();
