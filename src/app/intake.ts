@@ -12,8 +12,13 @@ import type { Undecodable, Work } from './work.js';
 /** Deliveries of a paced subscriber being appended to its coordinators at once, at most. */
 const PACE_INTAKE = 1_000;
 
-/** A message decoded, or why it does not. */
-type Decoded = { readonly ok: true; readonly payload: unknown } | { readonly ok: false; readonly bad: Undecodable };
+/**
+ * What `decode` gives for a message that does not decode: why. No decoder can return one (the class is this
+ * module's), and a message that decodes costs no object beyond its payload.
+ */
+class Undecoded {
+  constructor(readonly bad: Undecodable) {}
+}
 
 /** What Intake works with. */
 export interface IntakeParts {
@@ -98,9 +103,8 @@ export class Intake {
 
   private delivery(m: InboundMessage): void {
     const marks = this.parts.offsets.track(m);
-    const decoded = this.decode(m);
-    if (!decoded.ok) return this.parts.ledger.deadLetterNow([decoded.bad], [marks]);
-    const payload = decoded.payload;
+    const payload = this.decode(m);
+    if (payload instanceof Undecoded) return this.parts.ledger.deadLetterNow([payload.bad], [marks]);
     const key = this.parts.sub.byKey ? this.keyOf(m, payload) : undefined;
     this.parts.dispatch({
       kind: 'delivery',
@@ -120,8 +124,8 @@ export class Intake {
     const undecodable: Undecodable[] = [];
     for (const m of messages) {
       const decoded = this.decode(m);
-      if (decoded.ok) payload.push(decoded.payload);
-      else undecodable.push(decoded.bad);
+      if (decoded instanceof Undecoded) undecodable.push(decoded.bad);
+      else payload.push(decoded);
     }
     if (payload.length === 0) return this.parts.ledger.deadLetterNow(undecodable, marks);
     this.parts.dispatch({
@@ -137,12 +141,12 @@ export class Intake {
     });
   }
 
-  /** The one place a message is decoded. */
-  private decode(m: InboundMessage): Decoded {
+  /** The one place a message is decoded: its payload, or why it does not decode. */
+  private decode(m: InboundMessage): unknown {
     try {
-      return { ok: true, payload: this.parts.sub.decode(m.value) };
+      return this.parts.sub.decode(m.value);
     } catch (error) {
-      return { ok: false, bad: { message: m, reason: `DECODE_FAILED: ${reasonOf(error)}` } };
+      return new Undecoded({ message: m, reason: `DECODE_FAILED: ${reasonOf(error)}` });
     }
   }
 
@@ -176,10 +180,10 @@ export class Intake {
   private paced(m: InboundMessage, pacer: Pacer): void {
     const { offsets, ledger, sub } = this.parts;
     const marks = offsets.track(m);
-    const decoded = this.decode(m);
-    if (!decoded.ok) return ledger.deadLetterNow([decoded.bad], [marks]);
+    const payload = this.decode(m);
+    if (payload instanceof Undecoded) return ledger.deadLetterNow([payload.bad], [marks]);
     this.appending++;
-    const key = this.keyOf(m, decoded.payload) ?? '';
+    const key = this.keyOf(m, payload) ?? '';
     const appended = (): void => {
       this.appending--;
       offsets.complete(marks, m.offset);
@@ -200,6 +204,6 @@ export class Intake {
       offsets.abandon(marks);
       this.pump();
     };
-    pacer.append(sub.name, { key, event: decoded.payload, source: m }).then(appended, refused);
+    pacer.append(sub.name, { key, event: payload, source: m }).then(appended, refused);
   }
 }

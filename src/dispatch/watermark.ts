@@ -8,6 +8,11 @@ export class Watermark {
   // Stryker disable next-line ArrayDeclaration: a leading extra flag is never read before it is written (done[i] is set before any read of it)
   private done: boolean[] = [];
   private head = 0;
+  /**
+   * The end of the entries in use. A partition that keeps up drains to empty on every delivery and starts
+   * again at 0 over the same arrays: truncating them (`length = 0`) each time cost a runtime call per delivery.
+   */
+  private tail = 0;
   private next: number;
   /** Deliveries of this partition handed out and not yet finished or abandoned. */
   outstanding = 0;
@@ -28,8 +33,8 @@ export class Watermark {
 
   /** Records an offset as handed out. Offsets must ascend. */
   delivered(offset: number): void {
-    this.offsets.push(offset);
-    this.done.push(false);
+    this.offsets[this.tail] = offset;
+    this.done[this.tail++] = false;
     this.outstanding++;
   }
 
@@ -38,28 +43,28 @@ export class Watermark {
     this.outstanding--;
     const offsets = this.offsets;
     const done = this.done;
+    const length = this.tail;
     let i = this.head;
-    if (offsets[i] !== offset) {
+    if (i === length || offsets[i] !== offset) {
       // Not the lowest in flight: the watermark stays. Mark it, if it is in flight at all.
-      this.mark(offset, i, offsets.length);
+      this.mark(offset, i, length);
       return false;
     }
     done[i] = true;
-    while (done[i]) i++; // done[offsets.length] is undefined: the walk stops at the end
+    while (i < length && done[i]) i++; // entries past the tail are stale: the walk stops there
     this.next = offsets[i - 1]! + 1;
-    const length = offsets.length;
     if (i === length) {
-      offsets.length = 0; // reuse the arrays: a partition that keeps up drains to empty on every delivery
-      done.length = 0;
-      this.head = 0;
+      this.head = 0; // reuse the arrays from the start
+      this.tail = 0;
     } else {
       // Drop the finished entries below the watermark once there are over 1,024 and they are most of the arrays.
       // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator: when to drop finished entries only changes memory use: dropping them at every move of the watermark, or never, leaves the same watermark and window
       const compact = i > 1024 && i * 2 > length;
       // Stryker disable next-line ConditionalExpression: as above (compacting at every move, or never)
       if (compact) {
-        this.offsets = offsets.slice(i);
-        this.done = done.slice(i);
+        this.offsets = offsets.slice(i, length);
+        this.done = done.slice(i, length);
+        this.tail = length - i;
         this.head = 0;
       } else this.head = i;
     }
@@ -87,11 +92,11 @@ export class Watermark {
 
   /** The next offset to commit: the lowest in flight, or last delivered + 1. */
   watermark(): number {
-    return this.head < this.offsets.length ? this.offsets[this.head]! : this.next;
+    return this.head < this.tail ? this.offsets[this.head]! : this.next;
   }
 
   /** Delivered offsets at or above the watermark: the window a stuck delivery holds open. */
   window(): number {
-    return this.offsets.length - this.head;
+    return this.tail - this.head;
   }
 }

@@ -76,13 +76,14 @@ export class PartitionFeed {
     return this.messages.length - this.head;
   }
 
-  takeInto(out: InboundMessage[], max: number): void {
+  /** Fills `out` from index `at` to its end, or as far as this feed goes; returns the index after the last. */
+  takeInto(out: InboundMessage[], at: number): number {
     const messages = this.messages;
-    const end = Math.min(messages.length, this.head + max);
+    const end = Math.min(messages.length, this.head + out.length - at);
     let last: KafkaInbound | undefined;
     for (let i = this.head; i < end; i++) {
       last = new KafkaInbound(this.topic, this.partition, messages[i]!);
-      out.push(last);
+      out[at++] = last;
     }
     if (last !== undefined) this.position = last.offset + 1;
     if (end === messages.length) {
@@ -90,6 +91,7 @@ export class PartitionFeed {
       this.head = 0;
     } else this.head = end;
     if (this.position !== undefined && this.position >= this.target) this.wake();
+    return at;
   }
 
   /** Drops what was fetched and not taken (a revoke: the next owner reads it again). */
