@@ -5,7 +5,7 @@ import type { Logger } from '../core/ports.js';
 import type { JobRunner, Slot } from '../dispatch/workers.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
 import { HandlerContext, messageOf, type ContextPort } from './context.js';
-import { isRevoked, type Work } from './work.js';
+import { isRevoked, type Run, type Work } from './work.js';
 
 export { STRIPPED_HEADER, type DeadLetterCounts } from './dead-letters.js';
 
@@ -26,6 +26,8 @@ export type Outcome =
 const ACKED: Outcome = { kind: 'acked' };
 const SKIPPED: Outcome = { kind: 'skipped' };
 const ACK = HandlerOutcome.ack();
+/** What `call` gives back for a run that did not start (see `ExecutorHost.mayStart`): skipped. */
+const NOT_STARTED = Symbol('not started');
 
 /** The subscription whose handler is being called at this moment (its synchronous part), if any. */
 let calling: object | undefined;
@@ -45,6 +47,11 @@ export interface ExecutorHost {
   readonly port: ContextPort;
   /** Where each outcome goes: the Ledger. */
   record(work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined;
+  /**
+   * Whether a paced run may start its attempt (a store owned by partition: see `Pacer.mayStart`), or a
+   * promise of it; the attempt is skipped when not. Without it, every run starts.
+   */
+  readonly mayStart?: (work: Run) => boolean | Promise<boolean>;
 }
 
 /** The outcome of an attempt that ran past the subscriber's `timeoutMs`. */
@@ -75,8 +82,19 @@ export class Executor implements JobRunner<Work> {
     return true;
   }
 
-  /** Calls the handler; `callingHandlerHost()` names this subscription during its synchronous part. */
+  /**
+   * Calls the handler, once a paced run may start (else gives back NOT_STARTED, skipped);
+   * `callingHandlerHost()` names this subscription during the handler's synchronous part.
+   */
   call(work: Work): unknown {
+    const may = work.kind === 'run' ? (this.host.mayStart?.(work) ?? true) : true;
+    if (may === true) return this.invoke(work);
+    if (may === false) return NOT_STARTED;
+    // A watchdog that timed the wait out has aborted the attempt's signal and moved on: it does not start.
+    return may.then((yes) => (yes && !work.context!.signal.aborted ? this.invoke(work) : NOT_STARTED));
+  }
+
+  private invoke(work: Work): unknown {
     const outer = calling;
     calling = this.host.owner;
     try {
@@ -108,6 +126,7 @@ export class Executor implements JobRunner<Work> {
   /** What a handler's return value means. */
   private outcomeOf(result: unknown): Outcome {
     if (result === undefined || result === null || result === ACK) return ACKED;
+    if (result === NOT_STARTED) return SKIPPED;
     if (!(result instanceof HandlerOutcome))
       return { kind: 'failed', reason: `handler returned ${typeof result}, not a HandlerOutcome` };
     if (result.kind === 'reject') return { kind: 'rejected', reason: result.reason ?? 'rejected' };

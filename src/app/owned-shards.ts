@@ -1,10 +1,19 @@
 import { SluiceError } from '../core/errors.js';
+import { Waiters } from '../core/waiters.js';
 import type { Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
 import type { ShardHost } from '../store/shard-host.js';
 import { RunsOut } from './runs-out.js';
 
 type Host = ShardHost<PaceState, PaceOutput>;
+
+/** A subscription's stop, as a run waiting to start sees it. */
+export interface StopSignal {
+  /** True once the subscription stops. */
+  stopping(): boolean;
+  /** Resolves when it does. */
+  readonly stopped: Promise<void>;
+}
 
 /** What {@link OwnedShards} works with. */
 export interface OwnedShardsParts {
@@ -31,6 +40,8 @@ export class OwnedShards {
   private readonly hosts: (Host | undefined)[];
   private readonly releasing = new Set<number>();
   private readonly runsOut = new RunsOut();
+  /** Woken when a shard begins to be handed over: runs waiting to start look again. */
+  private readonly handingOver = new Waiters();
   private changes: Promise<void> = Promise.resolve();
   private changing = 0;
   private closed = false;
@@ -73,6 +84,49 @@ export class OwnedShards {
   runLeaves(id: string, shard: number): boolean {
     if (this.releasing.has(shard)) return false;
     this.runsOut.add(id, shard);
+    return true;
+  }
+
+  /**
+   * Whether run `id`, out for the workers, may start an attempt now: its shard is still here and not being
+   * handed over, and `inSession` (the consumer's) says the group may still count the shard's partition as
+   * this instance's. While it may not, the answer is a promise, which resolves true once it may, or false
+   * once it never will here (the shard handed over, the subscription stopping): the run stays recorded as started, for
+   * the shard's next owner. A member that stalled past its session (its process stopped) may have been
+   * replaced before it learns it: the runs it had handed out wait until its consumer hears from the group.
+   */
+  mayStart(
+    id: string,
+    inSession: (partition: number) => true | Promise<void>,
+    stop: StopSignal,
+  ): boolean | Promise<boolean> {
+    const shard = this.runsOut.shardOf(id);
+    if (shard === undefined) return false;
+    const here = (): boolean =>
+      !stop.stopping() &&
+      this.runsOut.shardOf(id) === shard &&
+      !this.releasing.has(shard) &&
+      this.hosts[shard] !== undefined;
+    if (!here()) return false;
+    const session = inSession(shard);
+    if (session === true) return true;
+    return this.waitToStart(shard, session, here, inSession, stop);
+  }
+
+  private async waitToStart(
+    shard: number,
+    first: Promise<void>,
+    here: () => boolean,
+    inSession: (partition: number) => true | Promise<void>,
+    stop: StopSignal,
+  ): Promise<boolean> {
+    this.parts.log.warn('pace: the group has not heard from this instance within its session; runs wait to start', {
+      shard,
+    });
+    for (let session: true | Promise<void> = first; session !== true; session = inSession(shard)) {
+      await Promise.race([session, this.handingOver.next(), stop.stopped]);
+      if (!here()) return false;
+    }
     return true;
   }
 
@@ -133,6 +187,7 @@ export class OwnedShards {
     const host = this.hosts[shard];
     if (host === undefined) return;
     this.releasing.add(shard);
+    this.handingOver.wake();
     host.stopTimers();
     try {
       if (!(await this.runsOut.none(shard, deadline)))

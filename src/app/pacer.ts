@@ -18,7 +18,7 @@ import {
 import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
 import { ShardHost } from '../store/shard-host.js';
-import { OwnedShards } from './owned-shards.js';
+import { OwnedShards, type StopSignal } from './owned-shards.js';
 import { checkKey, eventOf, type Appended } from './pace-event.js';
 
 export type { Appended } from './pace-event.js';
@@ -241,6 +241,19 @@ export class Pacer {
     } finally {
       owned?.runEnded(run.id);
     }
+  }
+
+  /**
+   * Whether a run may start an attempt now (see `OwnedShards.mayStart`): always, unless the store is owned by
+   * partition; then a promise while the consumer is not sure the group still counts the run's partition as
+   * this instance's, resolving false if the run will not start here.
+   */
+  mayStart(
+    run: PaceRun,
+    inSession: (partition: number) => true | Promise<void>,
+    stop: StopSignal,
+  ): boolean | Promise<boolean> {
+    return this.owned?.mayStart(run.id, inSession, stop) ?? true;
   }
 
   /** A run will not finish here (abandoned at a stop or a revoke): it runs again on restart, or on the next owner. */

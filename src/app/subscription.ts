@@ -13,7 +13,7 @@ import { Ledger } from './ledger.js';
 import { Offsets } from './offsets.js';
 import type { Pacer } from './pacer.js';
 import { Watchdog } from './watchdog.js';
-import type { Work } from './work.js';
+import type { Run, Work } from './work.js';
 
 export { RUN_HEADER } from './context.js';
 
@@ -44,6 +44,11 @@ export class Subscription {
   readonly log: Logger;
   stopping = false;
   private readonly stopController = new AbortController();
+  /** The stop, for paced runs waiting to start (see `mayStart`). */
+  private readonly stopSignal = {
+    stopping: (): boolean => this.stopping,
+    stopped: new Promise<void>((resolve) => this.stopController.signal.addEventListener('abort', () => resolve())),
+  };
   private readonly shutdownController = new AbortController();
   private readonly workers: Workers<Work>;
   private readonly executor: Executor;
@@ -67,7 +72,8 @@ export class Subscription {
     const stopping = (): boolean => this.stopping;
     const pump = (): void => this.intake.pump();
     const record = this.record;
-    this.executor = new Executor(sub, { stopping, owner: this, port: this.port(), record }, log);
+    const mayStart = (work: Run): boolean | Promise<boolean> => this.mayStart(work);
+    this.executor = new Executor(sub, { stopping, owner: this, port: this.port(), record, mayStart }, log);
     const workers = new Workers(this.strategy(pacer), this.executor, pump); // a freed worker: read again
     this.workers = workers;
     this.deadLetterSender = new DeadLetters(sub, broker, clock, log, this.stopController.signal);
@@ -192,6 +198,17 @@ export class Subscription {
   /** Tells the app when this subscription may have become idle: the only moment `idle()` cares about. */
   private progress(): void {
     if (!this.busy()) this.settings.onProgress();
+  }
+
+  /**
+   * Under a store owned by partition, a run starts only while the consumer is sure that the group still
+   * counts its partition as this member's (`Consumer.inSession`): a member thawed after a stall past its
+   * session must not run a window that the partition's new owner runs.
+   */
+  private mayStart(work: Run): boolean | Promise<boolean> {
+    const consumer = this.consumer;
+    if (this.pacer?.ownedByPartition !== true || consumer?.inSession === undefined) return true;
+    return this.pacer.mayStart(work.run, (p) => consumer.inSession!(p), this.stopSignal);
   }
 
   /** What a handler's `ctx` may use of this subscription. */

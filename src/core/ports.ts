@@ -139,6 +139,16 @@ export interface Consumer {
    * for a retry's backoff): see `ConsumeRequest.active`. Optional; cheap.
    */
   settled?(partition: number): void;
+  /**
+   * Whether the group's coordinator may still count `partition` as this member's: true while it is in the
+   * member's assignment and not being revoked, and the coordinator answered the member (a heartbeat, a
+   * join) within the session timeout, counted from when that request was sent. Otherwise a promise that
+   * resolves when that may have changed: the coordinator answered again, a rebalance began, the consumer
+   * closed. A member that stalled past its session (a process stopped, a long pause) may have been replaced
+   * without knowing it yet: a paced run of a store owned by partition waits on this before it starts.
+   * Optional: a broker without sessions keeps what it was assigned until it revokes it.
+   */
+  inSession?(partition: number): true | Promise<void>;
   /** Sends every pending commit. */
   flush(): Promise<void>;
   /**

@@ -16,6 +16,7 @@ import {
   type MemoryStore,
   type RunInfo,
 } from '../../src/index.js';
+import { Waiters } from '../../src/core/waiters.js';
 
 const T0 = 1_000_000;
 const PARTITIONS = 4;
@@ -101,6 +102,87 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     expectOneRunPerKey(seen, 4);
     expect(new Set(seen.map((s) => s.instance))).toEqual(new Set(['b']));
     await b.stop();
+  });
+
+  /**
+   * The session of the next consumer `broker` makes, as a Kafka consumer tells it (`Consumer.inSession`):
+   * while `lapsed`, the group may have given its partitions away (the instance stalled past its session).
+   */
+  function gateNextConsumer(broker: MemoryBroker) {
+    const changed = new Waiters();
+    const session = {
+      lapsed: false,
+      /** Runs that asked and were told to wait. */
+      held: 0,
+      renew(): void {
+        session.lapsed = false;
+        changed.wake();
+      },
+    };
+    const consume = broker.consume.bind(broker);
+    broker.consume = async (request) => {
+      const consumer = await consume(request);
+      broker.consume = consume;
+      consumer.inSession = () => {
+        if (!session.lapsed) return true;
+        session.held++;
+        return changed.next();
+      };
+      return consumer;
+    };
+    return session;
+  }
+
+  /** Lets the event loop turn until `done` holds (each turn runs what is due; nothing here waits on time). */
+  async function turnsUntil(done: () => boolean): Promise<void> {
+    for (let turn = 0; !done(); turn++) {
+      if (turn > 10_000) throw new Error('never happened');
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  it('a run whose instance is not sure the group still counts its partition as its own waits to start until it is', async () => {
+    const clock = new ManualClock(T0);
+    const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
+    const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
+    const seen: Seen[] = [];
+    const session = gateNextConsumer(broker);
+    const a = instance('a', broker, store, clock, seen);
+    await a.start();
+    await publish(broker, 0, 3);
+    await a.idle();
+    session.lapsed = true; // as a process thawed after a stop past its session timeout
+    await clock.advance(1_000); // every window closes; its run leaves for the workers, and waits there
+    await turnsUntil(() => session.held >= 4); // one per worker
+    expect(seen).toEqual([]);
+    session.renew(); // the coordinator answered: still a member, with the same partitions
+    await a.idle();
+    expectOneRunPerKey(seen, 3);
+    await a.stop();
+  });
+
+  it('a run waiting to start because its instance’s session lapsed does not start there once its shard is handed over', async () => {
+    const clock = new ManualClock(T0);
+    const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
+    const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
+    const seen: Seen[] = [];
+    const session = gateNextConsumer(broker);
+    const a = instance('a', broker, store, clock, seen);
+    await a.start();
+    await publish(broker, 0, 3);
+    await a.idle();
+    session.lapsed = true;
+    await clock.advance(1_000);
+    await turnsUntil(() => session.held >= 4);
+    const b = instance('b', broker, store, clock, seen);
+    await b.start(); // a hands its shards over, with the runs waiting in them; b runs them, under their IDs
+    await b.idle();
+    expect(seen.filter((s) => s.instance === 'a')).toEqual([]);
+    session.renew();
+    await Promise.all([a.idle(), b.idle()]);
+    expectOneRunPerKey(seen, 3);
+    expect(seen.some((s) => s.instance === 'b')).toBe(true);
+    await Promise.all([a.stop(), b.stop()]);
   });
 
   it('app.send is taken by the instance that owns the key’s partition, and refused elsewhere with SHARD_NOT_OWNED', async () => {

@@ -4,6 +4,7 @@ import { stickyAssigner } from './assigner.js';
 import { MemberClaim } from './claims.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, Timer } from '../../core/ports.js';
+import { Waiters } from '../../core/waiters.js';
 import { BatchReader, SESSION_CLOCK } from './batch-reader.js';
 import { CrashRestarts } from './crash-restarts.js';
 import type { KafkaConsumerSettings } from './options.js';
@@ -48,6 +49,15 @@ export class KafkaConsumer implements Consumer {
   private readonly batches: BatchReader;
   /** What this member owns, which its next join tells the group's leader (see {@link stickyAssigner}). */
   private readonly claim = new MemberClaim();
+  /**
+   * When (wall clock, ms) the coordinator last heard this member, as far as it can tell: the sending of the
+   * latest heartbeat (or join) it answered. The session is the member's until `sessionTimeoutMs` after.
+   */
+  private heardAt = -Infinity;
+  /** When the latest Heartbeat and SyncGroup requests answered were sent (kafkajs's request events). */
+  private readonly sentAt = new Map<string, number>();
+  /** Woken when `inSession` may answer otherwise: the coordinator answered, a rebalance began, closing. */
+  private readonly sessionChanged = new Waiters();
 
   constructor(
     private readonly kafka: Kafka,
@@ -95,19 +105,27 @@ export class KafkaConsumer implements Consumer {
     this.consumer = consumer;
     const joined = new Promise<void>((resolve) => {
       consumer.on(consumer.events.GROUP_JOIN, (e) => {
+        this.heard('SyncGroup');
         this.claim.assigned(e.payload.memberAssignment);
         this.onJoin(e.payload.memberAssignment[this.request.topic] ?? []);
         resolve();
       });
     });
     // kafkajs is about to rejoin (a heartbeat outside our batches saw the rebalance): stop handing out.
-    consumer.on(
-      consumer.events.REBALANCING,
-      () => void this.partitions.revokeAll().catch((error) => this.log.warn('revoke failed', { error })),
-    );
+    consumer.on(consumer.events.REBALANCING, () => {
+      void this.partitions.revokeAll().catch((error) => this.log.warn('revoke failed', { error }));
+      this.sessionChanged.wake();
+    });
     consumer.on(consumer.events.CRASH, (e) => this.restarts.crashed(e.payload.error));
     // kafkajs tells the generation of an assignment only with what the member does in it.
-    consumer.on(consumer.events.HEARTBEAT, (e) => this.claim.confirmed(e.payload.groupGenerationId));
+    consumer.on(consumer.events.HEARTBEAT, (e) => {
+      this.heard('Heartbeat');
+      this.claim.confirmed(e.payload.groupGenerationId);
+    });
+    // Emitted as an answer arrives, before the code that sent the request goes on (a HEARTBEAT event).
+    consumer.on(consumer.events.REQUEST, ({ payload: { apiName, sentAt } }) => {
+      if (apiName === 'Heartbeat' || apiName === 'SyncGroup') this.sentAt.set(apiName, sentAt);
+    });
     consumer.on(consumer.events.COMMIT_OFFSETS, (e) => this.claim.confirmed(e.payload.groupGenerationId));
     this.commits.watch(consumer);
     await consumer.connect();
@@ -193,6 +211,19 @@ export class KafkaConsumer implements Consumer {
     return [...this.partitions.assignment];
   }
 
+  inSession(partition: number): true | Promise<void> {
+    const feed = this.partitions.feed(partition);
+    const held = this.partitions.assignment.has(partition) && feed?.revoked !== true;
+    if (held && !this.closing && Date.now() < this.heardAt + this.settings.sessionTimeoutMs) return true;
+    return this.sessionChanged.next();
+  }
+
+  /** The coordinator answered a request of `apiName`: it heard this member when that was sent. */
+  private heard(apiName: string): void {
+    this.heardAt = Math.max(this.heardAt, this.sentAt.get(apiName) ?? Date.now());
+    this.sessionChanged.wake();
+  }
+
   pause(partition: number): void {
     const f = this.partitions.feed(partition);
     if (f) f.paused = true;
@@ -232,6 +263,7 @@ export class KafkaConsumer implements Consumer {
 
   private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
     this.closing = true;
+    this.sessionChanged.wake();
     this.commitTimer?.cancel();
     this.restarts.cancel();
     this.partitions.wakeAll();
