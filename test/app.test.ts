@@ -23,6 +23,11 @@ describe('App lifecycle', () => {
   it('refuses a bad name or timeout, withBroker after start, and start twice', async () => {
     expect(() => new App({ name: '' })).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));
     expect(() => new App({ name: 'a', shutdownTimeoutMs: -1 })).toThrow(/shutdownTimeoutMs/);
+    for (const sendTimeoutMs of [0, -1, Infinity, Number.NaN, '5'])
+      expect(() => new App({ name: 'a', sendTimeoutMs: sendTimeoutMs as number })).toThrow(
+        /sendTimeoutMs must be a finite number > 0/,
+      );
+    expect(() => new App({ name: 'a', sendTimeoutMs: 5_000 })).not.toThrow();
     const a = app(new MemoryBroker(), () => {});
     await a.start();
     expect(() => a.withBroker(new MemoryBroker(), () => {})).toThrow(expect.objectContaining({ code: 'APP_STATE' }));

@@ -314,3 +314,77 @@ describe('stickyAssign: properties', () => {
     );
   });
 });
+
+describe('stickyAssign: co-partitioned topics', () => {
+  const S = 'orders.requests';
+
+  it('topics read by the same members with the same partitions are dealt as one', () => {
+    const members = [member('a', [], 1, [T, S]), member('b', [], 1, [S, T]), member('c', [], 1, [T, S, 'x'])];
+    const a = stickyAssign(
+      members,
+      new Map([
+        [T, range(7)],
+        [S, range(7)],
+        ['x', range(7)],
+      ]),
+    );
+    expect(ofTopic(a, S)).toEqual(ofTopic(a, T));
+    expect(ofTopic(a, 'x')).toEqual(new Map([['c', range(7)]]));
+  });
+
+  it('a member keeps partition p of both when it claims p of either', () => {
+    const members = [member('a', { [T]: [0, 1] }, 1, [T, S]), member('b', { [S]: [2, 3] }, 1, [T, S])];
+    const a = stickyAssign(
+      members,
+      new Map([
+        [T, range(4)],
+        [S, range(4)],
+      ]),
+    );
+    expect(ofTopic(a, T)).toEqual(
+      new Map([
+        ['a', [0, 1]],
+        ['b', [2, 3]],
+      ]),
+    );
+    expect(ofTopic(a, S)).toEqual(ofTopic(a, T));
+  });
+
+  it('properties: co-partitioned topics get one assignment, through joins and leaves; others are dealt on their own', () => {
+    const claimArb = fc.uniqueArray(fc.integer({ min: 0, max: 12 }), { maxLength: 6 });
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.record({ t: claimArb, s: claimArb, gen: fc.integer({ min: 0, max: 3 }) }), {
+          minLength: 8,
+          maxLength: 8,
+        }),
+        fc.integer({ min: 0, max: 12 }),
+        fc.integer({ min: 0, max: 12 }),
+        (ids, claims, n, m) => {
+          const partitions = new Map([
+            [T, range(n)],
+            [S, range(n)],
+            ['x', range(m)],
+          ]);
+          const members = ids.map((i, k) =>
+            member(id(i), { [T]: claims[k]!.t, [S]: claims[k]!.s }, claims[k]!.gen, [T, S, 'x']),
+          );
+          const first = stickyAssign(members, partitions);
+          for (const t of [T, S, 'x']) expectValid(first, members, t, partitions.get(t)!);
+          expect(ofTopic(first, S)).toEqual(ofTopic(first, T));
+          if (m === n) expect(ofTopic(first, 'x')).toEqual(ofTopic(first, T));
+          // Every member claiming what it got, one left and a new one joined: still one assignment.
+          const next = [...claimsOf(first, 2, [T, S, 'x']).slice(1), member('new', [], 1, [T, S, 'x'])];
+          const again = stickyAssign(next, partitions);
+          expect(ofTopic(again, S)).toEqual(ofTopic(again, T));
+          // A member that stops reading S breaks the co-partitioning, and each topic is still valid.
+          const apart = [...next.slice(0, -1), member('new', [], 1, [T])];
+          const split = stickyAssign(apart, partitions);
+          for (const t of [T, S]) expectValid(split, apart, t, partitions.get(t)!);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

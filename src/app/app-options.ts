@@ -42,6 +42,13 @@ export interface AppOptions {
    */
   maxUncommitted?: number;
   /**
+   * How long `app.send` waits for the answer of the instance that owns the key's partition, when it is
+   * another one (a paced subscriber whose store is owned by partition routes the start there): past it, the
+   * send rejects with `SEND_TIMEOUT` (the event may or may not have been recorded; sending it again with the
+   * same `eventId` is safe). A finite number > 0. @default 30_000
+   */
+  sendTimeoutMs?: number;
+  /**
    * Makes the UUID of each new run ID (`<key>@<uuid>`); tests and the simulator pass a seeded one. @default
    * `crypto.randomUUID`
    */
@@ -58,6 +65,7 @@ const APP_OPTION_NAMES: ReadonlySet<string> = new Set([
   'logger',
   'defaults',
   'maxUncommitted',
+  'sendTimeoutMs',
   'randomUUID',
 ]);
 
@@ -94,6 +102,9 @@ export function checkAppOptions(options: AppOptions): void {
   const t = options.shutdownTimeoutMs;
   if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t)))
     bad('shutdownTimeoutMs', 'a finite number >= 0');
+  const st = options.sendTimeoutMs;
+  if (st !== undefined && !(typeof st === 'number' && st > 0 && Number.isFinite(st)))
+    bad('sendTimeoutMs', 'a finite number > 0');
   const m = options.maxUncommitted;
   if (m !== undefined && !(Number.isInteger(m) && m >= 1)) bad('maxUncommitted', 'a positive integer');
   if (options.clock !== undefined && !hasMethods(options.clock, ['now', 'setTimer']))

@@ -251,7 +251,7 @@ export class App {
     if (refused) throw refused;
     const { key, event, eventId } = start;
     const name = typeof subscriber === 'string' ? subscriber : subscriber.name;
-    return this.lifecycle.parts!.pacer!.append(name, { key, event, eventId });
+    return this.lifecycle.parts!.send(name, { key, event, eventId });
   }
 
   private sendTarget(): SendTarget {
@@ -275,6 +275,7 @@ export class App {
       log: this.log,
       shutdownTimeoutMs: options.shutdownTimeoutMs ?? 30_000,
       maxUncommitted: options.maxUncommitted ?? 10_000,
+      sendTimeoutMs: options.sendTimeoutMs ?? 30_000,
       paces: this.mounts.paces,
       store: () => options.store ?? fileStore({ dir: defaultStoreDir(this.name) }),
       randomUUID: options.randomUUID,

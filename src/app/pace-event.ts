@@ -25,6 +25,21 @@ export function checkKey(subscriber: string, key: string): void {
     );
 }
 
+/**
+ * The event as JSON gives it back (as a replay will read it, and not shared with the sender); anything
+ * JSON does not keep is refused with `SEND_INVALID`.
+ */
+export function eventJson(value: unknown): unknown {
+  try {
+    const event = jsonValue(value);
+    // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
+    if (event === undefined) throw new TypeError(`${typeof value} is not a JSON value`);
+    return event;
+  } catch (error) {
+    throw new SluiceError('SEND_INVALID', `pace: an event must be JSON, got ${show(value)}: ${reasonOf(error)}`);
+  }
+}
+
 /** The event as the rules read it, with the UUID of the run it opens (`''` when it joins one). */
 export function eventOf(
   subscriber: string,
@@ -32,17 +47,7 @@ export function eventOf(
   appended: Appended,
   runUuid: string,
 ): PaceEvent {
-  let event: unknown;
-  try {
-    event = jsonValue(appended.event); // as a replay will read it, and not shared with the sender
-    // undefined, a function or a symbol has no JSON (JSON.stringify gives undefined): not an event.
-    if (event === undefined) throw new TypeError(`${typeof appended.event} is not a JSON value`);
-  } catch (error) {
-    throw new SluiceError(
-      'SEND_INVALID',
-      `pace: an event must be JSON, got ${show(appended.event)}: ${reasonOf(error)}`,
-    );
-  }
+  const event = eventJson(appended.event);
   const order = pace?.order;
   const src = appended.source;
   return {

@@ -78,6 +78,11 @@ export class Pacer {
     return this.store.ownership === 'partition';
   }
 
+  /** The topics that route `app.send` to the owner of a key's partition, if the store has them (see `Store.routes`). */
+  get routes(): Store['routes'] {
+    return this.ownedByPartition ? this.store.routes : undefined;
+  }
+
   /** The store's shard count. */
   get shards(): number {
     return this.store.shards;
@@ -182,6 +187,16 @@ export class Pacer {
       await host.recover();
       host.serve();
     }
+  }
+
+  /** The partition (and shard) of `key` under a store owned by partition, as the broker puts it; else undefined. */
+  partitionOf(subscriber: string, key: string): number | undefined {
+    return this.owned ? this.partitioners.get(subscriber)?.(key, this.store.shards) : undefined;
+  }
+
+  /** Whether this instance owns shard `shard` now (a store owned by partition) and is not handing it over. */
+  owns(shard: number): boolean {
+    return this.owned?.host(shard) !== undefined;
   }
 
   /** The subscriber's pace settings. */

@@ -1,6 +1,8 @@
 import type { Broker, Clock, Faults, Logger, Store } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
 import type { Mount } from './mounts.js';
+import type { Receipt } from '../pace/rules.js';
+import type { Appended } from './pace-event.js';
 import { Pacer } from './pacer.js';
 import { Subscription, type SubscriptionSettings } from './subscription.js';
 
@@ -12,6 +14,8 @@ export interface PartsSettings {
   readonly log: Logger;
   readonly shutdownTimeoutMs: number;
   readonly maxUncommitted: number;
+  /** How long an `app.send` routed to another instance waits for its answer. */
+  readonly sendTimeoutMs: number;
   /** The paced subscribers' pace, by name: none, no pace stage and no store. */
   readonly paces: ReadonlyMap<string, CompiledPace>;
   /** The store of the pace stage, asked for only when there is one. */
@@ -46,8 +50,9 @@ export class Parts {
    * for {@link Parts.close}, whether the opening finished or not.
    */
   async open(mounts: readonly Mount[], checkpoint: () => void): Promise<void> {
-    const { clock, log, shutdownTimeoutMs, maxUncommitted, onProgress } = this.settings;
+    const { clock, log, shutdownTimeoutMs, maxUncommitted, onProgress, sendTimeoutMs } = this.settings;
     const settings: SubscriptionSettings = {
+      sendTimeoutMs,
       clock,
       logger: log,
       revokeTimeoutMs: shutdownTimeoutMs,
@@ -72,6 +77,15 @@ export class Parts {
     const failed = joins.find((j) => j.status === 'rejected');
     if (failed) throw failed.reason;
     checkpoint();
+  }
+
+  /**
+   * A start of a paced subscriber (`app.send`): appended here, or routed to the instance that owns the key's
+   * partition where the subscriber's store routes sends (see `Store.routes`).
+   */
+  send(subscriber: string, appended: Appended): Promise<Receipt> {
+    const routing = this.subscriptions.find((s) => s.sub.name === subscriber)?.routing;
+    return routing ? routing.send(appended) : this.pacer!.append(subscriber, appended);
   }
 
   /** Whether nothing is under way: no record of the pace stage, no delivery or run in a subscription. */

@@ -11,7 +11,9 @@ import { Executor, timedOut, type Outcome } from './executor.js';
 import { Intake } from './intake.js';
 import { Ledger } from './ledger.js';
 import { Offsets } from './offsets.js';
+import { randomUUID } from 'node:crypto';
 import type { Pacer } from './pacer.js';
+import { SendRouting } from './send-routing.js';
 import { Watchdog } from './watchdog.js';
 import type { Run, Work } from './work.js';
 
@@ -29,6 +31,8 @@ export interface SubscriptionSettings {
   readonly onProgress: () => void;
   /** The app's pace stage, when it has paced subscribers. */
   readonly pacer?: Pacer;
+  /** How long an `app.send` routed to another instance waits for its answer. */
+  readonly sendTimeoutMs: number;
 }
 
 /**
@@ -59,6 +63,8 @@ export class Subscription {
   private readonly watchdog: Watchdog;
   private consumer: Consumer | undefined;
   private readonly pacer: Pacer | undefined;
+  /** `app.send` from any instance, under a store owned by partition that routes it (see `Store.routes`). */
+  routing: SendRouting | undefined;
 
   constructor(
     readonly sub: CompiledSubscriber,
@@ -101,6 +107,8 @@ export class Subscription {
     // Before joining where the topic exists (so that a store of the wrong size opens no shard), else once joined
     // (the broker may create the topic as it joins).
     const checked = owning !== undefined && (await this.checkPartitions(owning, false));
+    const routing = owning && this.routeSends(owning);
+    await routing?.start(); // joined before the app runs: no reply to a send of this instance is missed
     this.consumer = await this.broker.consume({
       topic: this.sub.topic,
       group: this.sub.group,
@@ -109,13 +117,27 @@ export class Subscription {
       ...(owning ? { onAssign: (partitions: readonly number[]) => owning.own(partitions) } : {}),
       active: (partition) => this.offsets.active(partition),
       shutdownTimeoutMs: this.settings.revokeTimeoutMs,
+      ...(routing ? { requests: routing.requests } : {}),
     });
     this.offsets.connect(this.consumer);
     this.intake.connect(this.consumer);
     this.watchdog.start();
     this.intake.pump();
     if (owning && !checked) await this.checkPartitions(owning, true);
+    await routing?.check();
     await owning?.settled(); // the shards of the first assignment are restored: app.send finds them
+  }
+
+  /** The routing of `app.send` to the owners of keys' partitions, when the store has the topics for it. */
+  private routeSends(pacer: Pacer): SendRouting | undefined {
+    const routes = pacer.routes;
+    if (routes === undefined) return undefined;
+    const { clock, sendTimeoutMs, revokeTimeoutMs } = this.settings;
+    const { name: subscriber, group } = this.sub;
+    const broker = this.broker;
+    const parts = { subscriber, group, broker, pacer, routes, clock, log: this.log, timeoutMs: sendTimeoutMs };
+    this.routing = new SendRouting({ ...parts, shutdownTimeoutMs: revokeTimeoutMs, uuid: randomUUID });
+    return this.routing;
   }
 
   /**
@@ -247,6 +269,7 @@ export class Subscription {
     this.workers.close();
     this.offsets.commitAll();
     await this.consumer?.close(deadline); // which commits: waiting for the broker until the same deadline
+    await this.routing?.close(deadline);
   }
 
   /** Shutdown's time ran out: the handlers still running have their signal aborted. */

@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'HANDLER_TIMEOUT',
   'APP_STATE',
   'SEND_INVALID',
+  'SEND_TIMEOUT',
   'PUBLISH_REFUSED',
   'TOPIC_MISSING',
   'DEPENDENCY_MISSING',
@@ -41,12 +42,16 @@ export const ERROR_CODES = [
  *   none of them is durable.
  * - `SHARD_NOT_OWNED`: `app.send` to a paced subscriber whose store is owned by partition (a Kafka store),
  *   for a key whose partition another instance of the app owns now, or nobody does (a rebalance under way):
- *   the event was not recorded, and the same send may be tried again (on the owner, or later).
+ *   the event was not recorded, and the same send may be tried again (on the owner, or later). A store that
+ *   routes `app.send` (see `Store.routes`) sends such a start to the owner instead.
  * - `HANDLER_TIMEOUT`: never thrown to your code; a timed-out attempt counts as failed.
  * - `APP_STATE`: a call the app's lifecycle does not allow now (`start()` twice, `withBroker` after
  *   `start()`, `app.send` while not running, changing a router after it was mounted).
  * - `SEND_INVALID`: `app.send` with a bad key, event ID or event (see {@link App.send}); also a record longer
  *   than a shard log takes (64 MiB) handed to a store's `ShardLog.append`.
+ * - `SEND_TIMEOUT`: `app.send` routed to the instance that owns the key's partition (a store owned by
+ *   partition) got no answer within the app's `sendTimeoutMs`: the event may or may not have been recorded;
+ *   sending it again with the same `eventId` is safe (it joins once).
  * - `PUBLISH_REFUSED`: a broker refused a message for good (too large, invalid), so publishing it again
  *   cannot succeed; any other publish error may pass.
  * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).

@@ -98,6 +98,27 @@ export interface ConsumeRequest {
    * `shutdownTimeoutMs`. Past it, what was not committed is delivered again.
    */
   readonly shutdownTimeoutMs?: number;
+  /**
+   * A group that has committed nothing yet reads `topic` from its end as it is when `consume` is called
+   * (nothing published before is handed out, everything published after is), whatever the broker's own
+   * default. Optional; for a group made for one instance (the replies of `app.send`).
+   */
+  readonly fromEnd?: boolean;
+  /**
+   * A second topic the same member reads, co-partitioned with `topic` (same partition count): partition p of
+   * it is always owned by the member that owns partition p of `topic`. Optional; a paced subscriber whose
+   * store routes `app.send` (see `Store.routes`) reads its requests topic so. Its messages never go through
+   * `take()`: once `onAssign` of the assignment settled, the consumer calls `handle` for each, in offset
+   * order per partition (partitions concurrently), and commits a message only after its `handle` resolved.
+   * A `handle` that rejects leaves that message and those after it uncommitted: they are handed again (here,
+   * or to the partition's next owner).
+   */
+  readonly requests?: {
+    /** The topic: `partitionCount(topic)` partitions, like `topic`. */
+    readonly topic: string;
+    /** Handles one message of partition `partition`; resolves once it may be committed. */
+    handle(partition: number, message: InboundMessage): Promise<void>;
+  };
 }
 
 /**
@@ -245,6 +266,18 @@ export interface Store {
   openShard?(shard: number): Promise<ShardLog>;
   /** Lets shard `shard` go (a store owned by partition), after its pending appends settled. */
   closeShard?(shard: number): Promise<void>;
+  /**
+   * The topics through which `app.send` reaches the instance that owns a key's partition (a store owned by
+   * partition), known once the store is open: `requests`, co-partitioned with the paced subscriber's topic
+   * and read beside it by the same group member, and `replies`, which each sending instance reads. Without
+   * them, `app.send` for a partition owned elsewhere is refused (`SHARD_NOT_OWNED`).
+   */
+  readonly routes?: {
+    /** The requests topic: as many partitions as the paced subscriber's topic. */
+    readonly requests: string;
+    /** The replies topic. */
+    readonly replies: string;
+  };
   /**
    * Opens the store (the app calls it in `start()`): for a file store, takes the directory's lock and
    * recovers every shard.

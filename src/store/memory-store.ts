@@ -1,5 +1,5 @@
 import { SluiceError, show } from '../core/errors.js';
-import type { ShardLog, Store } from '../core/ports.js';
+import type { ShardLog, Store, StoreOwner } from '../core/ports.js';
 import { checkRecord } from '../core/records.js';
 
 /**
@@ -46,7 +46,9 @@ export interface MemoryStoreOptions {
   /**
    * `partition`: the store stands in for a Kafka store in tests, shared by several apps on one memory
    * broker — shard p goes with partition p of the paced subscriber's topic (see `Store.ownership`), and
-   * opening a shard fences its previous owner's log (`STORE_FENCED`). @default 'all'
+   * opening a shard fences its previous owner's log (`STORE_FENCED`); `app.send` is routed to the owner of
+   * a key's partition through topics `<app>.<subscriber>.requests` and `.replies` of the app's broker (see
+   * `Store.routes`), which the memory broker creates on first use. @default 'all'
    */
   ownership?: 'all' | 'partition';
 }
@@ -126,7 +128,14 @@ class InMemoryStore implements MemoryStore {
     await read(this.turns);
   }
 
-  async open(): Promise<void> {
+  /** Under ownership `partition`, named once opened after its owner: `<app>.<subscriber>.requests`/`.replies`. */
+  routes: { readonly requests: string; readonly replies: string } | undefined;
+
+  async open(owner?: StoreOwner): Promise<void> {
+    if (this.ownership === 'partition' && owner !== undefined) {
+      const base = `${owner.app}.${owner.subscribers.length === 1 ? owner.subscribers[0] : 'pace'}`;
+      this.routes = { requests: `${base}.requests`, replies: `${base}.replies` };
+    }
     await read(this.turns);
   }
   async close(): Promise<void> {}

@@ -68,7 +68,7 @@ export class BatchReader {
    * Waits, heartbeating, until the app's `onAssign` of this assignment settled (a paced subscriber restores
    * its shards there, however long that takes); a rebalance seen meanwhile revokes and throws (see `beat`).
    */
-  private async assigned(payload: EachBatchPayload): Promise<void> {
+  async assigned(payload: EachBatchPayload): Promise<void> {
     const gate = this.parts.assigning();
     if (gate === undefined) return;
     // eslint-disable-next-line @typescript-eslint/unbound-method -- kafkajs's payload functions are closures
@@ -132,7 +132,7 @@ export class BatchReader {
    * is seen here, where the revoke is waited for, and not by kafkajs, which would rejoin at once while work
    * still runs. Then it revokes everything and throws the rebalance to kafkajs, which rejoins.
    */
-  private async beat(heartbeat: () => Promise<void>): Promise<void> {
+  async beat(heartbeat: () => Promise<void>): Promise<void> {
     try {
       await heartbeat();
     } catch (error) {

@@ -11,6 +11,7 @@ import type { KafkaConsumerSettings } from './options.js';
 import { OwnedPartitions } from './owned-partitions.js';
 import { PartitionEnds } from './partition-ends.js';
 import { OffsetCommits, pending } from './offset-commits.js';
+import { RequestBatches } from './request-batches.js';
 
 /** How long a stop waits for the broker (the final commit, leaving the group) when the app does not say. */
 const CLOSE_TIMEOUT_MS = 30_000;
@@ -47,6 +48,10 @@ export class KafkaConsumer implements Consumer {
   private readonly commits: OffsetCommits;
   private readonly restarts: CrashRestarts;
   private readonly batches: BatchReader;
+  /** The batches of the request's requests topic, if it names one (see `ConsumeRequest.requests`). */
+  private readonly requestBatches: RequestBatches | undefined;
+  /** The partitions of the requests topic in the latest assignment. */
+  private requestPartitions: ReadonlySet<number> = new Set();
   /** What this member owns, which its next join tells the group's leader (see {@link stickyAssigner}). */
   private readonly claim = new MemberClaim();
   /**
@@ -97,6 +102,21 @@ export class KafkaConsumer implements Consumer {
       closing: member.closing,
       assigning,
     });
+    const requests = request.requests;
+    if (requests !== undefined) {
+      const batches = this.batches;
+      this.requestBatches = new RequestBatches({
+        topic: requests.topic,
+        handle: (p, m) => requests.handle(p, m),
+        consumer: () => this.consumer,
+        owned: () => this.requestPartitions,
+        heartbeatIntervalMs: settings.heartbeatIntervalMs,
+        log,
+        closing: member.closing,
+        assigned: (payload) => batches.assigned(payload),
+        beat: (heartbeat) => batches.beat(heartbeat),
+      });
+    }
   }
 
   /** Joins the group; resolves once the first assignment arrived. */
@@ -107,6 +127,8 @@ export class KafkaConsumer implements Consumer {
       consumer.on(consumer.events.GROUP_JOIN, (e) => {
         this.heard('SyncGroup');
         this.claim.assigned(e.payload.memberAssignment);
+        const requests = this.request.requests;
+        if (requests !== undefined) this.requestPartitions = new Set(e.payload.memberAssignment[requests.topic] ?? []);
         this.onJoin(e.payload.memberAssignment[this.request.topic] ?? []);
         resolve();
       });
@@ -129,10 +151,30 @@ export class KafkaConsumer implements Consumer {
     consumer.on(consumer.events.COMMIT_OFFSETS, (e) => this.claim.confirmed(e.payload.groupGenerationId));
     this.commits.watch(consumer);
     await consumer.connect();
-    await consumer.subscribe({ topic: this.request.topic, fromBeginning: this.settings.fromBeginning });
+    if (this.request.fromEnd === true) await this.startAtEnd();
+    const topics = [this.request.topic, ...(this.request.requests ? [this.request.requests.topic] : [])];
+    await consumer.subscribe({ topics, fromBeginning: this.settings.fromBeginning });
     await this.run();
     await joined;
     this.commitEvery(this.settings.commitIntervalMs);
+  }
+
+  /**
+   * `ConsumeRequest.fromEnd`: the partitions the group has committed nothing of are committed at their end
+   * now, before it joins (kafkajs would only look for the end at its first fetch, after messages published
+   * meanwhile).
+   */
+  private async startAtEnd(): Promise<void> {
+    const { topic, group } = this.request;
+    const [ends, committed] = await Promise.all([
+      this.admin.fetchTopicOffsets(topic),
+      this.admin.fetchOffsets({ groupId: group, topics: [topic] }),
+    ]);
+    const none = new Set((committed[0]?.partitions ?? []).filter((p) => Number(p.offset) < 0).map((p) => p.partition));
+    const partitions = ends
+      .filter((e) => none.has(e.partition))
+      .map((e) => ({ partition: e.partition, offset: e.high }));
+    if (partitions.length > 0) await this.admin.setOffsets({ groupId: group, topic, partitions });
   }
 
   private createConsumer(): KafkajsConsumer {
@@ -159,7 +201,10 @@ export class KafkaConsumer implements Consumer {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: 1024,
-      eachBatch: (payload) => this.batches.eachBatch(payload),
+      eachBatch: (payload) =>
+        this.requestBatches !== undefined && payload.batch.topic === this.request.requests?.topic
+          ? this.requestBatches.eachBatch(payload)
+          : this.batches.eachBatch(payload),
     });
     const done = (): void => {
       if (this.starting === starting) this.starting = undefined;

@@ -114,6 +114,8 @@ class KafkaStore implements Store {
   /** Known once the store is opened (`options.prefix`, or named after the app that opens it). */
   private prefix: string | undefined;
   private topics: { changelog: string; snapshots: string } = { changelog: '', snapshots: '' };
+  /** Under ownership `partition`, once opened: the topics that route `app.send` to a key's owner. */
+  routes: { readonly requests: string; readonly replies: string } | undefined;
   private readonly baseLogger: Logger;
   private opened = false;
 
@@ -258,7 +260,27 @@ class KafkaStore implements Store {
       );
     this.prefix = prefix;
     this.topics = storeTopics(prefix);
+    if (this.ownership === 'partition') this.routes = { requests: `${prefix}.requests`, replies: `${prefix}.replies` };
     this.logger = this.baseLogger.child({ prefix });
+  }
+
+  /**
+   * The topics of `routes`: requests with a partition per shard (co-partitioned with the paced subscriber's
+   * topic), replies with one; a reply is read once, soon, so replies are kept an hour.
+   */
+  private routeTopics(common: { name: string; value: string }[]) {
+    if (this.routes === undefined) return [];
+    const { requests, replies } = this.routes;
+    const replicationFactor = this.replicationFactor;
+    return [
+      { topic: requests, numPartitions: this.shards, replicationFactor, configEntries: common },
+      {
+        topic: replies,
+        numPartitions: 1,
+        replicationFactor,
+        configEntries: [...common, { name: 'retention.ms', value: '3600000' }],
+      },
+    ];
   }
 
   private async ensureTopics(): Promise<void> {
@@ -287,9 +309,11 @@ class KafkaStore implements Store {
           replicationFactor: this.replicationFactor,
           configEntries: [...common, { name: 'cleanup.policy', value: 'compact' }],
         },
+        ...this.routeTopics(common),
       ],
     });
-    const { topics } = await this.admin.fetchTopicMetadata({ topics: [changelog, snapshots] });
+    const requests = this.routes === undefined ? [] : [this.routes.requests];
+    const { topics } = await this.admin.fetchTopicMetadata({ topics: [changelog, snapshots, ...requests] });
     for (const t of topics) {
       if (t.partitions.length !== this.shards)
         throw new SluiceError(

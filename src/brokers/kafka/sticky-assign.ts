@@ -1,6 +1,8 @@
 /**
  * The heart of Sluice's group assignment, with no kafkajs in it: who gets which partition, given what each
- * member reads and what it owned before. Each topic is dealt on its own, over the members that read it.
+ * member reads and what it owned before. Each topic is dealt on its own, over the members that read it;
+ * topics that exactly the same members read, with the same partitions, are co-partitioned: dealt once,
+ * partition p of each going to the same member.
  */
 
 /** One member of a group as the leader sees it: what it reads, and what it claims to own. */
@@ -31,6 +33,11 @@ export type StickyAssignment = Map<string, Map<string, number[]>>;
  *   (new partitions, the partitions of members gone, the excess of members over their share) is dealt to
  *   the members under their share, in member-id order.
  *
+ * - Co-partitioned: topics read by exactly the same set of members and with the same partitions are dealt
+ *   as one (the first by name, over every claim to any of them: a member keeps partition p of them all if it
+ *   may keep p of one), and each gets the same assignment; so partition p of a paced subscriber's topic and
+ *   partition p of its requests topic always have one owner.
+ *
  * The result depends only on the input, never on its order: members are taken in member-id order.
  */
 export function stickyAssign(
@@ -45,16 +52,42 @@ export function stickyAssign(
       readers.set(topic, [...(readers.get(topic) ?? []), m]);
       assignment.get(m.id)!.set(topic, []);
     }
-  for (const [topic, takers] of readers) {
-    const partitions = [...new Set(partitionsByTopic.get(topic) ?? [])].sort((a, b) => a - b);
+  for (const topics of coPartitioned(readers, partitionsByTopic)) {
+    const takers = readers.get(topics[0]!)!;
+    const partitions = partitionsOf(partitionsByTopic, topics[0]!);
+    const joined = takers.map((m) => ({
+      ...m,
+      owned: new Map([[topics[0]!, topics.flatMap((t) => m.owned.get(t) ?? [])]]),
+    }));
     const dealt = balance(
       partitions,
       takers.map((m) => m.id),
-      validClaims(topic, takers, new Set(partitions)),
+      validClaims(topics[0]!, joined, new Set(partitions)),
     );
-    for (const [id, mine] of dealt) assignment.get(id)!.set(topic, mine);
+    for (const [id, mine] of dealt) for (const topic of topics) assignment.get(id)!.set(topic, [...mine]);
   }
   return assignment;
+}
+
+/** The partitions of `topic`, once each, ascending. */
+const partitionsOf = (byTopic: ReadonlyMap<string, readonly number[]>, topic: string): number[] =>
+  [...new Set(byTopic.get(topic) ?? [])].sort((a, b) => a - b);
+
+/**
+ * The topics read, grouped: those read by exactly the same members (in member-id order) and with the same
+ * partitions go together. Each group is sorted by name, the groups by their first name.
+ */
+function coPartitioned(
+  readers: ReadonlyMap<string, readonly StickyMember[]>,
+  byTopic: ReadonlyMap<string, readonly number[]>,
+): string[][] {
+  const groups = new Map<string, string[]>();
+  for (const topic of [...readers.keys()].sort(byId)) {
+    const ids = readers.get(topic)!.map((m) => m.id);
+    const signature = JSON.stringify([ids, partitionsOf(byTopic, topic)]);
+    groups.set(signature, [...(groups.get(signature) ?? []), topic]);
+  }
+  return [...groups.values()];
 }
 
 /**

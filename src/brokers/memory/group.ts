@@ -19,6 +19,8 @@ export class GroupTopic {
   readonly committed: number[];
   /** Messages handed to members, redeliveries included: lets tests see how far the group has read. */
   readCount = 0;
+  /** Members that read this topic beside their own as a requests topic (see `ConsumeRequest.requests`). */
+  readonly requestReaders = new Set<{ requestArrived(partition: number): void }>();
   private rebalancing: Promise<void> = Promise.resolve();
 
   constructor(

@@ -130,6 +130,7 @@ export class MemoryBroker implements Broker {
     for (const g of this.groups.values()) {
       if (g.log.name !== topic) continue;
       for (const m of g.members) m.notifyAppended(message.partition);
+      for (const r of g.requestReaders) r.requestArrived(message.partition);
     }
     return message;
   }
@@ -137,15 +138,31 @@ export class MemoryBroker implements Broker {
   /**
    * Joins `request.group` for `request.topic` (creating the topic on first use). The group rebalances
    * eagerly: every member gives up its partitions, after its subscription settled and committed them, and
-   * they are dealt out again round robin. The app calls it; tests rarely need to.
+   * they are dealt out again round robin. A member's `request.requests` topic is read beside, partition p
+   * by the owner of partition p (created, on first use, with as many partitions as the topic). The app
+   * calls it; tests rarely need to.
    */
   async consume(request: ConsumeRequest): Promise<Consumer> {
-    const id = `${request.group}\u0000${request.topic}`;
-    let group = this.groups.get(id);
-    if (!group) this.groups.set(id, (group = new GroupTopic(request.group, this.topic(request.topic))));
-    const consumer = new MemoryConsumer(group, request);
+    const known = this.groups.has(`${request.group}\u0000${request.topic}`);
+    const group = this.group(request.group, request.topic);
+    const ends = this.endOffsets(request.topic);
+    if (!known && request.fromEnd === true) group.committed.splice(0, Infinity, ...ends);
+    const named = request.requests?.topic;
+    // A requests topic created here is co-partitioned with the topic.
+    if (named !== undefined && !this.topicLogs.has(named))
+      await this.createTopic(named, this.topic(request.topic).partitions.length);
+    const requests = named === undefined ? undefined : this.group(request.group, named);
+    const consumer = new MemoryConsumer(group, request, requests);
     await group.join(consumer);
     return consumer;
+  }
+
+  /** The group's state for `topic` (creating both on first use). */
+  private group(group: string, topic: string): GroupTopic {
+    const id = `${group}\u0000${topic}`;
+    let g = this.groups.get(id);
+    if (!g) this.groups.set(id, (g = new GroupTopic(group, this.topic(topic))));
+    return g;
   }
 
   /** The partition of `partitions` that a message with `key` lands in, as `publish` picks it. */

@@ -1,6 +1,7 @@
 import type { InboundMessage } from '../../core/message.js';
 import type { ConsumeRequest, Consumer } from '../../core/ports.js';
 import type { GroupTopic } from './group.js';
+import { MemoryRequests } from './memory-requests.js';
 
 interface Owned {
   readonly partition: number;
@@ -17,11 +18,21 @@ export class MemoryConsumer implements Consumer {
   private owned: Owned[] = [];
   private cursor = 0;
   private closed = false;
+  /** The requests topic read beside the topic, if the request names one (see `ConsumeRequest.requests`). */
+  private readonly requests: MemoryRequests | undefined;
 
   constructor(
     private readonly groupTopic: GroupTopic,
     private readonly request: ConsumeRequest,
-  ) {}
+    /** The group's offsets of the requests topic, when the request names one. */
+    private readonly requestsGroup?: GroupTopic,
+  ) {
+    const handler = request.requests;
+    if (handler !== undefined && requestsGroup !== undefined) {
+      this.requests = new MemoryRequests(requestsGroup, (p, m) => handler.handle(p, m));
+      requestsGroup.requestReaders.add(this);
+    }
+  }
 
   take(max: number): readonly InboundMessage[] {
     const out: InboundMessage[] = [];
@@ -80,6 +91,12 @@ export class MemoryConsumer implements Consumer {
     if (this.closed) return;
     this.closed = true;
     await this.groupTopic.leave(this);
+    this.requestsGroup?.requestReaders.delete(this);
+  }
+
+  /** Called by the broker when a message was appended to a partition of the requests topic. */
+  requestArrived(partition: number): void {
+    if (!this.closed) this.requests?.arrived(partition);
   }
 
   /** Called by the broker when a message was appended to one of the topic's partitions. */
@@ -93,6 +110,7 @@ export class MemoryConsumer implements Consumer {
     if (this.owned.length === 0) return;
     const partitions = this.owned.map((o) => o.partition);
     for (const o of this.owned) o.revoked = true;
+    await this.requests?.stop(); // the requests being handled finish while their shards are still here
     await this.request.onRevoke(partitions);
     this.owned = [];
   }
@@ -115,10 +133,15 @@ export class MemoryConsumer implements Consumer {
     this.owned = owned;
     this.cursor = 0;
     if (partitions.length === 0) return;
-    if (gate === undefined) return this.request.onReadable();
+    if (gate === undefined) {
+      this.requests?.open(partitions);
+      return this.request.onReadable();
+    }
     const open = (): void => {
       for (const o of owned) o.ready = true;
-      if (!this.closed && this.owned === owned) this.request.onReadable();
+      if (this.closed || this.owned !== owned) return;
+      this.requests?.open(partitions);
+      this.request.onReadable();
     };
     gate(partitions).then(open, open);
   }

@@ -1,0 +1,247 @@
+import { ERROR_CODES, SluiceError, show, type ErrorCode } from '../core/errors.js';
+import { utf8, type InboundMessage } from '../core/message.js';
+import type { Broker, Clock, ConsumeRequest, Consumer, Logger, Timer } from '../core/ports.js';
+import type { Receipt } from '../pace/rules.js';
+import { checkKey, eventJson, type Appended } from './pace-event.js';
+import type { Pacer } from './pacer.js';
+
+/** What {@link SendRouting} works with. */
+export interface SendRoutingParts {
+  /** The paced subscriber, and its consumer group (the replies' group is named after it). */
+  readonly subscriber: string;
+  readonly group: string;
+  readonly broker: Broker;
+  readonly pacer: Pacer;
+  /** The store's topics (see `Store.routes`). */
+  readonly routes: { readonly requests: string; readonly replies: string };
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** How long a routed send waits for its answer: the app's `sendTimeoutMs`. */
+  readonly timeoutMs: number;
+  /** How long closing the replies' consumer may take. */
+  readonly shutdownTimeoutMs: number;
+  /** Makes this instance's name and the requests' IDs. */
+  readonly uuid: () => string;
+}
+
+/** A request on the requests topic: which instance sent it, and the start. */
+interface Request {
+  readonly id: string;
+  readonly from: string;
+  readonly key: string;
+  readonly event: unknown;
+  readonly eventId?: string;
+}
+
+/** An answer on the replies topic: the receipt, or why the start was refused. */
+type Reply =
+  | { readonly id: string; readonly receipt: Receipt }
+  | { readonly id: string; readonly error: { readonly code: string; readonly message: string } };
+
+interface Waiting {
+  resolve(receipt: Receipt): void;
+  reject(error: unknown): void;
+  readonly timer: Timer;
+}
+
+/** Why a start was not recorded here when the key's partition has just moved: it goes to the new owner. */
+const MOVED: ReadonlySet<ErrorCode> = new Set(['SHARD_NOT_OWNED', 'STORE_FENCED']);
+
+/** Refusals the owner answers (the start can never be taken); anything else leaves the request for later. */
+const ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID']);
+
+/**
+ * `app.send` to a paced subscriber whose store is owned by partition, from any instance of the app. A key
+ * whose partition this instance owns is appended here; any other is published to the requests topic, at the
+ * key's partition, whose owner — the group member that owns that partition of the subscriber's topic, which
+ * reads the requests beside it — appends it and publishes the receipt to the replies topic. Each instance
+ * reads every reply, in a consumer group of its own joined at start from the topic's end, and takes those of
+ * its requests. A request is committed only once answered: one that finds its shard being handed over waits,
+ * uncommitted, for the partition's next owner; one handed twice is appended once (by its event ID, or by
+ * its offset when it has none).
+ */
+export class SendRouting {
+  /** This instance's name, which its requests carry. */
+  private readonly from: string;
+  private replies: Consumer | undefined;
+  private readonly waiting = new Map<string, Waiting>();
+  private closed = false;
+
+  constructor(private readonly parts: SendRoutingParts) {
+    this.from = parts.uuid();
+  }
+
+  /** What the subscriber's consumer reads beside its topic (see `ConsumeRequest.requests`). */
+  get requests(): NonNullable<ConsumeRequest['requests']> {
+    return { topic: this.parts.routes.requests, handle: (p, m) => this.handle(p, m) };
+  }
+
+  /**
+   * The requests topic has a partition per shard (checked once the subscriber's consumer joined: a broker may
+   * create it then), else `CONFIG_INVALID`: its partition p would not go with the subscriber's partition p.
+   */
+  async check(): Promise<void> {
+    const { broker, routes, pacer } = this.parts;
+    const count = await broker.partitionCount?.(routes.requests);
+    if (count !== undefined && count !== pacer.shards)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `subscriber ${show(this.parts.subscriber)}: the requests topic ${show(routes.requests)} has ${count} partitions, got a store of ${pacer.shards} shards (it needs one partition per partition of the subscriber's topic)`,
+      );
+  }
+
+  /** Joins the replies' group of this instance; resolves once joined (before any send is routed). */
+  async start(): Promise<void> {
+    const { broker, routes, group } = this.parts;
+    this.replies = await broker.consume({
+      topic: routes.replies,
+      group: `${group}.replies.${this.from}`,
+      fromEnd: true,
+      onReadable: () => this.readReplies(),
+      onRevoke: async () => {},
+      shutdownTimeoutMs: this.parts.shutdownTimeoutMs,
+    });
+    this.readReplies();
+  }
+
+  /** Appends the start here if this instance owns the key's partition, else routes it to the owner. */
+  async send(appended: Appended): Promise<Receipt> {
+    const { pacer, subscriber } = this.parts;
+    const partition = pacer.partitionOf(subscriber, appended.key);
+    if (partition === undefined || pacer.owns(partition)) {
+      try {
+        return await pacer.append(subscriber, appended);
+      } catch (error) {
+        // Not recorded: the shard is being handed over, or its next owner has opened it already (fenced).
+        if (partition === undefined || !moved(error)) throw error;
+      }
+    }
+    return this.route(partition, appended);
+  }
+
+  /** Rejects the sends still waiting (`APP_STATE`) and leaves the replies' group. */
+  async close(deadline?: Promise<void>): Promise<void> {
+    this.closed = true;
+    for (const [id, w] of this.waiting) {
+      w.timer.cancel();
+      w.reject(
+        new SluiceError(
+          'APP_STATE',
+          `subscriber ${show(this.parts.subscriber)}: the app stopped before the owner of the key's partition answered send ${id}; the event may or may not have been recorded, and sending it again with the same eventId is safe`,
+        ),
+      );
+    }
+    this.waiting.clear();
+    await this.replies?.close(deadline);
+  }
+
+  private async route(partition: number, appended: Appended): Promise<Receipt> {
+    const { broker, routes, clock, timeoutMs, subscriber } = this.parts;
+    checkKey(subscriber, appended.key);
+    const event = eventJson(appended.event);
+    if (this.closed) throw new SluiceError('APP_STATE', `subscriber ${show(subscriber)}: the app is stopping`);
+    const id = this.parts.uuid();
+    const request: Request = { id, from: this.from, key: appended.key, event, ...eventIdOf(appended) };
+    const answered = new Promise<Receipt>((resolve, reject) => {
+      const timer = clock.setTimer(
+        timeoutMs,
+        () => {
+          this.waiting.delete(id);
+          reject(
+            new SluiceError(
+              'SEND_TIMEOUT',
+              `subscriber ${show(subscriber)}: key ${show(appended.key.slice(0, 40))} is in partition ${partition}, owned by another instance, which did not answer within sendTimeoutMs (${timeoutMs} ms); the event may or may not have been recorded, and sending it again with the same eventId is safe`,
+            ),
+          );
+        },
+        { keepAlive: true },
+      );
+      this.waiting.set(id, { resolve, reject, timer });
+    });
+    try {
+      await broker.publish(routes.requests, request, { key: appended.key, partition });
+    } catch (error) {
+      this.waiting.get(id)?.timer.cancel();
+      this.waiting.delete(id);
+      throw error;
+    }
+    return answered;
+  }
+
+  /** Owner side: appends a request (of partition `partition` of the requests topic) and answers it. */
+  private async handle(partition: number, message: InboundMessage): Promise<void> {
+    const { pacer, subscriber, broker, routes, log } = this.parts;
+    const request = requestOf(message);
+    if (request === undefined)
+      return log.warn('pace: a message of the requests topic that is not a request is skipped', {
+        topic: routes.requests,
+        partition,
+        offset: message.offset,
+      });
+    const { key, event, eventId } = request;
+    // Without an event ID, a request handed twice (a rebalance) is recognised by its offset.
+    const source = { topic: routes.requests, partition, offset: message.offset };
+    let reply: Reply;
+    try {
+      const receipt = await pacer.append(
+        subscriber,
+        eventId !== undefined ? { key, event, eventId } : { key, event, source },
+      );
+      reply = { id: request.id, receipt };
+    } catch (error) {
+      if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
+      reply = { id: request.id, error: { code: error.code, message: error.message } };
+    }
+    await broker.publish(routes.replies, reply, { key: request.from });
+  }
+
+  /** Takes every reply fetched, answering the sends of this instance that wait for one. */
+  private readReplies(): void {
+    const consumer = this.replies;
+    if (consumer === undefined) return;
+    for (let batch = consumer.take(256); batch.length > 0; batch = consumer.take(256))
+      for (const m of batch) {
+        this.answer(m);
+        consumer.commit(m.partition, m.offset + 1);
+      }
+  }
+
+  private answer(message: InboundMessage): void {
+    let reply: Reply;
+    try {
+      reply = JSON.parse(utf8(message.value)) as Reply;
+    } catch {
+      return;
+    }
+    const w = typeof reply?.id === 'string' ? this.waiting.get(reply.id) : undefined;
+    if (w === undefined) return; // another instance's, or answered already
+    this.waiting.delete(reply.id);
+    w.timer.cancel();
+    if ('receipt' in reply) return w.resolve(reply.receipt);
+    const code = (ERROR_CODES as readonly string[]).includes(reply.error?.code)
+      ? (reply.error.code as ErrorCode)
+      : 'SEND_INVALID';
+    w.reject(new SluiceError(code, String(reply.error?.message)));
+  }
+}
+
+/** True for a refusal in `MOVED`, or a failed shard whose log was fenced (what failed it was not recorded). */
+function moved(error: unknown): boolean {
+  if (!(error instanceof SluiceError)) return false;
+  return MOVED.has(error.code) || (error.cause instanceof SluiceError && error.cause.code === 'STORE_FENCED');
+}
+
+const eventIdOf = (a: Appended): { eventId?: string } => (a.eventId === undefined ? {} : { eventId: a.eventId });
+
+/** A request as the requests topic holds it, or undefined for a message that is not one. */
+function requestOf(message: InboundMessage): Request | undefined {
+  try {
+    const r = JSON.parse(utf8(message.value)) as Partial<Request> | null;
+    if (r === null || typeof r !== 'object') return undefined;
+    if (typeof r.id !== 'string' || typeof r.from !== 'string' || typeof r.key !== 'string') return undefined;
+    if (r.eventId !== undefined && (typeof r.eventId !== 'string' || r.eventId === '')) return undefined;
+    return r as Request;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,67 @@
+import type { InboundMessage } from '../../core/message.js';
+import type { GroupTopic } from './group.js';
+
+interface Reading {
+  readonly partition: number;
+  /** The next offset to hand to `handle`. */
+  position: number;
+  /** The handling under way, if any: one message at a time per partition. */
+  draining: Promise<void> | undefined;
+  stopped: boolean;
+}
+
+/**
+ * A member's requests topic (see `ConsumeRequest.requests`): the partitions matching those it owns of its
+ * topic, each handed to `handle` message by message from the group's committed offset, and each message
+ * committed once its `handle` resolved. One that rejects is left uncommitted, with those after it: the
+ * partition is tried again when a message arrives, or read by its next owner from there.
+ */
+export class MemoryRequests {
+  private readonly reading = new Map<number, Reading>();
+
+  constructor(
+    /** The group's offsets of the requests topic (it has no members of its own). */
+    private readonly group: GroupTopic,
+    private readonly handle: (partition: number, message: InboundMessage) => Promise<void>,
+  ) {}
+
+  /** Partitions assigned, ready (their `onAssign` settled): read from the group's committed offsets. */
+  open(partitions: readonly number[]): void {
+    for (const partition of partitions) {
+      const position = this.group.committed[partition] ?? 0;
+      this.reading.set(partition, { partition, position, draining: undefined, stopped: false });
+      this.arrived(partition);
+    }
+  }
+
+  /** A message was appended to `partition` of the requests topic. */
+  arrived(partition: number): void {
+    const r = this.reading.get(partition);
+    if (r === undefined || r.stopped || r.draining !== undefined) return;
+    r.draining = this.drain(r).finally(() => {
+      r.draining = undefined;
+    });
+  }
+
+  /** Stops reading every partition, once the handling under way settled (a revoke waits for it). */
+  async stop(): Promise<void> {
+    const all = [...this.reading.values()];
+    this.reading.clear();
+    for (const r of all) r.stopped = true;
+    await Promise.all(all.flatMap((r) => (r.draining === undefined ? [] : [r.draining])));
+  }
+
+  private async drain(r: Reading): Promise<void> {
+    const log = this.group.log.partitions[r.partition]!;
+    while (!r.stopped && r.position < log.length) {
+      try {
+        await this.handle(r.partition, log[r.position]!);
+      } catch {
+        return; // left uncommitted: tried again on the next arrival, or by the next owner
+      }
+      r.position++;
+      this.group.readCount++;
+      this.group.commit(r.partition, r.position);
+    }
+  }
+}

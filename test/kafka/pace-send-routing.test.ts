@@ -1,0 +1,70 @@
+/**
+ * `app.send` from any instance on the real broker: two instances of one app in one consumer group, each with
+ * its own Kafka store (one prefix), shards owned by partition. A start whose key's partition the other instance
+ * owns goes through the store's requests topic to that owner, and its receipt comes back on the replies topic.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { App, ManualClock, jsonLogger, subscriber, type Receipt, type RunInfo } from '../../src/index.js';
+import { uniqueTopic } from '../contract/broker-contract.js';
+import { runIdOf } from '../helpers.js';
+import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { testKafkaStore, uniquePrefix } from './store-fixture.js';
+
+const PARTITIONS = 4;
+const KEYS = 20;
+const T0 = 1_000_000;
+
+describe.skipIf(!kafkaBrokers)('app.send routed to the owner on Kafka', { timeout: 120_000 }, () => {
+  const apps: App[] = [];
+  afterEach(async () => {
+    await Promise.allSettled(apps.splice(0).map((a) => a.stop()));
+    await closeAll();
+  });
+
+  function instance(label: string, name: string, topic: string, prefix: string, clock: ManualClock, seen: RunInfo[]) {
+    const store = testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' });
+    const app = new App({ name, logger: jsonLogger({ level: 'error' }), clock, store, shutdownTimeoutMs: 10_000 });
+    app.withBroker(testKafka(), (b) =>
+      b.include(
+        subscriber(topic, (_events: unknown[], ctx) => {
+          seen.push(ctx.run!);
+        })
+          .name('ev')
+          .workers(4)
+          .pace({ batch: { wait: '1 s' } })
+          .build(),
+      ),
+    );
+    apps.push(app);
+    return app;
+  }
+
+  it('sends spread over both instances: each key runs once, and each eventId sent again elsewhere is a duplicate', async () => {
+    const topic = uniqueTopic('routed');
+    await testKafka().createTopic(topic, PARTITIONS);
+    const name = `routed-${uniquePrefix('r')}`;
+    const prefix = uniquePrefix('routed');
+    const clock = new ManualClock(T0);
+    const seen: RunInfo[] = [];
+    const both = [instance('a', name, topic, prefix, clock, seen), instance('b', name, topic, prefix, clock, seen)];
+    for (const app of both) await app.start();
+    const receipts = await Promise.all(
+      Array.from({ length: KEYS }, async (_, k): Promise<[Receipt, Receipt]> => {
+        const start = { key: `key-${k}`, event: { k }, eventId: `event-${k}` };
+        const first = await both[k % 2]!.send('ev', start);
+        const again = await both[(k + 1) % 2]!.send('ev', start);
+        return [first, again];
+      }),
+    );
+    for (const [first, again] of receipts) {
+      expect(first).toMatchObject({ kind: 'run', duplicate: false });
+      expect(again).toEqual({ ...first, duplicate: true });
+    }
+    await clock.advance(1_000);
+    await Promise.all(both.map((a) => a.idle()));
+    expect(seen).toHaveLength(KEYS);
+    const runOf = new Map(seen.map((r) => [r.key, r.id]));
+    expect(runOf.size).toBe(KEYS);
+    receipts.forEach(([first], k) => expect(runOf.get(`key-${k}`)).toBe(runIdOf(first)));
+  });
+});

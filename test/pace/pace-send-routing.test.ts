@@ -1,0 +1,151 @@
+/**
+ * `app.send` from any instance, with shards owned by partition (memory broker, a memory store standing in for
+ * a Kafka store): a start whose key's partition another instance owns goes through the requests topic to that
+ * owner, which answers on the replies topic; a retried eventId is a duplicate wherever it is sent; a request
+ * sent while its partition changes hands waits for the next owner.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  App,
+  ManualClock,
+  MemoryBroker,
+  memoryStore,
+  silentLogger,
+  subscriber,
+  type MemoryStore,
+  type RunInfo,
+} from '../../src/index.js';
+import { Gate, runIdOf, turns } from '../helpers.js';
+
+const T0 = 1_000_000;
+const PARTITIONS = 4;
+const REQUESTS = 'owners.ev.requests';
+
+interface Seen {
+  readonly instance: string;
+  readonly run: RunInfo;
+  readonly events: readonly unknown[];
+}
+
+/** An instance of the app `owners`: a batched subscriber of topic `ev`; `hold` may hold a key's run. */
+function instance(
+  name: string,
+  broker: MemoryBroker,
+  store: MemoryStore,
+  clock: ManualClock,
+  seen: Seen[],
+  hold?: { key: string; running: Gate; release: Gate },
+) {
+  return new App({ name: 'owners', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(
+    broker,
+    (b) =>
+      b.include(
+        subscriber('ev', async (events: unknown[], ctx) => {
+          seen.push({ instance: name, run: ctx.run!, events });
+          if (hold && ctx.run!.key === hold.key) {
+            hold.running.open();
+            await hold.release.promise;
+          }
+        })
+          .name('ev')
+          .workers(4)
+          .pace({ batch: { wait: '1 s' } })
+          .build(),
+      ),
+  );
+}
+
+/** A key that the broker puts in partition `p` (the `n`th such). */
+function keyIn(broker: MemoryBroker, p: number, n = 0): string {
+  for (let i = 0, found = 0; ; i++)
+    if (broker.partitionOf(`key-${i}`, PARTITIONS) === p && found++ === n) return `key-${i}`;
+}
+
+function setup() {
+  const clock = new ManualClock(T0);
+  const broker = new MemoryBroker({ partitions: PARTITIONS, now: () => clock.now() });
+  const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
+  return { clock, broker, store, seen: [] as Seen[] };
+}
+
+describe('app.send routed to the owner of the key’s partition (memory broker, two instances)', () => {
+  it('either instance takes any key: a retried eventId on the other is a duplicate of the same run, which runs once', async () => {
+    const { clock, broker, store, seen } = setup();
+    const a = instance('a', broker, store, clock, seen);
+    const b = instance('b', broker, store, clock, seen);
+    await a.start();
+    await b.start();
+    const runs = new Map<string, string>();
+    for (let p = 0; p < PARTITIONS; p++) {
+      const key = keyIn(broker, p);
+      const first = await a.send('ev', { key, event: { p }, eventId: `e-${p}` });
+      expect(first).toMatchObject({ kind: 'run', duplicate: false });
+      const again = await b.send('ev', { key, event: { p, again: true }, eventId: `e-${p}` });
+      expect(again).toEqual({ ...first, duplicate: true });
+      runs.set(key, runIdOf(first));
+    }
+    // Each partition is owned by one of the two: exactly one of its two sends went through the requests topic.
+    expect(broker.messages(REQUESTS)).toHaveLength(PARTITIONS);
+    await clock.advance(1_000);
+    await Promise.all([a.idle(), b.idle()]);
+    expect(seen.map((s) => [s.run.key, s.run.id]).sort()).toEqual([...runs].sort());
+    expect(seen.every((s) => s.events.length === 1)).toBe(true);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it('without an eventId, starts sent to either instance join one run per key', async () => {
+    const { clock, broker, store, seen } = setup();
+    const a = instance('a', broker, store, clock, seen);
+    const b = instance('b', broker, store, clock, seen);
+    await a.start();
+    await b.start();
+    const receipts = [];
+    for (let p = 0; p < PARTITIONS; p++) {
+      const key = keyIn(broker, p);
+      receipts.push(await a.send('ev', { key, event: 1 }), await b.send('ev', { key, event: 2 }));
+    }
+    expect(receipts.every((r) => r.kind === 'run' && !r.duplicate)).toBe(true);
+    await clock.advance(1_000);
+    await Promise.all([a.idle(), b.idle()]);
+    expect(seen).toHaveLength(PARTITIONS);
+    expect(seen.every((s) => s.events.length === 2)).toBe(true);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it('a send while the key’s partition moves waits in the requests topic and is answered by the new owner', async () => {
+    const { clock, broker, store, seen } = setup();
+    const held = keyIn(broker, 0);
+    const hold = { key: held, running: new Gate(), release: new Gate() };
+    const a = instance('a', broker, store, clock, seen, hold);
+    const b = instance('b', broker, store, clock, seen);
+    await a.start(); // a owns every partition
+    await a.send('ev', { key: held, event: 'held' });
+    await clock.advance(1_000);
+    await hold.running.promise; // the run of partition 0 holds a's hand-over of its shards
+    const shardOneClosed = new Gate();
+    const closeShard = store.closeShard!.bind(store);
+    store.closeShard = async (shard) => {
+      await closeShard(shard);
+      if (shard === 1) shardOneClosed.open();
+    };
+    const bStarted = b.start(); // a rebalance: a hands its shards over, then b gets partitions 1 and 3
+    await shardOneClosed.promise;
+    let answered = false;
+    const moved = keyIn(broker, 1);
+    const sent = a.send('ev', { key: moved, event: 'moved', eventId: 'moved-1' }).finally(() => (answered = true));
+    await turns(5);
+    expect(answered).toBe(false); // nobody owns partition 1 now: the request waits
+    expect(broker.messages(REQUESTS).map((m) => m.partition)).toEqual([1]);
+    hold.release.open();
+    await bStarted;
+    const receipt = await sent;
+    expect(receipt).toMatchObject({ kind: 'run', duplicate: false });
+    await clock.advance(1_000);
+    await Promise.all([a.idle(), b.idle()]);
+    const run = seen.find((s) => s.run.key === moved)!;
+    expect(run).toMatchObject({ instance: 'b', events: ['moved'] });
+    expect(run.run.id).toBe(runIdOf(receipt));
+    expect(broker.committed('owners', REQUESTS)[1]).toBe(1); // committed once answered
+    await Promise.all([a.stop(), b.stop()]);
+  });
+});
