@@ -98,6 +98,12 @@ export function checkAppOptions(options: AppOptions): void {
       `${who}: ${field} must be ${expected}, got ${show((options as unknown as Record<string, unknown>)[field])}`,
     );
   };
+  checkValues(options, bad);
+  checkParts(options, bad);
+}
+
+/** The settings that are values: each of its type and range. */
+function checkValues(options: AppOptions, bad: (field: string, expected: string) => never): void {
   if (options.version !== undefined && typeof options.version !== 'string') bad('version', 'a string');
   const t = options.shutdownTimeoutMs;
   if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t)))
@@ -107,6 +113,10 @@ export function checkAppOptions(options: AppOptions): void {
     bad('sendTimeoutMs', 'a finite number > 0');
   const m = options.maxUncommitted;
   if (m !== undefined && !(Number.isInteger(m) && m >= 1)) bad('maxUncommitted', 'a positive integer');
+}
+
+/** The settings that are parts of the app (a clock, a store, a logger, a UUID source): each of its shape. */
+function checkParts(options: AppOptions, bad: (field: string, expected: string) => never): void {
   if (options.clock !== undefined && !hasMethods(options.clock, ['now', 'setTimer']))
     bad('clock', 'a Clock (an object with now() and setTimer())');
   if (

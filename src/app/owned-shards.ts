@@ -1,4 +1,4 @@
-import { SluiceError } from '../core/errors.js';
+import { SluiceError, show } from '../core/errors.js';
 import { Waiters } from '../core/waiters.js';
 import type { Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
@@ -13,6 +13,15 @@ export interface StopSignal {
   stopping(): boolean;
   /** Resolves when it does. */
   readonly stopped: Promise<void>;
+}
+
+/** A store owned by partition maps shards to one topic's partitions: it serves one paced subscriber. */
+export function checkOnePaced(paces: ReadonlyMap<string, unknown>): void {
+  if (paces.size > 1)
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `pace: a store owned by partition (a Kafka store) serves one paced subscriber, got ${paces.size} (${[...paces.keys()].map((n) => show(n)).join(', ')}); give each app one, or use ownership 'all'`,
+    );
 }
 
 /** What {@link OwnedShards} works with. */
@@ -68,6 +77,21 @@ export class OwnedShards {
   /** The host of shard `shard` if this instance owns it and is not handing it over. */
   host(shard: number): Host | undefined {
     return this.releasing.has(shard) ? undefined : this.hosts[shard];
+  }
+
+  /**
+   * The host an event of `subscriber` for `key` goes to: shard `shard`'s (its delivery's partition, or the
+   * one the broker puts the key in), if this instance owns it now; else `SHARD_NOT_OWNED`.
+   */
+  hostOfEvent(shard: number | undefined, subscriber: string, key: string): Host {
+    const host = shard === undefined ? undefined : this.host(shard);
+    if (host !== undefined) return host;
+    throw new SluiceError(
+      'SHARD_NOT_OWNED',
+      shard === undefined
+        ? `pace: subscriber ${show(subscriber)}'s broker cannot say which partition a key lands in`
+        : `pace: key ${show(key.slice(0, 40))} of subscriber ${show(subscriber)} is in partition ${shard}, which this instance does not own now; send it where that partition is read`,
+    );
   }
 
   /** The hosts of the shards owned here. */

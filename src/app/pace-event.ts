@@ -40,6 +40,16 @@ export function eventJson(value: unknown): unknown {
   }
 }
 
+/** A record too long for any store (`SEND_INVALID`), told as the sender's event; any other error as it is. */
+export function tooLong(error: unknown, subscriber: string, key: string): unknown {
+  if (!(error instanceof SluiceError && error.code === 'SEND_INVALID')) return error;
+  return new SluiceError(
+    'SEND_INVALID',
+    `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(key.slice(0, 40))}: ${error.message}`,
+    { cause: error },
+  );
+}
+
 /** The event as the rules read it, with the UUID of the run it opens (`''` when it joins one). */
 export function eventOf(
   subscriber: string,

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { SluiceError, show } from '../core/errors.js';
+import { SluiceError } from '../core/errors.js';
 import type { Clock, Faults, Logger, ShardLog, Store, StoreOwner } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
 import { encodeEvent } from '../pace/codec.js';
-import { withoutIds } from '../pace/ids.js';
 import {
   coordinatorKey,
   DONE,
   EVENT,
   opensRun,
-  paceRules,
   type PaceOutput,
   type PaceRun,
   type PaceState,
@@ -18,8 +16,9 @@ import {
 import { runOf, splitKey } from '../pace/state.js';
 import { shardOf } from '../shard/shard-of.js';
 import { ShardHost } from '../store/shard-host.js';
-import { OwnedShards, type StopSignal } from './owned-shards.js';
-import { checkKey, eventOf, type Appended } from './pace-event.js';
+import { OwnedShards, checkOnePaced, type StopSignal } from './owned-shards.js';
+import { rulesOf, serveInTurn } from './pace-faults.js';
+import { checkKey, eventOf, tooLong, type Appended } from './pace-event.js';
 
 export type { Appended } from './pace-event.js';
 
@@ -66,11 +65,7 @@ export class Pacer {
     /** The simulator's broken behaviours (see `Faults`): none by default. */
     private readonly faults: Faults = {},
   ) {
-    if (store.ownership === 'partition' && paces.size > 1)
-      throw new SluiceError(
-        'CONFIG_INVALID',
-        `pace: a store owned by partition (a Kafka store) serves one paced subscriber, got ${paces.size} (${[...paces.keys()].map((n) => show(n)).join(', ')}); give each app one, or use ownership 'all'`,
-      );
+    if (store.ownership === 'partition') checkOnePaced(paces);
   }
 
   /** Whether shards follow the partitions of the paced subscriber's topic (see `Store.ownership`). */
@@ -106,7 +101,7 @@ export class Pacer {
   async open(owner: StoreOwner): Promise<void> {
     await this.store.open(owner);
     this.storeOpen = true;
-    const rules = this.faulty(paceRules(this.faults.ignoreRates ? withoutRates(this.paces) : this.paces));
+    const rules = rulesOf(this.paces, this.faults);
     const makeHost = (shard: number, log: ShardLog): Host => this.makeHost(shard, log, rules);
     if (this.ownedByPartition) {
       const { store, log, onProgress } = this;
@@ -116,7 +111,10 @@ export class Pacer {
     }
     const hosts = Array.from({ length: this.store.shards }, (_, shard) => makeHost(shard, this.store.log(shard)));
     this.hosts = hosts;
-    if (this.faults.serveShardsInTurn) return this.openInTurn(hosts);
+    if (this.faults.serveShardsInTurn) {
+      this.opened = true;
+      return serveInTurn(hosts);
+    }
     try {
       for (const host of hosts) await host.recover();
     } catch (error) {
@@ -148,7 +146,7 @@ export class Pacer {
     return this.owned?.settled() ?? Promise.resolve();
   }
 
-  private makeHost(shard: number, log: ShardLog, rules: ReturnType<typeof paceRules>): Host {
+  private makeHost(shard: number, log: ShardLog, rules: ReturnType<typeof rulesOf>): Host {
     return new ShardHost<PaceState, PaceOutput>({
       log,
       rules,
@@ -165,28 +163,6 @@ export class Pacer {
         this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
       faults: this.faults,
     });
-  }
-
-  /** The rules, with the simulator's `forgetIds` and `forgetWaiting` faults: snapshots that drop state. */
-  private faulty(rules: ReturnType<typeof paceRules>): ReturnType<typeof paceRules> {
-    const { forgetIds, forgetWaiting } = this.faults;
-    if (!forgetIds && !forgetWaiting) return rules;
-    return {
-      ...rules,
-      rebase: (s) => {
-        if (forgetIds) s = withoutIds(s);
-        return forgetWaiting ? { ...s, waiting: [] } : s;
-      },
-    };
-  }
-
-  /** The broken open of the simulator's `serveShardsInTurn` fault: each shard serves as soon as it has replayed. */
-  private async openInTurn(hosts: readonly Host[]): Promise<void> {
-    this.opened = true;
-    for (const host of hosts) {
-      await host.recover();
-      host.serve();
-    }
   }
 
   /** The partition (and shard) of `key` under a store owned by partition, as the broker puts it; else undefined. */
@@ -230,12 +206,7 @@ export class Pacer {
     try {
       return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data });
     } catch (error) {
-      if (!(error instanceof SluiceError && error.code === 'SEND_INVALID')) throw error;
-      throw new SluiceError(
-        'SEND_INVALID',
-        `subscriber "${subscriber}": an event, journaled as JSON with its key and ID, may take at most 64 MiB; key ${show(appended.key.slice(0, 40))}: ${error.message}`,
-        { cause: error },
-      );
+      throw tooLong(error, subscriber, appended.key);
     }
   }
 
@@ -311,14 +282,7 @@ export class Pacer {
   private hostFor(key: string, subscriber: string, appended: Appended): Host {
     if (!this.owned) return this.host(key);
     const shard = appended.source?.partition ?? this.partitioners.get(subscriber)?.(appended.key, this.store.shards);
-    const host = shard === undefined ? undefined : this.owned.host(shard);
-    if (host !== undefined) return host;
-    throw new SluiceError(
-      'SHARD_NOT_OWNED',
-      shard === undefined
-        ? `pace: subscriber ${show(subscriber)}'s broker cannot say which partition a key lands in`
-        : `pace: key ${show(appended.key.slice(0, 40))} of subscriber ${show(subscriber)} is in partition ${shard}, which this instance does not own now; send it where that partition is read`,
-    );
+    return this.owned.hostOfEvent(shard, subscriber, appended.key);
   }
 
   /** The host of a key's shard: by the store's shard count, the one a restart replays the key from. */
@@ -331,18 +295,16 @@ export class Pacer {
   }
 
   private readonly deliver = (out: PaceOutput, shard: number): void => {
-    if ('dropped' in out)
-      return this.log.info('pace: an event was dropped (over its drop rate)', {
-        subscriber: out.subscriber,
-        key: out.key,
-        at: out.at,
-        eventId: out.eventId,
-      });
+    const { subscriber, key } = out;
+    if ('dropped' in out) {
+      const { at, eventId } = out;
+      return this.log.info('pace: an event was dropped (over its drop rate)', { subscriber, key, at, eventId });
+    }
     const run = out;
-    const target = this.targets.get(run.subscriber);
+    const target = this.targets.get(subscriber);
     if (!target)
       return this.log.warn('pace: a run of a subscriber that is not mounted waits for it', {
-        subscriber: run.subscriber,
+        subscriber,
         runId: run.id,
       });
     // A shard being handed over keeps its run, recorded as started: its next owner runs it, under the same ID.
@@ -350,7 +312,3 @@ export class Pacer {
     target(run);
   };
 }
-
-/** The simulator's `ignoreRates` fault: the paces without their rates. */
-const withoutRates = (paces: ReadonlyMap<string, CompiledPace>): ReadonlyMap<string, CompiledPace> =>
-  new Map([...paces].map(([name, pace]) => [name, { ...pace, rate: undefined }]));
