@@ -35,6 +35,11 @@ export interface IntakeParts {
   readonly dispatch: (work: Work) => void;
   /** Called after each read: the subscription may have become idle. */
   readonly progress: () => void;
+  /**
+   * For a paced delivery whose pace key lands in another partition than its own (a store owned by partition):
+   * sends its event to that partition's owner, resolving once it is on its way; undefined when it stays here.
+   */
+  readonly forward?: (key: string, m: InboundMessage, event: unknown) => Promise<void> | undefined;
 }
 
 /**
@@ -204,6 +209,13 @@ export class Intake {
       offsets.abandon(marks);
       this.pump();
     };
-    pacer.append(sub.name, { key, event: payload, source: m }).then(appended, refused);
+    let taken: Promise<unknown> | undefined;
+    try {
+      taken = sub.key ? this.parts.forward?.(key, m, payload) : undefined;
+    } catch (error) {
+      return refused(error); // an event that is no JSON, a key past the limit: never will be
+    }
+    taken ??= pacer.append(sub.name, { key, event: payload, source: m });
+    taken.then(appended, refused);
   }
 }

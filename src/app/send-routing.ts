@@ -119,6 +119,24 @@ export class SendRouting {
     return this.route(partition, appended);
   }
 
+  /**
+   * A delivery whose pace key (a `key` function's, not the message's) lands in another partition than the
+   * delivery's: its event is published to the requests topic at the key's partition, for that partition's
+   * owner, with an event ID naming the delivery (so that a delivery read again, before its offset was
+   * committed, is taken once); resolves once published. Undefined when the key's partition is the
+   * delivery's: the event is appended here.
+   */
+  forward(key: string, message: InboundMessage, event: unknown): Promise<void> | undefined {
+    const { pacer, subscriber, broker, routes } = this.parts;
+    const partition = pacer.partitionOf(subscriber, key);
+    if (partition === undefined || partition === message.partition) return undefined;
+    checkKey(subscriber, key);
+    const eventId = `sluice.delivery:${message.topic}/${message.partition}@${message.offset}`;
+    // No reply: what is acknowledged is the delivery, once its event is on the requests topic.
+    const request: Request = { id: eventId, from: '', key, event: eventJson(event), eventId };
+    return broker.publish(routes.requests, request, { key, partition });
+  }
+
   /** Rejects the sends still waiting (`APP_STATE`) and leaves the replies' group. */
   async close(deadline?: Promise<void>): Promise<void> {
     this.closed = true;
@@ -192,7 +210,7 @@ export class SendRouting {
       if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
       reply = { id: request.id, error: { code: error.code, message: error.message } };
     }
-    await broker.publish(routes.replies, reply, { key: request.from });
+    if (request.from !== '') await broker.publish(routes.replies, reply, { key: request.from }); // a forward: none
   }
 
   /** Takes every reply fetched, answering the sends of this instance that wait for one. */

@@ -1,5 +1,5 @@
 import { SluiceError, show } from '../core/errors.js';
-import type { PublishOptions } from '../core/message.js';
+import type { InboundMessage, PublishOptions } from '../core/message.js';
 import type { Broker, Clock, Consumer, Logger } from '../core/ports.js';
 import { ranked } from '../dispatch/ranked.js';
 import { lanes, pool, type DispatchStrategy } from '../dispatch/strategy.js';
@@ -97,7 +97,8 @@ export class Subscription {
     const parts = { sub, clock, log, offsets, workers, pacer, stopping };
     this.ledger = new Ledger({ ...parts, deadLetters: this.deadLetterSender, watch, pump });
     const progress = (): void => this.progress();
-    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress });
+    const forward = (key: string, m: InboundMessage, event: unknown) => this.routing?.forward(key, m, event);
+    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress, forward });
     this.pacer = pacer;
     pacer?.attach(sub.name, this.intake.runArrived, broker.partitionOf?.bind(broker));
   }

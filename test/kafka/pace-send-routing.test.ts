@@ -21,15 +21,26 @@ describe.skipIf(!kafkaBrokers)('app.send routed to the owner on Kafka', { timeou
     await closeAll();
   });
 
-  function instance(label: string, name: string, topic: string, prefix: string, clock: ManualClock, seen: RunInfo[]) {
+  function instance(
+    label: string,
+    name: string,
+    topic: string,
+    prefix: string,
+    clock: ManualClock,
+    seen: RunInfo[],
+    events: unknown[][] = [],
+    paceKey?: (value: { key: string }) => string,
+  ) {
     const store = testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' });
     const app = new App({ name, logger: jsonLogger({ level: 'error' }), clock, store, shutdownTimeoutMs: 10_000 });
     app.withBroker(testKafka(), (b) =>
       b.include(
-        subscriber(topic, (_events: unknown[], ctx) => {
+        subscriber(topic, (batch: unknown[], ctx) => {
           seen.push(ctx.run!);
+          events.push(batch);
         })
           .name('ev')
+          .key(paceKey ? ({ value }) => paceKey(value as unknown as { key: string }) : ({ key }) => key)
           .workers(4)
           .pace({ batch: { wait: '1 s' } })
           .build(),
@@ -66,5 +77,34 @@ describe.skipIf(!kafkaBrokers)('app.send routed to the owner on Kafka', { timeou
     const runOf = new Map(seen.map((r) => [r.key, r.id]));
     expect(runOf.size).toBe(KEYS);
     receipts.forEach(([first], k) => expect(runOf.get(`key-${k}`)).toBe(runIdOf(first)));
+  });
+
+  it('a pace key that is not the message key: a key’s events, through every partition, gather in one window on its owner', async () => {
+    const topic = uniqueTopic('repartition');
+    const producer = testKafka();
+    await producer.createTopic(topic, PARTITIONS);
+    const name = `repartition-${uniquePrefix('r')}`;
+    const prefix = uniquePrefix('repartition');
+    const clock = new ManualClock(T0);
+    const seen: RunInfo[] = [];
+    const events: unknown[][] = [];
+    const byEvent = (value: { key: string }) => value.key;
+    const both = [
+      instance('a', name, topic, prefix, clock, seen, events, byEvent),
+      instance('b', name, topic, prefix, clock, seen, events, byEvent),
+    ];
+    for (const app of both) await app.start();
+    // Every event of a key under a message key of its own: a key's events are spread over the partitions.
+    await Promise.all(
+      Array.from({ length: KEYS }, async (_, k) => {
+        for (let n = 0; n < 4; n++) await producer.publish(topic, { key: `key-${k}`, n }, { key: `m-${k}-${n}` });
+      }),
+    );
+    await Promise.all(both.map((a) => a.idle())); // read, and forwarded events taken by their owners
+    await clock.advance(1_000);
+    await Promise.all(both.map((a) => a.idle()));
+    expect(new Set(seen.map((r) => r.key)).size).toBe(KEYS);
+    expect(seen).toHaveLength(KEYS); // one run a key
+    for (const batch of events) expect((batch as { n: number }[]).map((e) => e.n).sort()).toEqual([0, 1, 2, 3]);
   });
 });

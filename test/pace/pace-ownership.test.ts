@@ -210,3 +210,48 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     expect(await second.append(Buffer.from('next'))).toBe(2);
   });
 });
+
+describe('pace, shards owned by partition, a pace key that is not the message key (memory broker)', () => {
+  it('a key whose events come through several partitions gathers them in one window, on its partition’s owner', async () => {
+    const clock = new ManualClock(T0);
+    const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
+    const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
+    const seen: Seen[] = [];
+    const make = (name: string) =>
+      new App({ name: 'owners', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(
+        broker,
+        (b) =>
+          b.include(
+            subscriber('ev', (events: { key: string; n: number }[], ctx) => {
+              seen.push({ instance: name, run: ctx.run!, events });
+            })
+              .name('ev')
+              .key(({ value }) => (value as unknown as { key: string }).key) // the pace key: the event's
+              .workers(4)
+              .pace({ batch: { wait: '1 s' } })
+              .build(),
+          ),
+      );
+    const a = make('a');
+    const b = make('b');
+    await a.start();
+    await b.start();
+    // Each event of a key goes out under a message key of its own, so a key's events land in every partition.
+    for (let n = 0; n < 6; n++)
+      for (let k = 0; k < KEYS; k++) await broker.publish('ev', { key: `k${k}`, n }, { key: `m${k}-${n}` });
+    await Promise.all([a.idle(), b.idle()]);
+    await clock.advance(1_000);
+    await Promise.all([a.idle(), b.idle()]);
+    const byKey = new Map<string, Seen[]>();
+    for (const s of seen) byKey.set(s.run.key, [...(byKey.get(s.run.key) ?? []), s]);
+    expect(byKey.size).toBe(KEYS);
+    for (const [key, runs] of byKey) {
+      expect(runs.length, key).toBe(1);
+      expect(runs[0]!.events.map((e) => e.n).sort()).toEqual([0, 1, 2, 3, 4, 5]);
+      // On the owner of the pace key's partition.
+      const owner = broker.partitionOf(key, PARTITIONS);
+      expect(runs[0]!.instance === 'a' ? [0, 2] : [1, 3]).toContain(owner);
+    }
+    await Promise.all([a.stop(), b.stop()]);
+  });
+});

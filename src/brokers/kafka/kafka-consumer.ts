@@ -237,17 +237,31 @@ export class KafkaConsumer implements Consumer {
   async lag(): Promise<number> {
     const owned = this.partitions.assignment;
     if (owned.size === 0 || this.closing) return 0;
+    const requests = this.request.requests?.topic;
+    const [lag, unanswered] = await Promise.all([
+      this.lagOf(this.request.topic, owned, (p) => this.partitions.feed(p)?.position),
+      // Requests are committed once handled: what is above the committed offset waits for an answer.
+      requests === undefined ? 0 : this.lagOf(requests, owned, () => undefined),
+    ]);
+    return lag + unanswered;
+  }
+
+  /** Messages of `topic`'s partitions in `owned` past `position` (else past the group's committed offset). */
+  private async lagOf(
+    topic: string,
+    owned: ReadonlySet<number>,
+    position: (partition: number) => number | undefined,
+  ): Promise<number> {
     const [ends, committed] = await Promise.all([
-      this.admin.fetchTopicOffsets(this.request.topic),
-      this.admin.fetchOffsets({ groupId: this.request.group, topics: [this.request.topic] }),
+      this.admin.fetchTopicOffsets(topic),
+      this.admin.fetchOffsets({ groupId: this.request.group, topics: [topic] }),
     ]);
     const committedOf = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
     let lag = 0;
     for (const end of ends) {
       if (!owned.has(end.partition)) continue;
       const c = committedOf.get(end.partition) ?? -1;
-      const position = this.partitions.feed(end.partition)?.position ?? (c >= 0 ? c : Number(end.low));
-      lag += Math.max(0, Number(end.high) - position);
+      lag += Math.max(0, Number(end.high) - (position(end.partition) ?? (c >= 0 ? c : Number(end.low))));
     }
     return lag;
   }

@@ -58,8 +58,9 @@ export class MemoryConsumer implements Consumer {
     return waiting;
   }
 
+  /** What is left to read: of the topic, and of the requests topic read beside it. */
   async lag(): Promise<number> {
-    return this.backlog();
+    return this.backlog() + (this.requests?.waiting() ?? 0);
   }
 
   assigned(): readonly number[] {

@@ -43,6 +43,13 @@ export class MemoryRequests {
     });
   }
 
+  /** Requests of the partitions read here not yet handled (the one being handled too). */
+  waiting(): number {
+    let n = 0;
+    for (const r of this.reading.values()) n += this.group.log.endOffset(r.partition) - r.position;
+    return n;
+  }
+
   /** Stops reading every partition, once the handling under way settled (a revoke waits for it). */
   async stop(): Promise<void> {
     const all = [...this.reading.values()];
