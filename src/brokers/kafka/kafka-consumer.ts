@@ -8,6 +8,7 @@ import { Waiters } from '../../core/waiters.js';
 import { BatchReader, SESSION_CLOCK } from './batch-reader.js';
 import { CrashRestarts } from './crash-restarts.js';
 import type { KafkaConsumerSettings } from './options.js';
+import { groupLag } from './group-lag.js';
 import { OwnedPartitions } from './owned-partitions.js';
 import { PartitionEnds } from './partition-ends.js';
 import { OffsetCommits, pending } from './offset-commits.js';
@@ -237,33 +238,14 @@ export class KafkaConsumer implements Consumer {
   async lag(): Promise<number> {
     const owned = this.partitions.assignment;
     if (owned.size === 0 || this.closing) return 0;
-    const requests = this.request.requests?.topic;
+    const { group, requests: reading } = this.request;
+    const requests = reading?.topic;
     const [lag, unanswered] = await Promise.all([
-      this.lagOf(this.request.topic, owned, (p) => this.partitions.feed(p)?.position),
+      groupLag(this.admin, group, this.request.topic, owned, (p) => this.partitions.feed(p)?.position),
       // Requests are committed once handled: what is above the committed offset waits for an answer.
-      requests === undefined ? 0 : this.lagOf(requests, owned, () => undefined),
+      requests === undefined ? 0 : groupLag(this.admin, group, requests, owned, () => undefined),
     ]);
     return lag + unanswered;
-  }
-
-  /** Messages of `topic`'s partitions in `owned` past `position` (else past the group's committed offset). */
-  private async lagOf(
-    topic: string,
-    owned: ReadonlySet<number>,
-    position: (partition: number) => number | undefined,
-  ): Promise<number> {
-    const [ends, committed] = await Promise.all([
-      this.admin.fetchTopicOffsets(topic),
-      this.admin.fetchOffsets({ groupId: this.request.group, topics: [topic] }),
-    ]);
-    const committedOf = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-    let lag = 0;
-    for (const end of ends) {
-      if (!owned.has(end.partition)) continue;
-      const c = committedOf.get(end.partition) ?? -1;
-      lag += Math.max(0, Number(end.high) - (position(end.partition) ?? (c >= 0 ? c : Number(end.low))));
-    }
-    return lag;
   }
 
   assigned(): readonly number[] {
