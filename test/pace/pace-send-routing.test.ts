@@ -13,6 +13,7 @@ import {
   silentLogger,
   subscriber,
   type MemoryStore,
+  type PaceOptions,
   type RunInfo,
 } from '../../src/index.js';
 import { Gate, runIdOf, turns } from '../helpers.js';
@@ -146,6 +147,38 @@ describe('app.send routed to the owner of the key’s partition (memory broker, 
     expect(run).toMatchObject({ instance: 'b', events: ['moved'] });
     expect(run.run.id).toBe(runIdOf(receipt));
     expect(broker.committed('owners', REQUESTS)[1]).toBe(1); // committed once answered
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it('a key’s drop rate holds across instances: it counts every start, whichever instance took it', async () => {
+    const { clock, broker, store } = setup();
+    const started: { instance: string; key: string; at: number }[] = [];
+    const rated = (name: string, pace: PaceOptions) =>
+      new App({ name: 'owners', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(
+        broker,
+        (b) =>
+          b.include(
+            subscriber('ev', (_event: unknown, ctx) => {
+              started.push({ instance: name, key: ctx.run!.key, at: clock.now() });
+            })
+              .name('ev')
+              .workers(4)
+              .pace(pace)
+              .build(),
+          ),
+      );
+    const a = rated('a', { drop: { max: 2, per: '1 min' } });
+    const b = rated('b', { drop: { max: 2, per: '1 min' } });
+    await a.start();
+    await b.start();
+    const keys = [keyIn(broker, 0), keyIn(broker, 1)]; // owned by different instances
+    const receipts = [];
+    for (let i = 0; i < 6; i++)
+      for (const key of keys) receipts.push(await [a, b][i % 2]!.send('ev', { key, event: { i } }));
+    await Promise.all([a.idle(), b.idle()]);
+    // Per key: 2 runs in the minute, the other 4 starts dropped, though each instance sent half of them.
+    for (const key of keys) expect(started.filter((s) => s.key === key)).toHaveLength(2);
+    expect(receipts.filter((r) => r.kind === 'dropped')).toHaveLength(8);
     await Promise.all([a.stop(), b.stop()]);
   });
 });
