@@ -352,6 +352,7 @@ for (let round = 0; round < ROUNDS; round++) {
 
 const med = (f: (x: { raw: Round; sluice: Round }) => number): number => median(rounds.map(f));
 const ms = (x: number): string => x.toFixed(1);
+const ratio = (x: number): string => x.toFixed(x < 0.1 ? 3 : 2);
 const rawP50 = (x: { raw: Round }) => pct(x.raw.lat.routed, 0.5);
 const rawP99 = (x: { raw: Round }) => pct(x.raw.lat.routed, 0.99);
 const rows: [string, (x: { sluice: Round }) => number[]][] = [
@@ -369,7 +370,7 @@ console.log(
 );
 for (const [label, of] of rows)
   console.log(
-    `| ${label} | ${fmt(med((x) => of(x).length))} | ${ms(med((x) => pct(of(x), 0.5)))} | ${ms(med((x) => pct(of(x), 0.99)))} | ${ms(med(rawP50))} | ${ms(med(rawP99))} | ${med((x) => rawP50(x) / pct(of(x), 0.5)).toFixed(2)} | ${med((x) => rawP99(x) / pct(of(x), 0.99)).toFixed(2)} |`,
+    `| ${label} | ${fmt(med((x) => of(x).length))} | ${ms(med((x) => pct(of(x), 0.5)))} | ${ms(med((x) => pct(of(x), 0.99)))} | ${ms(med(rawP50))} | ${ms(med(rawP99))} | ${ratio(med((x) => rawP50(x) / pct(of(x), 0.5)))} | ${ratio(med((x) => rawP99(x) / pct(of(x), 0.99)))} |`,
   );
 const ratios = rounds.map((x) => x.sluice.tput.rate / x.raw.tput.rate);
 console.log(`\n(2) throughput, ${CONCURRENCY} concurrent senders for ${SECONDS} s (median of ${ROUNDS} rounds)\n`);
