@@ -148,7 +148,7 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     });
   });
 
-  it('opening a shard fences its last owner: its pending and later appends reject with STORE_FENCED', async () => {
+  it('opening a shard fences its last owner: its pending appends reject with STORE_FENCED, its later ones throw it', async () => {
     const store = memoryStore({ shards: 2, ownership: 'partition' });
     await store.open();
     const first = await store.openShard!(1);
@@ -156,7 +156,9 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     const pending = first.append(Buffer.from('lost')).catch((error: unknown) => error);
     const second = await store.openShard!(1);
     expect(await pending).toMatchObject({ code: 'STORE_FENCED' });
-    await expect(first.append(Buffer.from('late'))).rejects.toMatchObject({ code: 'STORE_FENCED' });
+    // Refused before an LSN is given, as the file and Kafka logs refuse an append once failed.
+    expect(() => first.append(Buffer.from('late'))).toThrow(expect.objectContaining({ code: 'STORE_FENCED' }));
+    expect(first.assignedLsn()).toBe(1);
     const records: string[] = [];
     await second.replay(1, (_lsn, r) => records.push(Buffer.from(r).toString()));
     expect(records).toEqual(['kept']);
