@@ -2,7 +2,7 @@ import { SluiceError } from '../core/errors.js';
 import type { Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
 import type { ShardHost } from '../store/shard-host.js';
-import { RunsOut } from './runs-out.js';
+import { RunsOut, type RunOut } from './runs-out.js';
 
 type Host = ShardHost<PaceState, PaceOutput>;
 
@@ -70,21 +70,29 @@ export class OwnedShards {
   }
 
   /** A run of `shard` leaves for the workers; false (it stays for the next owner) while the shard is handed over. */
-  runLeaves(id: string, shard: number): boolean {
+  runLeaves(run: RunOut, shard: number): boolean {
     if (this.releasing.has(shard)) return false;
-    this.runsOut.add(id, shard);
+    this.runsOut.add(run, shard);
     return true;
   }
 
-  /** The host that records the end of run `id`: its shard's, if this instance still holds it. */
-  hostOfRun(id: string): Host | undefined {
-    const shard = this.runsOut.shardOf(id);
+  /**
+   * Whether `run` (as it was handed out) is still this instance's to run: false once its shard was handed
+   * over (past the revoke's deadline, its runs out are let go), even if the shard came back since.
+   */
+  holds(run: RunOut): boolean {
+    return this.runsOut.shardOf(run) !== undefined;
+  }
+
+  /** The host that records the end of `run`: its shard's, if this instance still holds it. */
+  hostOfRun(run: RunOut): Host | undefined {
+    const shard = this.runsOut.shardOf(run);
     return shard === undefined ? undefined : this.hosts[shard];
   }
 
-  /** Run `id` finished, or will not finish here. */
-  runEnded(id: string): void {
-    this.runsOut.remove(id);
+  /** `run` finished, or will not finish here. */
+  runEnded(run: RunOut): void {
+    this.runsOut.remove(run);
   }
 
   /** No more changes: the app is closing (and closes the hosts owned then). */
