@@ -1,5 +1,5 @@
 import { SluiceError } from '../core/errors.js';
-import type { Logger, ShardLog, Store } from '../core/ports.js';
+import type { Faults, Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
 import type { ShardHost } from '../store/shard-host.js';
 import { RunsOut, type RunOut } from './runs-out.js';
@@ -14,6 +14,8 @@ export interface OwnedShardsParts {
   readonly makeHost: (shard: number, log: ShardLog) => Host;
   /** Called when an ownership change is done: `app.idle()` looks again. */
   readonly onProgress: () => void;
+  /** The simulator's broken behaviours (see `Faults`): none by default. */
+  readonly faults?: Faults;
 }
 
 /**
@@ -139,7 +141,7 @@ export class OwnedShards {
 
   private async closeShard(shard: number, deadline: Promise<void>): Promise<void> {
     const host = this.hosts[shard];
-    if (host === undefined) return;
+    if (host === undefined || this.parts.faults?.keepShardsOnRevoke) return;
     this.releasing.add(shard);
     host.stopTimers();
     try {

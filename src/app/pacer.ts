@@ -104,8 +104,8 @@ export class Pacer {
     const rules = this.faulty(paceRules(this.faults.ignoreRates ? withoutRates(this.paces) : this.paces));
     const makeHost = (shard: number, log: ShardLog): Host => this.makeHost(shard, log, rules);
     if (this.ownedByPartition) {
-      const { store, log, onProgress } = this;
-      this.owned = new OwnedShards({ store, log, makeHost, onProgress });
+      const { store, log, onProgress, faults } = this;
+      this.owned = new OwnedShards({ store, log, makeHost, onProgress, faults });
       this.opened = true;
       return;
     }

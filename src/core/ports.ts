@@ -311,6 +311,11 @@ export interface Faults {
    * the next has replayed, and routes records by the shards opened so far.
    */
   readonly serveShardsInTurn?: boolean;
+  /**
+   * A shard owned by partition is not handed over when its partition is revoked: it keeps serving (its
+   * timers fire, its runs go out) beside its next owner.
+   */
+  readonly keepShardsOnRevoke?: boolean;
 }
 
 /** The faults injected into options (see {@link Faults}); none when the key is not set. */
