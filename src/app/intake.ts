@@ -89,6 +89,7 @@ export class Intake {
       topic: sub.topic,
       arrivedAt,
       key,
+      held: () => pacer!.holds(run),
       order: run.order,
       attempt: 1,
       context: undefined,

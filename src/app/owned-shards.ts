@@ -1,9 +1,9 @@
 import { SluiceError, show } from '../core/errors.js';
 import { Waiters } from '../core/waiters.js';
-import type { Logger, ShardLog, Store } from '../core/ports.js';
+import type { Faults, Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
 import type { ShardHost } from '../store/shard-host.js';
-import { RunsOut } from './runs-out.js';
+import { RunsOut, type RunOut } from './runs-out.js';
 
 type Host = ShardHost<PaceState, PaceOutput>;
 
@@ -32,6 +32,8 @@ export interface OwnedShardsParts {
   readonly makeHost: (shard: number, log: ShardLog) => Host;
   /** Called when an ownership change is done: `app.idle()` looks again. */
   readonly onProgress: () => void;
+  /** The simulator's broken behaviours (see `Faults`): none by default. */
+  readonly faults?: Faults;
 }
 
 /**
@@ -105,14 +107,14 @@ export class OwnedShards {
   }
 
   /** A run of `shard` leaves for the workers; false (it stays for the next owner) while the shard is handed over. */
-  runLeaves(id: string, shard: number): boolean {
+  runLeaves(run: RunOut, shard: number): boolean {
     if (this.releasing.has(shard)) return false;
-    this.runsOut.add(id, shard);
+    this.runsOut.add(run, shard);
     return true;
   }
 
   /**
-   * Whether run `id`, out for the workers, may start an attempt now: its shard is still here and not being
+   * Whether `run`, out for the workers, may start an attempt now: its shard is still here and not being
    * handed over, and `inSession` (the consumer's) says the group may still count the shard's partition as
    * this instance's. While it may not, the answer is a promise, which resolves true once it may, or false
    * once it never will here (the shard handed over, the subscription stopping): the run stays recorded as started, for
@@ -120,15 +122,15 @@ export class OwnedShards {
    * replaced before it learns it: the runs it had handed out wait until its consumer hears from the group.
    */
   mayStart(
-    id: string,
+    run: RunOut,
     inSession: (partition: number) => true | Promise<void>,
     stop: StopSignal,
   ): boolean | Promise<boolean> {
-    const shard = this.runsOut.shardOf(id);
+    const shard = this.runsOut.shardOf(run);
     if (shard === undefined) return false;
     const here = (): boolean =>
       !stop.stopping() &&
-      this.runsOut.shardOf(id) === shard &&
+      this.runsOut.shardOf(run) === shard &&
       !this.releasing.has(shard) &&
       this.hosts[shard] !== undefined;
     if (!here()) return false;
@@ -154,15 +156,23 @@ export class OwnedShards {
     return true;
   }
 
-  /** The host that records the end of run `id`: its shard's, if this instance still holds it. */
-  hostOfRun(id: string): Host | undefined {
-    const shard = this.runsOut.shardOf(id);
+  /**
+   * Whether `run` (as it was handed out) is still this instance's to run: false once its shard was handed
+   * over (past the revoke's deadline, its runs out are let go), even if the shard came back since.
+   */
+  holds(run: RunOut): boolean {
+    return this.runsOut.shardOf(run) !== undefined;
+  }
+
+  /** The host that records the end of `run`: its shard's, if this instance still holds it. */
+  hostOfRun(run: RunOut): Host | undefined {
+    const shard = this.runsOut.shardOf(run);
     return shard === undefined ? undefined : this.hosts[shard];
   }
 
-  /** Run `id` finished, or will not finish here. */
-  runEnded(id: string): void {
-    this.runsOut.remove(id);
+  /** `run` finished, or will not finish here. */
+  runEnded(run: RunOut): void {
+    this.runsOut.remove(run);
   }
 
   /** No more changes: the app is closing (and closes the hosts owned then). */
@@ -209,7 +219,7 @@ export class OwnedShards {
 
   private async closeShard(shard: number, deadline: Promise<void>): Promise<void> {
     const host = this.hosts[shard];
-    if (host === undefined) return;
+    if (host === undefined || this.parts.faults?.keepShardsOnRevoke) return;
     this.releasing.add(shard);
     this.handingOver.wake();
     host.stopTimers();

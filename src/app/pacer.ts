@@ -104,8 +104,8 @@ export class Pacer {
     const rules = rulesOf(this.paces, this.faults);
     const makeHost = (shard: number, log: ShardLog): Host => this.makeHost(shard, log, rules);
     if (this.ownedByPartition) {
-      const { store, log, onProgress } = this;
-      this.owned = new OwnedShards({ store, log, makeHost, onProgress });
+      const { store, log, onProgress, faults } = this;
+      this.owned = new OwnedShards({ store, log, makeHost, onProgress, faults });
       this.opened = true;
       return;
     }
@@ -220,12 +220,12 @@ export class Pacer {
     const key = coordinatorKey(run.subscriber, run.key);
     const owned = this.owned;
     try {
-      const host = owned ? owned.hostOfRun(run.id) : this.host(key);
+      const host = owned ? owned.hostOfRun(run) : this.host(key);
       if (host === undefined)
         throw new SluiceError('SHARD_NOT_OWNED', `pace: run ${run.id} ended after its shard was handed over`);
       await host.submit({ key, type: DONE, data: run.id });
     } finally {
-      owned?.runEnded(run.id);
+      owned?.runEnded(run);
     }
   }
 
@@ -239,12 +239,20 @@ export class Pacer {
     inSession: (partition: number) => true | Promise<void>,
     stop: StopSignal,
   ): boolean | Promise<boolean> {
-    return this.owned?.mayStart(run.id, inSession, stop) ?? true;
+    return this.owned?.mayStart(run, inSession, stop) ?? true;
   }
 
   /** A run will not finish here (abandoned at a stop or a revoke): it runs again on restart, or on the next owner. */
   letGo(run: PaceRun): void {
-    this.owned?.runEnded(run.id);
+    this.owned?.runEnded(run);
+  }
+
+  /**
+   * Whether a run handed out here is still this instance's to run: under a store owned by partition, not
+   * once its shard was handed over (its next owner runs it), so that it is neither started nor retried here.
+   */
+  holds(run: PaceRun): boolean {
+    return this.owned === undefined || this.owned.holds(run);
   }
 
   /** True when no record waits to become durable and no shard is being restored or handed over. */
@@ -308,7 +316,7 @@ export class Pacer {
         runId: run.id,
       });
     // A shard being handed over keeps its run, recorded as started: its next owner runs it, under the same ID.
-    if (this.owned && !this.owned.runLeaves(run.id, shard)) return;
+    if (this.owned && !this.owned.runLeaves(run, shard)) return;
     target(run);
   };
 }

@@ -68,6 +68,8 @@ export interface Run extends Attempted {
   /** When the run reached its subscription: `ctx.message.timestamp`. */
   readonly arrivedAt: number;
   readonly key: string;
+  /** False once the run is no longer this instance's (its shard handed over): it is not started or retried. */
+  readonly held: () => boolean;
 }
 
 /** The watermarks a delivery or a batch is counted in; none for a run. */
@@ -88,6 +90,6 @@ export function watermarksOf(work: Work): readonly Watermark[] {
  */
 export function isRevoked(work: Work): boolean {
   if (work.kind === 'delivery') return work.marks.revoked;
-  if (work.kind === 'run') return false;
+  if (work.kind === 'run') return !work.held();
   return work.marks.every((m) => m.revoked);
 }

@@ -259,9 +259,9 @@ export interface Store {
    */
   readonly ownership?: 'all' | 'partition';
   /**
-   * Takes shard `shard` (a store owned by partition): whoever had it before is fenced (its pending and later
-   * appends reject with `STORE_FENCED`), and the log returned reads back every record the previous owner's
-   * appends resolved. `log(shard)` returns it until `closeShard`.
+   * Takes shard `shard` (a store owned by partition): whoever had it before is fenced (its pending appends
+   * reject with `STORE_FENCED`, and its later ones throw it, before an LSN is given), and the log returned
+   * reads back every record the previous owner's appends resolved. `log(shard)` returns it until `closeShard`.
    */
   openShard?(shard: number): Promise<ShardLog>;
   /** Lets shard `shard` go (a store owned by partition), after its pending appends settled. */
@@ -367,6 +367,11 @@ export interface Faults {
    * the next has replayed, and routes records by the shards opened so far.
    */
   readonly serveShardsInTurn?: boolean;
+  /**
+   * A shard owned by partition is not handed over when its partition is revoked: it keeps serving (its
+   * timers fire, its runs go out) beside its next owner.
+   */
+  readonly keepShardsOnRevoke?: boolean;
 }
 
 /** The faults injected into options (see {@link Faults}); none when the key is not set. */

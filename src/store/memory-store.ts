@@ -227,10 +227,12 @@ class MemoryShardLog implements ShardLog {
   }
 
   append(record: Uint8Array): Promise<number> {
+    // Refused as the file and Kafka logs refuse an append once they failed: by a throw, before an LSN is
+    // given (a rejected promise would leave the caller's record under the last LSN, and unheard).
+    if (this.fenced) throw this.fenced;
     checkRecord(record);
-    if (this.lost) return new Promise(() => {});
-    if (this.fenced) return Promise.reject(this.fenced);
     this.records.push(record);
+    if (this.lost) return new Promise(() => {}); // its LSN given, as the caller reads it; never durable
     const lsn = this.records.length;
     if (!this.scheduled) {
       this.scheduled = true;

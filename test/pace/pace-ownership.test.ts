@@ -195,7 +195,7 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     });
   });
 
-  it('opening a shard fences its last owner: its pending and later appends reject with STORE_FENCED', async () => {
+  it('opening a shard fences its last owner: its pending appends reject with STORE_FENCED, its later ones throw it', async () => {
     const store = memoryStore({ shards: 2, ownership: 'partition' });
     await store.open();
     const first = await store.openShard!(1);
@@ -203,7 +203,9 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     const pending = first.append(Buffer.from('lost')).catch((error: unknown) => error);
     const second = await store.openShard!(1);
     expect(await pending).toMatchObject({ code: 'STORE_FENCED' });
-    await expect(first.append(Buffer.from('late'))).rejects.toMatchObject({ code: 'STORE_FENCED' });
+    // Refused before an LSN is given, as the file and Kafka logs refuse an append once failed.
+    expect(() => first.append(Buffer.from('late'))).toThrow(expect.objectContaining({ code: 'STORE_FENCED' }));
+    expect(first.assignedLsn()).toBe(1);
     const records: string[] = [];
     await second.replay(1, (_lsn, r) => records.push(Buffer.from(r).toString()));
     expect(records).toEqual(['kept']);
@@ -255,3 +257,84 @@ describe('pace, shards owned by partition, a pace key that is not the message ke
     await Promise.all([a.stop(), b.stop()]);
   });
 });
+
+describe('pace, shards owned by partition: a fenced owner, work let go at a revoke', () => {
+  it('an instance whose shard another opened takes no send for it: nothing is recorded, and nothing left unhandled', async () => {
+    const clock = new ManualClock(T0);
+    const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
+    const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
+    const a = instance('a', broker, store, clock, []);
+    await a.start();
+    const key = keyIn(broker, 1);
+    await a.send('ev', { key, event: { key, n: 0 } }); // durable: the shard has a record
+    const other = await store.openShard!(1); // as an instance that took partition 1 from a cut-off one would
+    // Before, the fenced log's rejected append left the record under the last LSN: a RangeError, and the
+    // append's rejection unhandled. Now the local append is refused (STORE_FENCED) and the send goes to the
+    // requests topic for the partition's owner: here none answers, so it times out.
+    const sending = a.send('ev', { key, event: { key, n: 1 } }).catch((error: unknown) => error);
+    await turns(20);
+    await clock.advance(30_000); // sendTimeoutMs
+    expect(await sending).toMatchObject({ code: 'SEND_TIMEOUT' });
+    expect(other.durableLsn()).toBe(1); // only the first event
+    await a.stop();
+  });
+
+  it('a run let go at a revoke’s deadline is not retried once its shard was handed over, even back to the same instance', async () => {
+    const clock = new ManualClock(T0);
+    const broker = new MemoryBroker({ topics: { ev: 1 } });
+    const store = memoryStore({ shards: 1, ownership: 'partition' });
+    const calls: { runId: string; attempt: number }[] = [];
+    let failFirst: (error: Error) => void = () => {};
+    const app = () =>
+      new App({ name: 'owners', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(
+        broker,
+        (b) =>
+          b.include(
+            subscriber('ev', (_events: unknown, ctx) => {
+              calls.push({ runId: ctx.run!.id, attempt: ctx.message.attempt });
+              // The first call hangs past the revoke's deadline, and fails after the hand-over.
+              if (calls.length === 1) return new Promise<void>((_resolve, reject) => (failFirst = reject));
+              return undefined;
+            })
+              .name('ev')
+              .pace({ batch: { wait: '1 s' } })
+              .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
+              .build(),
+          ),
+      );
+    const a = app();
+    await a.start();
+    await a.send('ev', { key: 'k', event: { n: 0 } });
+    await clock.advance(1_000);
+    await turns(20);
+    expect(calls).toHaveLength(1); // running on a, and held
+    const b = app();
+    const joined = b.start(); // a revokes partition 0: its run is out, so it waits for the deadline
+    await turns(20);
+    await clock.advance(1_000); // the deadline: the shard is handed over, its run let go
+    await joined; // partition 0 is dealt to a again (the first member): a restores the shard, resumes the run
+    await turns(20);
+    failFirst(new Error('the first call fails at last')); // the resumed run, held behind it by its key, goes
+    await turns(20);
+    await clock.advance(1_000); // past the retry's backoff
+    await turns(20);
+    await clock.advance(1_000);
+    await turns(20);
+    // Before, the first call's failure was retried too: the run ran a third time, after it had finished.
+    const id = calls[0]!.runId;
+    expect(calls).toEqual([
+      { runId: id, attempt: 1 },
+      { runId: id, attempt: 1 },
+    ]);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+});
+
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** A key that the broker puts in partition `p`. */
+function keyIn(broker: MemoryBroker, p: number): string {
+  for (let i = 0; ; i++) if (broker.partitionOf(`probe-${i}`, PARTITIONS) === p) return `probe-${i}`;
+}

@@ -77,7 +77,7 @@ const byRun = (h: History): Map<string, History['runs']> => {
 };
 
 /** A run ID always carries the same events: re-runs (retries, restarts) never see another window. */
-function sameRunSameInput(h: History): string[] {
+export function sameRunSameInput(h: History): string[] {
   const out: string[] = [];
   for (const [id, runs] of byRun(h)) {
     const first = runs[0]!;
@@ -95,12 +95,12 @@ function sameRunSameInput(h: History): string[] {
   return out;
 }
 
-function noEmptyRun(h: History): string[] {
+export function noEmptyRun(h: History): string[] {
   return h.runs.filter((r) => r.size < 1 || r.events.length < 1).map((r) => `run ${r.sub}/${r.runId} ran empty`);
 }
 
 /** A receipt never changes: every receipt for one event ID names the same run; only the first is not a duplicate. */
-function receiptsNeverChange(h: History): string[] {
+export function receiptsNeverChange(h: History): string[] {
   const out: string[] = [];
   const first = new Map<string, History['acks'][number]>();
   for (const a of h.acks) {
@@ -127,7 +127,7 @@ function receiptsNeverChange(h: History): string[] {
  * Every event is in at most one run, and an acknowledged event is in the run its receipt named (batch
  * subscribers carry every event; a debounced run carries only its latest).
  */
-function eventsInOneRun(h: History): string[] {
+export function eventsInOneRun(h: History): string[] {
   const out: string[] = [];
   const runOf = new Map<string, string>();
   for (const [id, runs] of byRun(h)) {
@@ -182,7 +182,7 @@ export function everyWindowRan(h: History): string[] {
 }
 
 /** No more than a rate's `max` runs of a key start in any of its periods (distinct runs, by when they started). */
-function ratesKept(h: History): string[] {
+export function ratesKept(h: History): string[] {
   const out: string[] = [];
   for (const [sub, { max, perMs }] of Object.entries(RATES)) {
     const starts = new Map<string, Map<string, number>>();
@@ -202,7 +202,7 @@ function ratesKept(h: History): string[] {
 }
 
 /** A dropped start makes no run, and an event ID answered dropped is never answered with a run (nor the reverse). */
-function droppedNeverRan(h: History): string[] {
+export function droppedNeverRan(h: History): string[] {
   const out: string[] = [];
   const ran = new Set(h.runs.flatMap((r) => r.events.map((n) => `${r.sub}/${n}`)));
   for (const d of h.drops)

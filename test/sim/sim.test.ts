@@ -2,14 +2,18 @@
  * The deterministic simulation in CI: 500 seeds of the real engine on a faulty simulated disk must keep
  * every promise — from a seed that changes with each run (printed; `SLUICE_SIM_FROM` repeats a run), so
  * that CI tries new seeds every time — and so must every seed that once failed. Each deliberately broken
- * engine must be caught within 2,000 seeds. `npm run sim` runs longer soaks; a failing seed prints the
- * command that replays it.
+ * engine must be caught within 2,000 seeds. So too in the partitioned world (shards owned by partition,
+ * instances joining, leaving, crashing and turning zombie): 300 seeds (`SLUICE_SIM_OWNERS_SEEDS`), and its
+ * broken engines caught within 500. `npm run sim` runs longer soaks; a failing seed prints the command
+ * that replays it.
  */
 import { describe, expect, it } from 'vitest';
-import { SABOTAGES, simulate, startSeed, type Sabotage, type SimOptions } from './simulate.js';
+import { FILE_SABOTAGES, OWNERS_SABOTAGES, simulate, startSeed, type Sabotage, type SimOptions } from './simulate.js';
 
 const SEEDS = Number(process.env.SLUICE_SIM_SEEDS ?? 500);
 const FROM = startSeed(SEEDS, process.env.SLUICE_SIM_FROM, 'SLUICE_SIM_FROM');
+const OWNERS_SEEDS = Number(process.env.SLUICE_SIM_OWNERS_SEEDS ?? 300);
+const OWNERS_FROM = startSeed(OWNERS_SEEDS, process.env.SLUICE_SIM_OWNERS_FROM, 'SLUICE_SIM_OWNERS_FROM');
 
 /**
  * Seeds that once failed, with the steps they failed at: each must pass for good. Add a seed here, with
@@ -27,6 +31,13 @@ const REGRESSIONS: readonly (SimOptions & { seed: number; found: string })[] = [
   { seed: 7770943, steps: 600, found: 'drop: 3 runs of a key within 2,997 ms (the same)' },
   { seed: 7771526, steps: 600, found: 'drop: 3 runs of a key within 2,996 ms (the same)' },
   { seed: 7772678, steps: 600, found: 'drop: 3 runs of a key within 2,997 ms (the same)' },
+  {
+    seed: 25,
+    steps: 300,
+    world: 'owners',
+    found:
+      'a run let go at a revoke’s deadline failed, was retried on the instance that had the shard back, and ran after it had finished there',
+  },
   {
     seed: 7770610,
     steps: 600,
@@ -68,8 +79,8 @@ describe('deterministic simulation', () => {
 
   it.each(REGRESSIONS)(
     'keeps every promise on seed $seed ($steps steps), which once failed: $found',
-    async ({ seed, steps }) => {
-      const r = await simulate(seed, { steps });
+    async ({ seed, steps, world }) => {
+      const r = await simulate(seed, { steps, world });
       expect(r.violations, r.replay).toEqual([]);
     },
   );
@@ -93,7 +104,7 @@ describe('deterministic simulation', () => {
     expect((await simulate(...replayed(long.replay))).notes).toEqual(long.notes);
   });
 
-  it.each(SABOTAGES)(
+  it.each(FILE_SABOTAGES)(
     'catches the broken engine "%s" within 2,000 seeds',
     async (bad) => {
       let caught: number | undefined;
@@ -104,10 +115,58 @@ describe('deterministic simulation', () => {
     },
     600_000,
   );
+
+  it(`keeps every promise over ${OWNERS_SEEDS} seeds of the partitioned world: instances that join, leave, crash and turn zombie`, async () => {
+    console.log(
+      `owners simulation: ${OWNERS_SEEDS} seeds from ${OWNERS_FROM} (again: SLUICE_SIM_OWNERS_FROM=${OWNERS_FROM}${OWNERS_SEEDS !== 300 ? ` SLUICE_SIM_OWNERS_SEEDS=${OWNERS_SEEDS}` : ''} npx vitest run test/sim)`,
+    );
+    const failures: string[] = [];
+    const seen = { lives: 0, acks: 0, runs: 0, published: 0 };
+    for (let seed = OWNERS_FROM; seed < OWNERS_FROM + OWNERS_SEEDS; seed++) {
+      const r = await simulate(seed, { world: 'owners' });
+      for (const k of ['lives', 'acks', 'runs', 'published'] as const) seen[k] += r.stats[k];
+      if (r.violations.length > 0)
+        failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${r.replay}`);
+    }
+    expect(failures, `seeds from ${OWNERS_FROM}`).toEqual([]);
+    // Instances came and went (more lives than the first one or two), receipts came back, runs ran.
+    expect(seen.lives).toBeGreaterThan(OWNERS_SEEDS * 4);
+    expect(seen.acks).toBeGreaterThan(OWNERS_SEEDS * 10);
+    expect(seen.runs).toBeGreaterThan(OWNERS_SEEDS * 20);
+    expect(seen.published).toBeGreaterThan(OWNERS_SEEDS * 20);
+  }, 600_000);
+
+  it('replays a seed of the partitioned world exactly', async () => {
+    const a = await simulate(7, { world: 'owners' });
+    const b = await simulate(7, { world: 'owners' });
+    expect(b.stats).toEqual(a.stats);
+    expect(b.notes).toEqual(a.notes);
+    expect(a.replay).toBe('npm run sim -- --seed 7 --steps 300 --world owners');
+    expect((await simulate(...replayed(a.replay))).notes).toEqual(a.notes);
+  });
+
+  it.each(OWNERS_SABOTAGES)(
+    'catches the broken engine "%s" in the partitioned world within 500 seeds',
+    async (bad) => {
+      let caught: number | undefined;
+      for (let seed = 1; seed <= 500 && caught === undefined; seed++) {
+        if ((await simulate(seed, { sabotage: bad, world: 'owners' })).violations.length > 0) caught = seed;
+      }
+      expect(caught, `sabotage ${bad} was not caught`).toBeDefined();
+    },
+    600_000,
+  );
 });
 
 /** What a replay command asks `simulate` for, read as the command line reads it. */
 function replayed(command: string): [number, SimOptions] {
   const arg = (name: string): string | undefined => command.match(new RegExp(`--${name} (\\S+)`))?.[1];
-  return [Number(arg('seed')), { steps: Number(arg('steps')), sabotage: arg('sabotage') as Sabotage | undefined }];
+  return [
+    Number(arg('seed')),
+    {
+      steps: Number(arg('steps')),
+      sabotage: arg('sabotage') as Sabotage | undefined,
+      world: arg('world') === 'owners' ? 'owners' : undefined,
+    },
+  ];
 }

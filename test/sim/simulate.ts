@@ -1,29 +1,44 @@
 /**
- * Runs seeds through the simulated world and checks each: `simulate(seed)` for one, `npm run sim -- --seeds N
- * [--from S] [--steps N] [--sabotage name]` from the command line.
+ * Runs seeds through a simulated world and checks each: `simulate(seed)` for one of the file world
+ * (world.ts), `simulate(seed, { world: 'owners' })` of the partitioned one (owners-world.ts); `npm run sim --
+ * --seeds N [--from S] [--steps N] [--world owners] [--sabotage name]` from the command line.
  */
 import { randomInt } from 'node:crypto';
 import type { Faults } from '../../src/core/ports.js';
 import { check, type Outcome } from './checkers.js';
+import { checkOwners } from './owners-checkers.js';
+import { OwnersWorld } from './owners-world.js';
 import { World } from './world.js';
 
 /** A broken engine to run instead of the real one: one of the engine's injectable faults. */
 export type Sabotage = keyof Faults;
 
-/** Every injectable fault, each a broken engine the checkers must catch (the record makes the list whole). */
-const ALL: Record<Sabotage, true> = {
-  releaseEarly: true,
-  skipCrc: true,
-  skipDirSync: true,
-  applyTwice: true,
-  forgetIds: true,
-  loseTimers: true,
-  forgetWaiting: true,
-  ignoreRates: true,
-  readClockTwice: true,
-  serveShardsInTurn: true,
+/** The simulated worlds: of files (world.ts), or of shards owned by partition (owners-world.ts). */
+export type WorldName = 'files' | 'owners';
+export const WORLDS: readonly WorldName[] = ['files', 'owners'];
+
+/**
+ * Every injectable fault, each a broken engine the checkers must catch, with the world that catches it
+ * (the record makes the list whole).
+ */
+const ALL: Record<Sabotage, WorldName> = {
+  releaseEarly: 'files',
+  skipCrc: 'files',
+  skipDirSync: 'files',
+  applyTwice: 'files',
+  forgetIds: 'files',
+  loseTimers: 'files',
+  forgetWaiting: 'files',
+  ignoreRates: 'files',
+  readClockTwice: 'files',
+  serveShardsInTurn: 'files',
+  keepShardsOnRevoke: 'owners',
 };
 export const SABOTAGES = Object.keys(ALL) as Sabotage[];
+/** The faults the file world must catch. */
+export const FILE_SABOTAGES = SABOTAGES.filter((s) => ALL[s] === 'files');
+/** The faults the partitioned world must catch. */
+export const OWNERS_SABOTAGES = SABOTAGES.filter((s) => ALL[s] === 'owners');
 
 /** Scheduler steps with faults when a run does not say. */
 export const DEFAULT_STEPS = 300;
@@ -31,6 +46,8 @@ export const DEFAULT_STEPS = 300;
 export interface SimOptions {
   readonly steps?: number;
   readonly sabotage?: Sabotage;
+  /** @default 'files' */
+  readonly world?: WorldName;
 }
 
 export interface SeedResult {
@@ -45,8 +62,10 @@ export interface SeedResult {
 
 export async function simulate(seed: number, options: SimOptions = {}): Promise<SeedResult> {
   const steps = options.steps ?? DEFAULT_STEPS;
+  const faults = options.sabotage ? { [options.sabotage]: true } : {};
+  if (options.world === 'owners') return simulateOwners(seed, steps, options);
   {
-    const world = new World({ seed, steps, faults: options.sabotage ? { [options.sabotage]: true } : {} });
+    const world = new World({ seed, steps, faults });
     const h = world.history;
     const stats = () => ({
       lives: h.lives.length,
@@ -74,9 +93,36 @@ export async function simulate(seed: number, options: SimOptions = {}): Promise<
   }
 }
 
-/** The one command that replays a seed: everything that decides the run, steps and sabotage included. */
+/** A seed of the partitioned world (owners-world.ts), checked by owners-checkers.ts. */
+async function simulateOwners(seed: number, steps: number, options: SimOptions): Promise<SeedResult> {
+  const world = new OwnersWorld({ seed, steps, faults: options.sabotage ? { [options.sabotage]: true } : {} });
+  const h = world.history;
+  let outcome: Outcome;
+  try {
+    outcome = await world.run();
+  } catch (error) {
+    outcome = { kind: 'threw', error: String((error as Error)?.stack ?? error) };
+  }
+  return {
+    seed,
+    replay: replayCommand(seed, { ...options, steps }),
+    outcome,
+    violations: checkOwners(h, outcome),
+    stats: {
+      lives: h.lives.length,
+      acks: h.acks.length,
+      runs: h.runs.length,
+      published: h.published.length,
+      drops: h.drops.length,
+      waited: waited(h),
+    },
+    notes: h.notes,
+  };
+}
+
+/** The one command that replays a seed: everything that decides the run, world, steps and sabotage included. */
 export const replayCommand = (seed: number, options: SimOptions = {}): string =>
-  `npm run sim -- --seed ${seed} --steps ${options.steps ?? DEFAULT_STEPS}${options.sabotage ? ` --sabotage ${options.sabotage}` : ''}`;
+  `npm run sim -- --seed ${seed} --steps ${options.steps ?? DEFAULT_STEPS}${options.world === 'owners' ? ' --world owners' : ''}${options.sabotage ? ` --sabotage ${options.sabotage}` : ''}`;
 
 /** Seeds are 32-bit: a run of `count` seeds from the returned one stays within them. */
 const MAX_SEED = 2 ** 32 - 1;

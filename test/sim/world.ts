@@ -17,20 +17,17 @@ import {
   fileStore,
   silentLogger,
   subscriber,
-  type Broker,
-  type ConsumeRequest,
   type Consumer,
   type Context,
   type HandlerResult,
   type Receipt,
 } from '../../src/index.js';
 import type { Faults } from '../../src/core/ports.js';
-import { everyWindowRan, RATES, type History, type Outcome } from './checkers.js';
+import { everyWindowRan, type History, type Outcome } from './checkers.js';
+import { cutBroker, FAULTS, SEND_SUBS, sendSubscriber, settledYet, T0, turn } from './parts.js';
 import { Random } from './random.js';
 import { SimDisk } from './sim-disk.js';
 
-const T0 = Date.UTC(2026, 0, 1);
-const SEND_SUBS = ['bat', 'deb', 'pm', 'drp'] as const;
 const KEYS = ['k0', 'k1', 'k2', 'k3', 'k4'];
 /** The quiet phase's rounds at most: 400, then 10 s steps for up to six simulated hours. */
 const QUIET_ROUNDS = 400 + 4 * 2_160;
@@ -42,9 +39,6 @@ export interface WorldOptions {
   /** A broken engine: the faults injected into the app and its store (none for the real engine). */
   readonly faults?: Faults;
 }
-
-/** The options key under which the engine takes injected faults. */
-const FAULTS = Symbol.for('sluice.faults');
 
 interface Waiting {
   readonly life: number;
@@ -61,35 +55,12 @@ interface Life {
 }
 
 /** A broker for one life: when the life dies, its consumers stop taking and committing, and leave the group. */
-function lifeBroker(shared: MemoryBroker, life: () => Life | undefined, consumers: Consumer[]): Broker {
-  return {
-    kind: 'memory',
-    connect: () => shared.connect(),
-    close: () => shared.close(),
-    publish: (topic, value, options) => shared.publish(topic, value, options),
-    async consume(request: ConsumeRequest): Promise<Consumer> {
-      const dead = (): boolean => life()?.dead ?? false;
-      const inner = await shared.consume({
-        ...request,
-        onReadable: () => (dead() ? undefined : request.onReadable()),
-        onRevoke: (partitions) => (dead() ? Promise.resolve() : request.onRevoke(partitions)),
-      });
-      const consumer: Consumer = {
-        take: (max) => (dead() ? [] : inner.take(max)),
-        backlog: () => inner.backlog(),
-        lag: () => inner.lag(),
-        assigned: () => inner.assigned(),
-        pause: (p) => inner.pause(p),
-        resume: (p) => inner.resume(p),
-        commit: (p, offset) => (dead() ? undefined : inner.commit(p, offset)),
-        flush: () => inner.flush(),
-        close: () => inner.close(),
-      };
-      consumers.push(inner);
-      return consumer;
-    },
-  };
-}
+const lifeBroker = (shared: MemoryBroker, life: () => Life | undefined, consumers: Consumer[]) =>
+  cutBroker(
+    shared,
+    () => life()?.dead ?? false,
+    (inner) => consumers.push(inner),
+  );
 
 export class World {
   readonly random: Random;
@@ -244,39 +215,15 @@ export class World {
       lifeBroker(this.broker, () => life, consumers),
       (b) =>
         b.include(
-          subscriber('bat-topic', handler('bat'))
-            .name('bat')
-            .pace({ batch: { max: 4, wait: 1000 }, dedup: '1 day' })
-            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
-            .build(),
-          subscriber('deb-topic', handler('deb'))
-            .name('deb')
-            .pace({ debounce: { window: 500, maxWait: 2000 }, dedup: '1 day' })
-            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
-            .build(),
+          sendSubscriber('bat', 'bat-topic', handler('bat')),
+          sendSubscriber('deb', 'deb-topic', handler('deb')),
           subscriber('clicks', handler('clk'))
             .name('clk')
             .pace({ batch: { max: 3, wait: 800 } })
             .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
             .build(),
-          // Pace II: batches held to a per-minute rate (waiting starts), ordered, keys in turns; and drops.
-          subscriber('pm-topic', handler('pm'))
-            .name('pm')
-            .pace({
-              batch: { max: 2, wait: 400 },
-              perMinute: RATES.pm.max,
-              order: ({ event }) => (event as { n: number }).n % 3,
-              turns: 'key',
-              dedup: '1 day',
-            })
-            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
-            .build(),
-          subscriber('drp-topic', handler('drp'))
-            .name('drp')
-            .pace({ drop: { max: RATES.drp.max, per: RATES.drp.perMs }, dedup: '1 day' })
-            .workers(2)
-            .retry({ attempts: 3, backoff: { initialMs: 100, maxMs: 100 } })
-            .build(),
+          sendSubscriber('pm', 'pm-topic', handler('pm')),
+          sendSubscriber('drp', 'drp-topic', handler('drp')),
         ),
     );
     life = { n, app, clock, consumers, dead: false, fatal: false };
@@ -444,17 +391,4 @@ export class World {
     }
     return promise;
   }
-}
-
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-async function settledYet(promise: Promise<unknown>): Promise<boolean> {
-  let settled = false;
-  promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  await Promise.resolve();
-  await Promise.resolve();
-  return settled;
 }
