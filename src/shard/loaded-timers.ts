@@ -11,7 +11,12 @@ export class LoadedTimers {
   /** Timers beyond the wheel's horizon, by key. */
   private readonly far = new Map<string, number>();
   private readonly wheel: TimerWheel;
-  private readonly timerOf = (key: string): number | undefined => this.byKey.get(key);
+  /**
+   * What the wheel is told of a key's timer: none while it waits beyond the horizon, so that an entry the key
+   * left in the wheel is stale even when its new, far timer falls in the same bucket (it comes back by `promote`).
+   */
+  private readonly timerOf = (key: string): number | undefined =>
+    this.far.size > 0 && this.far.has(key) ? undefined : this.byKey.get(key);
   private earliest: number | undefined = undefined;
   private earliestStale = false;
 

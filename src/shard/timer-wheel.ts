@@ -1,7 +1,8 @@
 /**
  * Timers due within a horizon, in buckets of `tickMs`. A timer later than the horizon is not held here:
  * its owner keeps it and hands it over when a sweep finds it within reach. Cancelling is lazy: a key's entry
- * is checked against its current timer when the bucket comes due.
+ * is checked against its current timer when the bucket comes due. The owner's `timerOf` answers for the
+ * timers it put in the wheel only: a key whose timer went beyond the horizon has none here until it is added again.
  */
 export class TimerWheel {
   private readonly buckets = new Map<number, string[]>();
