@@ -131,11 +131,13 @@ export function parseRouterOptions(raw: RouterOptions | undefined): Readonly<Rou
 
 /** Middlewares: an array of functions, copied and frozen. */
 export function parseUse<M>(raw: readonly M[], who: string): readonly M[] {
-  if (!Array.isArray(raw)) fail('CONFIG_INVALID', who, 'use', raw, 'an array of middleware functions');
-  raw.forEach((m: unknown, i) => {
+  const given: unknown = raw;
+  if (!Array.isArray(given)) fail('CONFIG_INVALID', who, 'use', given, 'an array of middleware functions');
+  const list: readonly M[] = [...raw];
+  list.forEach((m: unknown, i) => {
     if (typeof m !== 'function') fail('CONFIG_INVALID', who, `use[${i}]`, m, 'a middleware function (ctx, next)');
   });
-  return Object.freeze([...raw]);
+  return Object.freeze(list);
 }
 
 const SHARED_NAMES: ReadonlySet<string> = new Set(SHARED_OPTION_NAMES);
