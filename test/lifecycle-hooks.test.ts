@@ -184,6 +184,24 @@ describe('lifecycle hooks', () => {
     expect(broker.joined).toBe(0);
   });
 
+  it('stop() at any microtask of a start with hooks: every call settles, and nothing consumes after the stop', async () => {
+    for (let at = 0; at < 120; at += 3) {
+      const { app, broker } = setup();
+      app.onStartup(async () => {}).afterStartup(async () => {});
+      const starting = app.start().then(
+        () => 'started',
+        (e: { code?: string }) => e.code,
+      );
+      for (let i = 0; i < at; i++) await Promise.resolve();
+      await app.stop();
+      expect(['started', 'APP_STATE']).toContain(await starting);
+      const before = broker.readCount('hooks', 'jobs');
+      await broker.publish('jobs', { probe: at });
+      await turns(3);
+      expect(broker.readCount('hooks', 'jobs'), `stop after ${at} microtasks`).toBe(before);
+    }
+  });
+
   it('are refused once the app started, and when not functions', async () => {
     const { app } = setup();
     expect(() => app.onStartup('x' as never)).toThrow(expect.objectContaining({ code: 'CONFIG_INVALID' }));

@@ -78,7 +78,7 @@ export class Executor implements JobRunner<Work> {
     private readonly host: ExecutorHost,
     private readonly log: Logger,
   ) {
-    this.chain = composeAttempt(host.middlewares, (ctx) => this.handle(ctx.payload, ctx));
+    this.chain = composeAttempt(host.middlewares, (ctx) => this.handle(ctx));
   }
 
   /** A worker takes the work: it runs unless the subscription stops or its partitions were revoked. */
@@ -104,16 +104,23 @@ export class Executor implements JobRunner<Work> {
   }
 
   private invoke(work: Work): unknown {
-    const chain = this.chain;
-    return chain === undefined ? this.handle(work.payload, work.context!) : chain(work.context!); // made by begin
-  }
-
-  /** Calls the handler (under middlewares, from the innermost), naming this subscription while it runs. */
-  private handle(payload: unknown, ctx: MiddlewareContext): unknown {
     const outer = calling;
     calling = this.host.owner;
     try {
-      return this.sub.handler(payload, ctx);
+      const chain = this.chain;
+      const ctx = work.context!; // made by begin
+      return chain === undefined ? this.sub.handler(work.payload, ctx) : chain(ctx);
+    } finally {
+      calling = outer;
+    }
+  }
+
+  /** The innermost step of the middlewares' chain: the handler, this subscription named while it runs. */
+  private handle(ctx: MiddlewareContext): unknown {
+    const outer = calling;
+    calling = this.host.owner;
+    try {
+      return this.sub.handler(ctx.payload, ctx);
     } finally {
       calling = outer;
     }

@@ -83,6 +83,7 @@ export class Lifecycle {
       this.parts = this.host.makeParts();
       await this.parts.open(this.host.mounts(), checkpoint);
       await hooks.startup('afterStartup', checkpoint);
+      checkpoint(); // last: nothing awaited between it and running, so a stop() from now on sees the app running
     } catch (error) {
       await this.unwind(error); // throws: the start failed, or a stop interrupted it
     }
