@@ -52,10 +52,8 @@ const auth: Middleware = (ctx, next) => {
   return next();
 };
 
-let calls = 0;
 async function charge(order: Order, ctx: Context): Promise<void> {
-  calls++;
-  if (order.id === 'o2' && calls < 3) throw new ProviderBusy('provider busy');
+  if (order.id === 'o2' && ctx.message.attempt < 3) throw new ProviderBusy('provider busy');
   if (order.cents < 0) throw new Error('negative amount');
   await ctx.publish('receipts', { order: order.id, by: ctx.state.caller });
 }
@@ -113,7 +111,11 @@ for (const m of broker.messages('billing.orders.dlq'))
   console.log(`  ${m.value.toString()}: ${m.headers[ERROR_HEADER]} traceparent=${m.headers.traceparent}`);
 
 const check = (what: string, ok: boolean): void => console.log(`${what}: ${ok ? 'yes' : 'NO'}`);
-check('receipts carry the trace and the caller', receipts.length === 2 && receipts.every((m) => m.headers.traceparent === '00-abc-01' && m.value.toString().includes('alice')));
+check(
+  'receipts carry the trace and the caller',
+  receipts.length === 2 &&
+    receipts.every((m) => m.headers.traceparent === '00-abc-01' && m.value.toString().includes('alice')),
+);
 check('o2 retried until it passed', outcomes.filter((l) => l.includes('/1 attempt')).length === 3);
 check('dead letters carry the trace too', broker.messages('billing.orders.dlq').length === 2);
 check('not ready once stopped', !ready);

@@ -43,7 +43,9 @@ export type { Receipt };
  * A start that fails closes whatever it had opened (consumers, store, brokers) and leaves the App `new`:
  * start() may be called again. A part that fails to close is logged, the rest are closed, the app ends
  * stopped and stop() rejects with the failure. While `start`, `stop`, `run` or `idle` is awaited, the
- * process stays alive.
+ * process stays alive. Lifecycle hooks run inside these steps: `onStartup` before a start opens anything,
+ * `afterStartup` once it opened everything, `onShutdown` when a running app's stop begins, `afterShutdown`
+ * once it closed everything (see {@link App.onStartup} and the others).
  *
  * @example
  * ```ts
