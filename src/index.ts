@@ -30,7 +30,16 @@
 export { App, type AppOptions, type Receipt } from './app/app.js';
 export type { AsJson, PacedEventOf, PacedStart } from './app/send.js';
 export { STRIPPED_HEADER, type DeadLetterCounts } from './app/executor.js';
-export type { Context, RunInfo } from './core/context.js';
+export type { Context, ContextState, RunInfo } from './core/context.js';
+export type {
+  LifecycleHook,
+  Middleware,
+  MiddlewareContext,
+  Next,
+  OutgoingMessage,
+  PublishInfo,
+  PublishMiddleware,
+} from './core/middleware.js';
 export { ERROR_CODES, SluiceError, type ErrorCode } from './core/errors.js';
 export { SystemClock } from './core/clock.js';
 export { jsonLogger } from './core/logger.js';

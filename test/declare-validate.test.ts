@@ -18,7 +18,7 @@ import { expectError } from './expect-error.js';
 const WHO = 'subscriber "bill"';
 const check = (options: unknown) => () => parseOptions(options as SubscriberOptions, WHO);
 const DURATION = "is not a duration (milliseconds, or text such as '500 ms', '10s', '2 minutes', '1 hour')";
-const OPTIONS = 'name, workers, byKey, key, group, decode, batch, retry, deadLetter, pace, timeoutMs';
+const OPTIONS = 'name, workers, byKey, key, group, decode, batch, retry, deadLetter, pace, timeoutMs, use';
 const PARTS = 'debounce, batch, perMinute, drop, order, turns, dedup';
 
 describe('parseOptions', () => {
@@ -355,13 +355,13 @@ describe('parseRouterOptions', () => {
       'a subscriber setting, naming the router by its prefix',
       { prefix: 'eu.', key: () => 'k' },
       'CONFIG_INVALID',
-      `router "eu.": key is not a router setting (prefix, ${ROUTER}), got function key`,
+      `router "eu.": key is not a router setting (prefix, use, ${ROUTER}), got function key`,
     ],
     [
       'a subscriber setting of a router without prefix',
       { name: 'x' },
       'CONFIG_INVALID',
-      `router: name is not a router setting (prefix, ${ROUTER}), got "x"`,
+      `router: name is not a router setting (prefix, use, ${ROUTER}), got "x"`,
     ],
     [
       'a bad default, under an empty prefix',

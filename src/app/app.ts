@@ -1,6 +1,7 @@
 import { SystemClock, holdProcess } from '../core/clock.js';
-import { SluiceError } from '../core/errors.js';
+import { SluiceError, show } from '../core/errors.js';
 import { jsonLogger, safeLogger } from '../core/logger.js';
+import type { LifecycleHook, Middleware, PublishMiddleware } from '../core/middleware.js';
 import { faultsOf, type Broker, type Clock, type Logger } from '../core/ports.js';
 import { Waiters } from '../core/waiters.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
@@ -11,6 +12,7 @@ import { parseDefaults } from '../declare/parse.js';
 import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
 import { callingHandlerHost, type DeadLetterCounts } from './executor.js';
+import { Hooks, type HookPhase } from './hooks.js';
 import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
@@ -41,7 +43,9 @@ export type { Receipt };
  * A start that fails closes whatever it had opened (consumers, store, brokers) and leaves the App `new`:
  * start() may be called again. A part that fails to close is logged, the rest are closed, the app ends
  * stopped and stop() rejects with the failure. While `start`, `stop`, `run` or `idle` is awaited, the
- * process stays alive.
+ * process stays alive. Lifecycle hooks run inside these steps: `onStartup` before a start opens anything,
+ * `afterStartup` once it opened everything, `onShutdown` when a running app's stop begins, `afterShutdown`
+ * once it closed everything (see {@link App.onStartup} and the others).
  *
  * @example
  * ```ts
@@ -65,6 +69,9 @@ export class App {
   readonly log: Logger;
   private readonly mounts: Mounts;
   private readonly lifecycle: Lifecycle;
+  private readonly hooks: Hooks;
+  private readonly middlewares: Middleware[] = [];
+  private readonly publishMiddlewares: PublishMiddleware[] = [];
   /** Woken whenever work was taken or finished, an append became durable, or the app stopped: `idle()` looks again. */
   private readonly progress = new Waiters();
 
@@ -85,7 +92,9 @@ export class App {
     const defaults: Readonly<SharedOptions> | undefined =
       options.defaults === undefined ? undefined : parseDefaults(options.defaults, `App "${options.name}" defaults`);
     this.mounts = new Mounts({ name: this.name, defaults, hasStore: options.store !== undefined });
+    this.hooks = new Hooks(this.name);
     this.lifecycle = new Lifecycle({
+      hooks: this.hooks,
       name: this.name,
       log: this.log,
       version: this.version,
@@ -111,10 +120,94 @@ export class App {
    *   `PACE_UNKNOWN_PART` and `PACE_BAD_DURATION` as their settings say.
    */
   withBroker(broker: Broker, configure: (b: Router) => void): this {
-    if (this.lifecycle.state !== 'new')
-      throw new SluiceError('APP_STATE', `App "${this.name}": withBroker must be called before start()`);
+    this.assertNew('withBroker');
     this.mounts.add(broker, configure);
     return this;
+  }
+
+  /**
+   * Adds a middleware around each attempt of every subscriber of the app, outside the routers' and the
+   * subscribers' own; the first added is the outermost. See {@link Middleware} for what it sees and may do.
+   *
+   * @returns the app, to chain.
+   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
+   */
+  use(middleware: Middleware): this {
+    this.middlewares.push(this.checked('use', middleware));
+    return this;
+  }
+
+  /**
+   * Adds a publish middleware around every publish of the app's subscribers: `ctx.publish` and dead letters
+   * (not `app.send`, which journals an event rather than publishing a message). The first added is the
+   * outermost. See {@link PublishMiddleware}.
+   *
+   * @returns the app, to chain.
+   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
+   */
+  usePublish(middleware: PublishMiddleware): this {
+    this.publishMiddlewares.push(this.checked('usePublish', middleware));
+    return this;
+  }
+
+  /**
+   * Adds a hook that `start()` awaits before it opens anything (no broker connected, no consumer joined), after
+   * the hooks added before it. One that throws fails the start with `STARTUP_HOOK_FAILED`: nothing was opened,
+   * the later hooks do not run, and the app may be started again.
+   *
+   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
+   */
+  onStartup(hook: LifecycleHook): this {
+    return this.hook('onStartup', hook);
+  }
+
+  /**
+   * Adds a hook that `start()` awaits once everything is started (every consumer joined), before it resolves.
+   * One that throws fails the start with `STARTUP_HOOK_FAILED`, after closing everything it opened.
+   *
+   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
+   */
+  afterStartup(hook: LifecycleHook): this {
+    return this.hook('afterStartup', hook);
+  }
+
+  /**
+   * Adds a hook that `stop()` of a running app awaits before it stops anything (reading, draining). One that
+   * throws is logged, the stop goes on, and `stop()` rejects with `SHUTDOWN_HOOK_FAILED` once stopped.
+   *
+   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
+   */
+  onShutdown(hook: LifecycleHook): this {
+    return this.hook('onShutdown', hook);
+  }
+
+  /**
+   * Adds a hook awaited once everything is closed, before `stop()` resolves; also after a start that failed or
+   * was stopped once its `onStartup` hooks had run. One that throws is logged, and `stop()` rejects with
+   * `SHUTDOWN_HOOK_FAILED` (a failed start rejects with its own error).
+   *
+   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
+   */
+  afterShutdown(hook: LifecycleHook): this {
+    return this.hook('afterShutdown', hook);
+  }
+
+  private hook(phase: HookPhase, hook: LifecycleHook): this {
+    this.assertNew(phase);
+    this.hooks.add(phase, hook);
+    return this;
+  }
+
+  private checked<F>(what: string, fn: F): F {
+    this.assertNew(what);
+    if (typeof fn !== 'function')
+      throw new SluiceError('CONFIG_INVALID', `App "${this.name}": ${what} takes a function, got ${show(fn)}`);
+    return fn;
+  }
+
+  private assertNew(what: string): void {
+    if (this.lifecycle.state !== 'new')
+      throw new SluiceError('APP_STATE', `App "${this.name}": ${what} must be called before start()`);
   }
 
   /**
@@ -281,6 +374,8 @@ export class App {
       randomUUID: options.randomUUID,
       faults: faultsOf(options),
       onProgress: () => this.progress.wake(),
+      middlewares: [...this.middlewares],
+      publishMiddlewares: [...this.publishMiddlewares],
     });
   }
 }

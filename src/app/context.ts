@@ -1,4 +1,5 @@
-import type { RunInfo } from '../core/context.js';
+import type { ContextState, RunInfo } from '../core/context.js';
+import type { MiddlewareContext } from '../core/middleware.js';
 import {
   encodeValue,
   messageId,
@@ -13,12 +14,17 @@ import type { Run, Work, WorkContext } from './work.js';
 /** The header a paced run's dead letter (and `ctx.message.headers`) carries its run ID in. */
 export const RUN_HEADER = 'x-sluice-run-id';
 
-/** What a handler's context may use of its subscription: its logger, the shutdown signal, publishing. */
+/**
+ * What a handler's context may use of its subscription: its name and retry policy's attempts, its logger, the
+ * shutdown signal, publishing (through the publish middlewares, told the context it comes from).
+ */
 export interface ContextPort {
+  readonly subscriber: string;
+  readonly attempts: number;
   readonly log: Logger;
   /** Aborted when shutdown's time ran out. */
   readonly shutdownSignal: AbortSignal;
-  publish(topic: string, value: unknown, options?: PublishOptions): Promise<void>;
+  publish(context: HandlerContext, topic: string, value: unknown, options?: PublishOptions): Promise<void>;
 }
 
 function info(m: InboundMessage, attempt: number): MessageInfo {
@@ -69,9 +75,11 @@ export function messageOf(work: Work): InboundMessage {
  * of the subscription a handler may use. Its parts a handler does not read (message info, the signal) are
  * built on first access.
  */
-export class HandlerContext implements WorkContext {
+export class HandlerContext implements WorkContext, MiddlewareContext {
   readonly run: RunInfo | undefined;
   readonly #work: Work;
+  /** What middlewares put on `ctx.state`, made on first access. */
+  #state: ContextState | undefined = undefined;
   readonly #port: ContextPort;
   /** The current attempt's signal source, made when a handler first reads `signal`. */
   #controller: AbortController | undefined = undefined;
@@ -107,6 +115,27 @@ export class HandlerContext implements WorkContext {
     return this.#port.log;
   }
 
+  get subscriber(): string {
+    return this.#port.subscriber;
+  }
+
+  get payload(): unknown {
+    return this.#work.payload;
+  }
+
+  get attempt(): number {
+    return this.#work.attempt;
+  }
+
+  get attempts(): number {
+    return this.#port.attempts;
+  }
+
+  get state(): ContextState {
+    this.#state ??= {};
+    return this.#state;
+  }
+
   get signal(): AbortSignal {
     if (!this.#controller) {
       this.#controller = new AbortController();
@@ -117,6 +146,6 @@ export class HandlerContext implements WorkContext {
   }
 
   publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
-    return this.#port.publish(topic, value, options);
+    return this.#port.publish(this, topic, value, options);
   }
 }

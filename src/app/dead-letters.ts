@@ -8,9 +8,11 @@ import {
   type InboundMessage,
   type PublishOptions,
 } from '../core/message.js';
-import type { Broker, Clock, Logger } from '../core/ports.js';
+import type { Context } from '../core/context.js';
+import type { Clock, Logger } from '../core/ports.js';
 import { backoffMs } from '../dispatch/backoff.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
+import type { PublishFrom } from './middlewares.js';
 import type { Undecodable } from './work.js';
 
 const NO_BYTES = new Uint8Array(0);
@@ -41,6 +43,12 @@ export interface DeadLetterCounts {
   dropped: number;
 }
 
+/** What one `send` publishes with: the wait's callback, the context for the publish middlewares. */
+interface Sending {
+  readonly onWait: () => void;
+  readonly context: Context | undefined;
+}
+
 /** How one dead letter's publish ended. */
 type Sent = 'published' | 'stopped' | SluiceError;
 
@@ -61,7 +69,8 @@ export class DeadLetters {
 
   constructor(
     private readonly sub: CompiledSubscriber,
-    private readonly broker: Broker,
+    /** The broker's publish, through the app's publish middlewares. */
+    private readonly publishFrom: PublishFrom,
     private readonly clock: Clock,
     private readonly log: Logger,
     /** Aborted when the subscription stops: a publish stops being retried. */
@@ -70,14 +79,21 @@ export class DeadLetters {
 
   /**
    * Sends each entry; true once all are published (or dropped, or lost), false when a stop came first.
-   * `onWait` is called before each wait for a retry of a failed publish.
+   * `onWait` is called before each wait for a retry of a failed publish; `context` is the handler context of the
+   * work dead-lettered, for the publish middlewares (none for a message that did not decode).
    */
-  async send(entries: readonly Undecodable[], attempts: number, onWait: () => void): Promise<boolean> {
-    for (const entry of entries) if (!(await this.sendOne(entry, attempts, onWait))) return false;
+  async send(
+    entries: readonly Undecodable[],
+    attempts: number,
+    onWait: () => void,
+    context?: Context,
+  ): Promise<boolean> {
+    const sending: Sending = { onWait, context };
+    for (const entry of entries) if (!(await this.sendOne(entry, attempts, sending))) return false;
     return true;
   }
 
-  private async sendOne({ message: m, reason }: Undecodable, attempts: number, onWait: () => void): Promise<boolean> {
+  private async sendOne({ message: m, reason }: Undecodable, attempts: number, sending: Sending): Promise<boolean> {
     const target = this.sub.deadLetter;
     const where = { subscriber: this.sub.name, id: messageId(m), reason };
     if (target === false) {
@@ -89,7 +105,7 @@ export class DeadLetters {
     const ours = deadLetterHeaders(m, reason, attempts);
     const key = raw.key ?? undefined;
     const headers = { ...raw.headers, ...ours };
-    const whole = await this.publish(target, raw.value, { key, headers, tombstone: raw.value === null }, onWait);
+    const whole = await this.publish(target, raw.value, { key, headers, tombstone: raw.value === null }, sending);
     if (whole === 'stopped') return false;
     if (whole === 'published') {
       this.counts.published++;
@@ -101,7 +117,7 @@ export class DeadLetters {
       topic: target,
       error: whole,
     });
-    return this.sendStripped(m, target, ours, whole, onWait, where);
+    return this.sendStripped(m, target, ours, whole, sending, where);
   }
 
   private async sendStripped(
@@ -109,7 +125,7 @@ export class DeadLetters {
     target: string,
     ours: Headers,
     refusal: SluiceError,
-    onWait: () => void,
+    sending: Sending,
     where: Record<string, unknown>,
   ): Promise<boolean> {
     const raw = rawOf(m);
@@ -118,7 +134,7 @@ export class DeadLetters {
       [STRIPPED_HEADER]: reasonOf(refusal),
       'x-sluice-original-value-bytes': String(raw.value?.byteLength ?? 0),
     };
-    const sent = await this.publish(target, NO_BYTES, { key: raw.key ?? undefined, headers }, onWait);
+    const sent = await this.publish(target, NO_BYTES, { key: raw.key ?? undefined, headers }, sending);
     if (sent === 'stopped') return false;
     if (sent === 'published') {
       this.counts.stripped++;
@@ -141,15 +157,15 @@ export class DeadLetters {
    * Publishes one dead letter, retrying with backoff what may pass later. Returns `published`, `stopped` when
    * the subscription stopped first, or the broker's refusal when it refuses the message for good.
    */
-  private async publish(topic: string, value: unknown, options: PublishOptions, onWait: () => void): Promise<Sent> {
+  private async publish(topic: string, value: unknown, options: PublishOptions, sending: Sending): Promise<Sent> {
     for (let tries = 1; ; tries++) {
       try {
-        await this.broker.publish(topic, value, options);
+        await this.publishFrom(sending.context, topic, value, options);
         return 'published';
       } catch (error) {
         if (error instanceof SluiceError && error.code === 'PUBLISH_REFUSED') return error;
         this.log.error('dead-letter publish failed', { subscriber: this.sub.name, topic, error });
-        onWait();
+        sending.onWait();
         if (!(await sleep(this.clock, backoffMs(tries, 100, 30_000), this.stopSignal, { keepAlive: true })))
           return 'stopped';
       }

@@ -1,10 +1,12 @@
 import { SluiceError, reasonOf } from '../core/errors.js';
 import { messageId } from '../core/message.js';
 import { HandlerOutcome } from '../core/outcome.js';
+import type { Middleware, MiddlewareContext } from '../core/middleware.js';
 import type { Logger } from '../core/ports.js';
 import type { JobRunner, Slot } from '../dispatch/workers.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
 import { HandlerContext, messageOf, type ContextPort } from './context.js';
+import { composeAttempt, type Chain } from './middlewares.js';
 import { isRevoked, type Run, type Work } from './work.js';
 
 export { STRIPPED_HEADER, type DeadLetterCounts } from './dead-letters.js';
@@ -45,6 +47,8 @@ export interface ExecutorHost {
   readonly owner: object;
   /** What a handler's context may use. */
   readonly port: ContextPort;
+  /** The middlewares around each attempt, outermost first: the app's, the routers', the subscriber's. */
+  readonly middlewares: readonly Middleware[];
   /** Where each outcome goes: the Ledger. */
   record(work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined;
   /**
@@ -66,11 +70,16 @@ export function timedOut(timeoutMs: number): Outcome {
  * throws: whatever a handler does, the worker goes on.
  */
 export class Executor implements JobRunner<Work> {
+  /** The middlewares composed around the handler, once; undefined without any (the handler is called as it is). */
+  private readonly chain: Chain | undefined;
+
   constructor(
     private readonly sub: CompiledSubscriber,
     private readonly host: ExecutorHost,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.chain = composeAttempt(host.middlewares, (ctx) => this.handle(ctx));
+  }
 
   /** A worker takes the work: it runs unless the subscription stops or its partitions were revoked. */
   begin(work: Work, slot: Slot<Work>): boolean {
@@ -98,7 +107,20 @@ export class Executor implements JobRunner<Work> {
     const outer = calling;
     calling = this.host.owner;
     try {
-      return this.sub.handler(work.payload, work.context!); // made by begin
+      const chain = this.chain;
+      const ctx = work.context!; // made by begin
+      return chain === undefined ? this.sub.handler(work.payload, ctx) : chain(ctx);
+    } finally {
+      calling = outer;
+    }
+  }
+
+  /** The innermost step of the middlewares' chain: the handler, this subscription named while it runs. */
+  private handle(ctx: MiddlewareContext): unknown {
+    const outer = calling;
+    calling = this.host.owner;
+    try {
+      return this.sub.handler(ctx.payload, ctx);
     } finally {
       calling = outer;
     }

@@ -149,9 +149,10 @@ export class Ledger {
 
   /** Sends dead letters from a worker (which waits, not runs, while a publish is retried); false when stopped. */
   private async deadLetter(work: Work, slot: Slot<Work>, entries: readonly Undecodable[]): Promise<boolean> {
-    const sent = await this.parts.deadLetters.send(entries, work.attempt, () => {
+    const wait = (): void => {
       slot.waiting = true;
-    });
+    };
+    const sent = await this.parts.deadLetters.send(entries, work.attempt, wait, work.context);
     if (!sent) this.abandon(work);
     return sent;
   }

@@ -1,6 +1,7 @@
 import { holdProcess } from '../core/clock.js';
 import { SluiceError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
+import type { Hooks } from './hooks.js';
 import type { Mount } from './mounts.js';
 import type { Parts } from './parts.js';
 
@@ -18,6 +19,8 @@ export interface LifecycleHost {
   makeParts(): Parts;
   /** Called when the app stopped: whoever waits for progress looks again. */
   onProgress(): void;
+  /** The lifecycle hooks, run at their moments (see `HookPhase`). */
+  readonly hooks: Hooks;
 }
 
 /** Thrown inside a start when `stop()` was called meanwhile: the start unwinds. */
@@ -33,6 +36,8 @@ export class Lifecycle {
   parts: Parts | undefined;
   private starting: Promise<void> | undefined;
   private stopRequested = false;
+  /** True once the start under way (or the running app's) ran its onStartup hooks: afterShutdown's will run. */
+  private setUp = false;
   private stopped: Promise<void> | undefined;
   /** Resolves when stop() is first called: run() then stops waiting for a signal. */
   readonly stopCalled: Promise<'stop'>;
@@ -63,11 +68,22 @@ export class Lifecycle {
     return this.stopped;
   }
 
-  /** The start: opens the parts; on a failure, or a stop meanwhile, closes them again and throws. */
+  /**
+   * The start: runs the onStartup hooks, opens the parts, runs the afterStartup hooks; on a failure, or a stop
+   * meanwhile, closes what it opened and throws.
+   */
   private async bringUp(): Promise<void> {
+    const checkpoint = (): void => this.checkpoint();
+    const { hooks } = this.host;
+    this.setUp = false;
     try {
+      await hooks.startup('onStartup', () => {}); // a stop meanwhile is seen once they all ran
+      this.setUp = true;
+      checkpoint();
       this.parts = this.host.makeParts();
-      await this.parts.open(this.host.mounts(), () => this.checkpoint());
+      await this.parts.open(this.host.mounts(), checkpoint);
+      await hooks.startup('afterStartup', checkpoint);
+      checkpoint(); // last: nothing awaited between it and running, so a stop() from now on sees the app running
     } catch (error) {
       await this.unwind(error); // throws: the start failed, or a stop interrupted it
     }
@@ -83,7 +99,9 @@ export class Lifecycle {
 
   /** A start that failed, or that a stop interrupted: closes what it opened and throws. */
   private async unwind(error: unknown): Promise<never> {
-    await this.closeParts(); // what fails to close is logged: the start's own error is the one to report
+    // What fails to close (or an afterShutdown hook that fails) is logged: the start's own error is the one to report.
+    await this.closeParts();
+    if (this.setUp) await this.host.hooks.shutdown('afterShutdown', this.host.log);
     if (!this.stopRequested) {
       this.state = 'new';
       throw error;
@@ -112,9 +130,12 @@ export class Lifecycle {
       return;
     }
     this.state = 'stopping';
-    const failures = await this.closeParts();
+    const { hooks, log } = this.host;
+    const failures: unknown[] = await hooks.shutdown('onShutdown', log);
+    failures.push(...(await this.closeParts()));
+    failures.push(...(await hooks.shutdown('afterShutdown', log)));
     this.ended();
-    // Stopped all the same: what failed to close is reported to the caller.
+    // Stopped all the same: what failed (a hook, a part's closing) is reported to the caller.
     if (failures.length > 0) throw failures[0];
   }
 

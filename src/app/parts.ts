@@ -1,3 +1,4 @@
+import type { Middleware, PublishMiddleware } from '../core/middleware.js';
 import type { Broker, Clock, Faults, Logger, Store } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
 import type { Mount } from './mounts.js';
@@ -24,6 +25,9 @@ export interface PartsSettings {
   readonly faults: Faults;
   /** Called whenever work was taken or finished, or an append became durable: `idle()` looks again. */
   readonly onProgress: () => void;
+  /** The app's middlewares and publish middlewares, for every subscription. */
+  readonly middlewares: readonly Middleware[];
+  readonly publishMiddlewares: readonly PublishMiddleware[];
 }
 
 /**
@@ -52,6 +56,8 @@ export class Parts {
   async open(mounts: readonly Mount[], checkpoint: () => void): Promise<void> {
     const { clock, log, shutdownTimeoutMs, maxUncommitted, onProgress, sendTimeoutMs } = this.settings;
     const settings: SubscriptionSettings = {
+      middlewares: this.settings.middlewares,
+      publishMiddlewares: this.settings.publishMiddlewares,
       sendTimeoutMs,
       clock,
       logger: log,

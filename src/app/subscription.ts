@@ -1,5 +1,6 @@
 import { SluiceError, show } from '../core/errors.js';
-import type { InboundMessage, PublishOptions } from '../core/message.js';
+import type { InboundMessage } from '../core/message.js';
+import type { Middleware, PublishMiddleware } from '../core/middleware.js';
 import type { Broker, Clock, Consumer, Logger } from '../core/ports.js';
 import { ranked } from '../dispatch/ranked.js';
 import { lanes, pool, type DispatchStrategy } from '../dispatch/strategy.js';
@@ -9,6 +10,7 @@ import type { ContextPort } from './context.js';
 import { DeadLetters, type DeadLetterCounts } from './dead-letters.js';
 import { Executor, timedOut, type Outcome } from './executor.js';
 import { Intake } from './intake.js';
+import { publishersOf, type PublishFrom } from './middlewares.js';
 import { Ledger } from './ledger.js';
 import { Offsets } from './offsets.js';
 import { randomUUID } from 'node:crypto';
@@ -33,6 +35,10 @@ export interface SubscriptionSettings {
   readonly pacer?: Pacer;
   /** How long an `app.send` routed to another instance waits for its answer. */
   readonly sendTimeoutMs: number;
+  /** The app's middlewares (`app.use`), outside the subscriber's routers' and its own. */
+  readonly middlewares: readonly Middleware[];
+  /** The app's publish middlewares (`app.usePublish`), around `ctx.publish` and dead letters. */
+  readonly publishMiddlewares: readonly PublishMiddleware[];
 }
 
 /**
@@ -40,9 +46,10 @@ export interface SubscriptionSettings {
  *
  *   Intake (read, decode once, key) → Dispatch (workers; one attempt at the handler) → Ledger (outcomes)
  *
- * Two seams, where middlewares, lifecycle hooks and telemetry are meant to go (none is built yet): every
- * `Work` passes `dispatch` on its way from Intake to the workers, and every `Outcome` passes `record` on its
- * way from the Executor to the Ledger. Nothing flows back but a freed worker's call to read again.
+ * Two seams: every `Work` passes `dispatch` on its way from Intake to the workers, and every `Outcome` passes
+ * `record` on its way from the Executor to the Ledger. Nothing flows back but a freed worker's call to read
+ * again. Middlewares wrap each attempt inside the Executor (composed once, here: the app's, the routers', the
+ * subscriber's), and publish middlewares each publish (`ctx.publish`, dead letters).
  */
 export class Subscription {
   readonly log: Logger;
@@ -79,10 +86,13 @@ export class Subscription {
     const pump = (): void => this.intake.pump();
     const record = this.record;
     const mayStart = (work: Run): boolean | Promise<boolean> => this.mayStart(work);
-    this.executor = new Executor(sub, { stopping, owner: this, port: this.port(), record, mayStart }, log);
+    const { publish, deadLetter } = publishersOf(settings.publishMiddlewares, broker, sub.name);
+    const middlewares = [...settings.middlewares, ...sub.middlewares];
+    const host = { stopping, owner: this, port: this.port(publish), record, mayStart, middlewares };
+    this.executor = new Executor(sub, host, log);
     const workers = new Workers(this.strategy(pacer), this.executor, pump); // a freed worker: read again
     this.workers = workers;
-    this.deadLetterSender = new DeadLetters(sub, broker, clock, log, this.stopController.signal);
+    this.deadLetterSender = new DeadLetters(sub, deadLetter, clock, log, this.stopController.signal);
     const offsets = new Offsets({ ...settings, clock, log });
     this.offsets = offsets;
     this.watchdog = new Watchdog({
@@ -235,12 +245,13 @@ export class Subscription {
   }
 
   /** What a handler's `ctx` may use of this subscription. */
-  private port(): ContextPort {
-    const broker = this.broker;
+  private port(publish: PublishFrom): ContextPort {
     return {
+      subscriber: this.sub.name,
+      attempts: this.sub.retry.attempts,
       log: this.log,
       shutdownSignal: this.shutdownController.signal,
-      publish: (topic: string, value: unknown, options?: PublishOptions) => broker.publish(topic, value, options),
+      publish,
     };
   }
 

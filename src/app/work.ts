@@ -1,4 +1,4 @@
-import type { Context } from '../core/context.js';
+import type { MiddlewareContext } from '../core/middleware.js';
 import type { InboundMessage } from '../core/message.js';
 import type { Watermark } from '../dispatch/watermark.js';
 import type { PaceRun } from '../pace/rules.js';
@@ -13,8 +13,11 @@ import type { PaceRun } from '../pace/rules.js';
  */
 export type Work = Delivery | Batch | Run;
 
-/** The handler's `ctx` for a piece of work, and what the pipeline does with it between attempts. */
-export interface WorkContext extends Context {
+/**
+ * The handler's `ctx` for a piece of work (what its middlewares see too), and what the pipeline does with it
+ * between attempts.
+ */
+export interface WorkContext extends MiddlewareContext {
   /** A new attempt begins: it gets a signal of its own. */
   beginAttempt(): void;
   /** Aborts the current attempt's `signal` (its time ran out). */

@@ -24,6 +24,16 @@ export interface RunInfo {
 }
 
 /**
+ * What middlewares leave on `ctx.state` for the handler (and for the middlewares inside them): one bag per
+ * delivery, batch or run, kept across its attempts. Read it with a check or a cast: `ctx.state.user as User`.
+ *
+ * @category Middlewares
+ */
+export interface ContextState {
+  [name: string]: unknown;
+}
+
+/**
  * What a handler gets besides its payload: its second argument.
  *
  * @example
@@ -49,6 +59,11 @@ export interface Context {
    * `shutdownTimeoutMs` ran out. Pass it to `fetch` and the like.
    */
   readonly signal: AbortSignal;
+  /**
+   * What middlewares put here for the handler: one bag per delivery, batch or run, kept across its attempts
+   * (empty without middlewares). See {@link Middleware}.
+   */
+  readonly state: ContextState;
   /** The app's logger, with `app`, `subscriber` and `topic` bound. */
   readonly log: Logger;
   /**

@@ -22,6 +22,10 @@ export const ERROR_CODES = [
   'PUBLISH_REFUSED',
   'TOPIC_MISSING',
   'DEPENDENCY_MISSING',
+  'MIDDLEWARE_NEXT_TWICE',
+  'OUTCOME_INVALID',
+  'STARTUP_HOOK_FAILED',
+  'SHUTDOWN_HOOK_FAILED',
 ] as const;
 
 /**
@@ -57,6 +61,15 @@ export const ERROR_CODES = [
  * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).
  * - `DEPENDENCY_MISSING`: `sluice/kafka` imported where kafkajs, its optional peer dependency, is not
  *   installed; the message names the command that installs it.
+ * - `MIDDLEWARE_NEXT_TWICE`: a middleware (or a publish middleware) called its `next` a second time: that call
+ *   rejects with it and runs nothing more; unless the middleware catches it, its attempt fails (retried, then
+ *   dead-lettered) or its publish fails.
+ * - `OUTCOME_INVALID`: under middlewares, a handler or a middleware returned something that is neither a
+ *   {@link HandlerOutcome} nor nothing: `next()` rejects with it (for the handler's), and the attempt fails.
+ * - `STARTUP_HOOK_FAILED`: an `onStartup` or `afterStartup` hook threw (the `cause`): `start()` rejects with
+ *   it, having closed what it opened; the app is new again and may be started once fixed.
+ * - `SHUTDOWN_HOOK_FAILED`: an `onShutdown` or `afterShutdown` hook threw (the `cause`): the stop went on and
+ *   completed, and `stop()` rejects with the first such error.
  *
  * @category Errors
  */

@@ -1,4 +1,5 @@
 import { SluiceError, show } from '../core/errors.js';
+import type { Middleware } from '../core/middleware.js';
 import type {
   Decoder,
   Handler,
@@ -107,6 +108,13 @@ export class SubscriberBuilder<T = any> {
   timeout(ms: number): SubscriberBuilder<T> {
     return this.with({ timeoutMs: ms });
   }
+  /**
+   * Adds a middleware around each attempt of this subscriber, inside the app's and its routers'; in the order
+   * added, the first outermost. Its `ctx.payload` is what the handler takes. See {@link Middleware}.
+   */
+  use(middleware: Middleware<T>): SubscriberBuilder<T> {
+    return this.with({ use: [...(this.options.use ?? []), middleware] });
+  }
 
   /**
    * Parses every setting and returns the frozen spec, for `include`.
@@ -190,6 +198,10 @@ export class TopicBuilder<T, Many extends boolean = false> {
   /** How long one attempt may take, in milliseconds, before `ctx.signal` aborts and it counts as failed. */
   timeout(ms: number): TopicBuilder<T, Many> {
     return this.with({ timeoutMs: ms });
+  }
+  /** Adds a middleware around each attempt, as {@link SubscriberBuilder.use} does; `ctx.payload` is the handler's. */
+  use(middleware: Middleware<PayloadOf<T, Many>>): TopicBuilder<T, Many> {
+    return this.with({ use: [...((this.options.use ?? []) as Middleware[]), middleware as Middleware] });
   }
 
   /**

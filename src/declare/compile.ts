@@ -1,5 +1,6 @@
 import { show } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
+import type { Middleware } from '../core/middleware.js';
 import { fail } from './checks.js';
 import type { Handler, KeyFn, RetryOptions, SharedOptions, SubscriberOptions } from './options.js';
 import type { CompiledPace } from './pace.js';
@@ -46,6 +47,11 @@ export interface CompiledSubscriber {
   readonly pace: CompiledPace | undefined;
   /** The handler (a decorated method bound to its instance, a handler object's `handle` bound to it). */
   readonly handler: Handler;
+  /**
+   * Its routers' middlewares (the outermost router's first) then its own: everything around its handler but the
+   * app's (`app.use`), which go outside these.
+   */
+  readonly middlewares: readonly Middleware[];
 }
 
 /**
@@ -119,6 +125,7 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
     timeoutMs: pick('timeoutMs') ?? DEFAULTS.timeoutMs,
     pace: spec.pace,
     handler: spec.handler,
+    middlewares: Object.freeze([...(mounted.middlewares ?? []), ...((own.use ?? []) as readonly Middleware[])]),
   });
 }
 

@@ -1,5 +1,6 @@
 import type { Context } from '../core/context.js';
 import type { Headers } from '../core/message.js';
+import type { Middleware } from '../core/middleware.js';
 import type { HandlerOutcome } from '../core/outcome.js';
 import type { Duration } from './duration.js';
 
@@ -249,6 +250,11 @@ export interface SubscriberOptions<T = any> {
    * counts as failed. @default 60_000
    */
   timeoutMs?: number;
+  /**
+   * Middlewares around each attempt of this subscriber, outermost first, inside the app's and its routers'
+   * (see {@link Middleware}). Functions. @default `[]`
+   */
+  use?: readonly Middleware<T>[];
 }
 
 /**
@@ -264,7 +270,7 @@ export type SharedOptions = Pick<
 >;
 
 /**
- * Settings of a {@link Router}: a topic prefix and defaults for what it includes. Any other option
+ * Settings of a {@link Router}: a topic prefix, middlewares and defaults for what it includes. Any other option
  * (`name`, `key`, `batch`, `pace`) throws {@link SluiceError} `CONFIG_INVALID`.
  *
  * @category Subscribers
@@ -272,6 +278,11 @@ export type SharedOptions = Pick<
 export interface RouterOptions extends SharedOptions {
   /** Prepended to every topic included (nested routers' prefixes concatenate). @default '' */
   prefix?: string;
+  /**
+   * Middlewares around each attempt of every subscriber the router includes, outermost first: inside an
+   * outer router's (and the app's), outside an inner router's and the subscriber's own. @default `[]`
+   */
+  use?: readonly Middleware[];
 }
 
 /** The settings a router (or the app) may give as defaults to what it includes: the keys of {@link SharedOptions}. */
@@ -298,4 +309,5 @@ export const OPTION_NAMES: ReadonlySet<string> = new Set([
   'deadLetter',
   'pace',
   'timeoutMs',
+  'use',
 ]);

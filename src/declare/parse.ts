@@ -74,6 +74,7 @@ export function parseOptions<T = any>(raw: SubscriberOptions<T>, who: string): P
     fail('CONFIG_INVALID', who, 'deadLetter', o.deadLetter, 'a topic name or false');
   if (o.timeoutMs !== undefined && !(Number.isFinite(o.timeoutMs) && o.timeoutMs > 0))
     fail('CONFIG_INVALID', who, 'timeoutMs', o.timeoutMs, 'a positive number of milliseconds');
+  if (o.use !== undefined) o.use = parseUse(o.use, who);
   const pace = o.pace === undefined ? undefined : parsePace(o.pace, who);
   if (o.pace !== undefined) o.pace = frozenPace(o.pace);
   if (o.byKey === true && o.batch !== undefined)
@@ -109,7 +110,7 @@ export function parseDefaults(raw: unknown, who: string): Readonly<SharedOptions
 
 /** Parses a router's settings: its prefix, and defaults as {@link parseDefaults} reads them. Frozen. */
 export function parseRouterOptions(raw: RouterOptions | undefined): Readonly<RouterOptions> {
-  const { prefix, ...defaults } = raw ?? {};
+  const { prefix, use, ...defaults } = raw ?? {};
   const who = `router${prefix ? ` "${prefix}"` : ''}`;
   if (prefix !== undefined && typeof prefix !== 'string')
     throw new SluiceError('CONFIG_INVALID', `${who}: prefix must be a string, got ${show(prefix)}`);
@@ -117,11 +118,26 @@ export function parseRouterOptions(raw: RouterOptions | undefined): Readonly<Rou
     if (!SHARED_NAMES.has(field)) {
       throw new SluiceError(
         'CONFIG_INVALID',
-        `${who}: ${field} is not a router setting (prefix, ${SHARED_OPTION_NAMES.join(', ')}), got ${show(value)}`,
+        `${who}: ${field} is not a router setting (prefix, use, ${SHARED_OPTION_NAMES.join(', ')}), got ${show(value)}`,
       );
     }
   }
-  return Object.freeze({ ...parseOptions(defaults, who).options, ...(prefix !== undefined ? { prefix } : {}) });
+  return Object.freeze({
+    ...parseOptions(defaults, who).options,
+    ...(prefix !== undefined ? { prefix } : {}),
+    ...(use !== undefined ? { use: parseUse(use, who) } : {}),
+  });
+}
+
+/** Middlewares: an array of functions, copied and frozen. */
+export function parseUse<M>(raw: readonly M[], who: string): readonly M[] {
+  const given: unknown = raw;
+  if (!Array.isArray(given)) fail('CONFIG_INVALID', who, 'use', given, 'an array of middleware functions');
+  const list: readonly M[] = [...raw];
+  list.forEach((m: unknown, i) => {
+    if (typeof m !== 'function') fail('CONFIG_INVALID', who, `use[${i}]`, m, 'a middleware function (ctx, next)');
+  });
+  return Object.freeze(list);
 }
 
 const SHARED_NAMES: ReadonlySet<string> = new Set(SHARED_OPTION_NAMES);

@@ -1,4 +1,5 @@
 import { SluiceError, show } from '../core/errors.js';
+import type { Middleware } from '../core/middleware.js';
 import { SubscriberBuilder, TopicBuilder } from './builder.js';
 import { hasSubscribers, specsOf } from './decorators.js';
 import type { Decoder, RetryOptions, RouterOptions, SharedOptions } from './options.js';
@@ -84,6 +85,8 @@ export interface Mounted {
   readonly prefix: string;
   /** Defaults from the innermost router outwards. */
   readonly layers: readonly SharedOptions[];
+  /** The routers' middlewares, the outermost router's first. */
+  readonly middlewares?: readonly Middleware[];
 }
 
 /**
@@ -165,6 +168,14 @@ export class Router {
   decode(decoder: Decoder): this {
     return this.set({ decode: decoder });
   }
+  /**
+   * Adds a middleware around each attempt of every subscriber included (before or after this call), inside
+   * the app's and outer routers' middlewares, outside inner routers' and the subscribers' own; in the order
+   * added, the first outermost. See {@link Middleware}.
+   */
+  use(middleware: Middleware): this {
+    return this.set({ use: [...(this.settings.use ?? []), middleware] });
+  }
 
   /**
    * @internal Every subscriber below this router, with the layers of defaults above it. `app` names the
@@ -172,11 +183,16 @@ export class Router {
    */
   mounted(app?: string): Mounted[] {
     if (app !== undefined) this.mountedBy ??= app;
-    const { prefix = '', ...defaults } = this.settings;
+    const { prefix = '', use = [], ...defaults } = this.settings;
     return this.items.flatMap((item) =>
       item instanceof Router
-        ? item.mounted(app).map((m) => ({ spec: m.spec, prefix: prefix + m.prefix, layers: [...m.layers, defaults] }))
-        : [{ spec: item, prefix, layers: [defaults] }],
+        ? item.mounted(app).map((m) => ({
+            spec: m.spec,
+            prefix: prefix + m.prefix,
+            layers: [...m.layers, defaults],
+            middlewares: [...use, ...(m.middlewares ?? [])],
+          }))
+        : [{ spec: item, prefix, layers: [defaults], middlewares: use }],
     );
   }
 
