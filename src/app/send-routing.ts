@@ -73,7 +73,7 @@ export class SendRouting {
 
   /** What the subscriber's consumer reads beside its topic (see `ConsumeRequest.requests`). */
   get requests(): NonNullable<ConsumeRequest['requests']> {
-    return { topic: this.parts.routes.requests, handle: (p, m) => this.handle(p, m) };
+    return { topic: this.parts.routes.requests, handle: (p, messages) => this.handle(p, messages) };
   }
 
   /**
@@ -186,31 +186,52 @@ export class SendRouting {
     return answered;
   }
 
-  /** Owner side: appends a request (of partition `partition` of the requests topic) and answers it. */
-  private async handle(partition: number, message: InboundMessage): Promise<void> {
-    const { pacer, subscriber, broker, routes, log } = this.parts;
+  /**
+   * Owner side: appends a run of requests (consecutive, of partition `partition` of the requests topic) and
+   * answers them; resolves with how many of them, from the first, were handled (see `ConsumeRequest.requests`).
+   * Every request is appended in this turn, in offset order — so their records share one transaction of the
+   * shard's log (its group commit), and a request that repeats an earlier one's event ID is that one's
+   * duplicate — and answered once its record is durable; the replies are published together.
+   */
+  private async handle(partition: number, messages: readonly InboundMessage[]): Promise<number> {
+    const answers = await Promise.allSettled(messages.map((m) => this.take(partition, m)));
+    const handled = answers.findIndex((a) => a.status === 'rejected');
+    // Answered even past one that was not handled: their records are durable, and the next owner, which
+    // reads them again, takes them once (a duplicate, answered again).
+    const replies = answers.flatMap((a) => (a.status === 'fulfilled' && a.value !== undefined ? [a.value] : []));
+    const { broker, routes } = this.parts;
+    await Promise.all(replies.map(([from, reply]) => broker.publish(routes.replies, reply, { key: from })));
+    return handled < 0 ? messages.length : handled;
+  }
+
+  /**
+   * Appends one request, at once (its record is applied now, in call order); resolves once it is durable
+   * with the reply for its sender, none for a forward or a message that is not a request. Rejects — the
+   * request is not handled — when the start was not recorded and may be later (its shard is not here now).
+   */
+  private take(partition: number, message: InboundMessage): Promise<[string, Reply] | undefined> {
+    const { pacer, subscriber, routes, log } = this.parts;
     const request = requestOf(message);
-    if (request === undefined)
-      return log.warn('pace: a message of the requests topic that is not a request is skipped', {
+    if (request === undefined) {
+      log.warn('pace: a message of the requests topic that is not a request is skipped', {
         topic: routes.requests,
         partition,
         offset: message.offset,
       });
-    const { key, event, eventId } = request;
+      return Promise.resolve(undefined);
+    }
+    const { id, from, key, event, eventId } = request;
     // Without an event ID, a request handed twice (a rebalance) is recognised by its offset.
     const source = { topic: routes.requests, partition, offset: message.offset };
-    let reply: Reply;
-    try {
-      const receipt = await pacer.append(
-        subscriber,
-        eventId !== undefined ? { key, event, eventId } : { key, event, source },
-      );
-      reply = { id: request.id, receipt };
-    } catch (error) {
-      if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
-      reply = { id: request.id, error: { code: error.code, message: error.message } };
-    }
-    if (request.from !== '') await broker.publish(routes.replies, reply, { key: request.from }); // a forward: none
+    const appended = pacer.append(subscriber, eventId !== undefined ? { key, event, eventId } : { key, event, source });
+    const replied = appended.then(
+      (receipt): Reply => ({ id, receipt }),
+      (error: unknown): Reply => {
+        if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
+        return { id, error: { code: error.code, message: error.message } };
+      },
+    );
+    return replied.then((reply) => (from === '' ? undefined : [from, reply])); // a forward: no reply
   }
 
   /** Takes every reply fetched, answering the sends of this instance that wait for one. */
