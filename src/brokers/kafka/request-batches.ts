@@ -17,6 +17,8 @@ export interface RequestBatchesParts {
   /** The partitions of the requests topic in the member's current assignment. */
   readonly owned: () => ReadonlySet<number>;
   readonly heartbeatIntervalMs: number;
+  /** Messages handed to `handle` at once at most. @default {@link REQUESTS_PER_RUN} */
+  readonly perRun?: number;
   readonly log: Logger;
   /** True once the consumer is closing. */
   closing(): boolean;
@@ -29,7 +31,7 @@ export interface RequestBatchesParts {
 /**
  * kafkajs's eachBatch for the batches of a member's requests topic, which never go through `take()`: once
  * the app's `onAssign` settled, the batch's messages are handed to `handle` together (in runs of at most
- * {@link REQUESTS_PER_RUN}), and what was handled is committed once, directly, when the batch ends (nothing
+ * `perRun`, a heartbeat between two), and what was handled is committed once, directly, when the batch ends (nothing
  * is committed before its `handle` resolved). Messages `handle` did not handle (their partition's shard is
  * not here now: a rebalance is coming) end the batch there, after a heartbeat interval: they are fetched
  * again, here until the rebalance, then by the partition's next owner.
@@ -47,7 +49,7 @@ export class RequestBatches {
     try {
       for (let from = 0; from < batch.messages.length; ) {
         if (parts.closing() || !isRunning() || isStale() || !parts.owned().has(partition)) return;
-        const records = batch.messages.slice(from, from + REQUESTS_PER_RUN);
+        const records = batch.messages.slice(from, from + (parts.perRun ?? REQUESTS_PER_RUN));
         const n = await this.handle(partition, records);
         if (n > 0) {
           resolveOffset(records[n - 1]!.offset);
