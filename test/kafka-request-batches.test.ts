@@ -20,7 +20,7 @@ function record(offset: number): KafkaMessage {
     attributes: 0,
     offset: String(offset),
     headers: {},
-  } as KafkaMessage;
+  };
 }
 
 /** A RequestBatches over a fake kafkajs consumer; `handle` decides what each run handles. */

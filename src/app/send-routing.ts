@@ -54,11 +54,13 @@ const ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID']);
  * `app.send` to a paced subscriber whose store is owned by partition, from any instance of the app. A key
  * whose partition this instance owns is appended here; any other is published to the requests topic, at the
  * key's partition, whose owner — the group member that owns that partition of the subscriber's topic, which
- * reads the requests beside it — appends it and publishes the receipt to the replies topic. Each instance
- * reads every reply, in a consumer group of its own joined at start from the topic's end, and takes those of
- * its requests. A request is committed only once answered: one that finds its shard being handed over waits,
- * uncommitted, for the partition's next owner; one handed twice is appended once (by its event ID, or by
- * its offset when it has none).
+ * reads the requests beside it — appends it and publishes the receipt to the replies topic. The owner
+ * takes the requests it read together: appended at once (one transaction of the shard's log), each answered
+ * once durable, the replies published together. Each instance reads every reply, in a consumer group of its
+ * own joined at start from the topic's end, and takes those of its requests. A request is committed only
+ * once answered: one that finds its shard being handed over waits, uncommitted (with those after it), for
+ * the partition's next owner; one handed twice is appended once (by its event ID, or by its offset when it
+ * has none).
  */
 export class SendRouting {
   /** This instance's name, which its requests carry. */
@@ -246,6 +248,8 @@ export class SendRouting {
   }
 
   private answer(message: InboundMessage): void {
+    // A reply is keyed by the instance it answers: another's is not even read (every instance reads them all).
+    if (message.key !== undefined && message.key !== this.from) return;
     let reply: Reply;
     try {
       reply = JSON.parse(utf8(message.value)) as Reply;

@@ -47,7 +47,7 @@ export class RequestBatches {
     const partition = batch.partition;
     let handled: number | undefined;
     try {
-      for (let from = 0; from < batch.messages.length; ) {
+      for (let from = 0; from < batch.messages.length;) {
         if (parts.closing() || !isRunning() || isStale() || !parts.owned().has(partition)) return;
         const records = batch.messages.slice(from, from + (parts.perRun ?? REQUESTS_PER_RUN));
         const n = await this.handle(partition, records);
