@@ -10,16 +10,20 @@
  * wrapping its store's `openShard`/`closeShard`; a key's partition is `KafkaBroker.partitionOf` (murmur2).
  *
  * Raw: a requester producing `{ id, key, event }` (the default partitioner: murmur2 on the key) to a requests
- * topic of P partitions and reading a replies topic of one partition (its own group), matching replies by id;
- * two responder consumers in one group (as the two instances), eachBatch, which per batch send each request's
- * bytes to the changelog topic's partition in one transaction (a transactional producer per responder and
- * partition, acks -1), commit it, then send one reply per request to the replies topic. Every raw send is
- * routed (the raw loop has no local path). Consumers on both sides fetch with maxWaitTimeInMs 100 (the tests'
- * KafkaBroker setting, `consumer.maxWaitTimeMs: 100`).
+ * topic of P partitions — the requests made in one turn in one produce request, as Sluice's KafkaBroker
+ * sends them (BENCH_RAW_COALESCE=0: a produce each) — and reading a replies topic of one partition (its own
+ * group), matching replies by id; two responder consumers in one group (as the two instances), eachBatch
+ * without auto-commit, which per batch send each request's bytes to the changelog topic's partition in one
+ * transaction (a transactional producer per responder and partition, acks -1) with the requests' offsets
+ * (sendOffsets), commit it, then send one reply per request to the replies topic in one produce. Every raw
+ * send is routed (the raw loop has no local path). Consumers on both sides fetch with maxWaitTimeInMs 100
+ * (the tests' KafkaBroker setting, `consumer.maxWaitTimeMs: 100`).
  *
  *  (1) latency: sends issued at RATE/s for SECONDS s (issued by a 5 ms timer, catching up to the schedule);
  *      p50 and p99 of each send's time from issue to resolve, local and routed apart.
- *  (2) throughput: CONCURRENCY loops, each awaiting its send before the next, for SECONDS s; sends/s.
+ *  (2) throughput: CONCURRENCY loops, each awaiting its send before the next, for SECONDS s; sends/s. Then
+ *      again with every Sluice send to a key of B's partitions (all routed), beside the raw loop measured
+ *      again.
  * Rounds alternate raw and Sluice; figures are medians of rounds, ratios those of the same round.
  *
  *   npm run bench:kafka-send

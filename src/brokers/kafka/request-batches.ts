@@ -31,10 +31,10 @@ export interface RequestBatchesParts {
 /**
  * kafkajs's eachBatch for the batches of a member's requests topic, which never go through `take()`: once
  * the app's `onAssign` settled, the batch's messages are handed to `handle` together (in runs of at most
- * `perRun`, a heartbeat between two), and what was handled is committed once, directly, when the batch ends (nothing
- * is committed before its `handle` resolved). Messages `handle` did not handle (their partition's shard is
- * not here now: a rebalance is coming) end the batch there, after a heartbeat interval: they are fetched
- * again, here until the rebalance, then by the partition's next owner.
+ * `perRun`, a heartbeat between two), and what was handled is committed once, directly, when the batch
+ * ends (nothing is committed before its `handle` resolved). Messages `handle` did not handle (their
+ * partition's shard is not here now: a rebalance is coming) end the batch there, after a heartbeat
+ * interval: they are fetched again, here until the rebalance, then by the partition's next owner.
  */
 export class RequestBatches {
   constructor(private readonly parts: RequestBatchesParts) {}
