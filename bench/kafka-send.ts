@@ -10,16 +10,20 @@
  * wrapping its store's `openShard`/`closeShard`; a key's partition is `KafkaBroker.partitionOf` (murmur2).
  *
  * Raw: a requester producing `{ id, key, event }` (the default partitioner: murmur2 on the key) to a requests
- * topic of P partitions and reading a replies topic of one partition (its own group), matching replies by id;
- * two responder consumers in one group (as the two instances), eachBatch, which per batch send each request's
- * bytes to the changelog topic's partition in one transaction (a transactional producer per responder and
- * partition, acks -1), commit it, then send one reply per request to the replies topic. Every raw send is
- * routed (the raw loop has no local path). Consumers on both sides fetch with maxWaitTimeInMs 100 (the tests'
- * KafkaBroker setting, `consumer.maxWaitTimeMs: 100`).
+ * topic of P partitions — the requests made in one turn in one produce request, as Sluice's KafkaBroker
+ * sends them (BENCH_RAW_COALESCE=0: a produce each) — and reading a replies topic of one partition (its own
+ * group), matching replies by id; two responder consumers in one group (as the two instances), eachBatch
+ * without auto-commit, which per batch send each request's bytes to the changelog topic's partition in one
+ * transaction (a transactional producer per responder and partition, acks -1) with the requests' offsets
+ * (sendOffsets), commit it, then send one reply per request to the replies topic in one produce. Every raw
+ * send is routed (the raw loop has no local path). Consumers on both sides fetch with maxWaitTimeInMs 100
+ * (the tests' KafkaBroker setting, `consumer.maxWaitTimeMs: 100`).
  *
  *  (1) latency: sends issued at RATE/s for SECONDS s (issued by a 5 ms timer, catching up to the schedule);
  *      p50 and p99 of each send's time from issue to resolve, local and routed apart.
- *  (2) throughput: CONCURRENCY loops, each awaiting its send before the next, for SECONDS s; sends/s.
+ *  (2) throughput: CONCURRENCY loops, each awaiting its send before the next, for SECONDS s; sends/s. Then
+ *      again with every Sluice send to a key of B's partitions (all routed), beside the raw loop measured
+ *      again.
  * Rounds alternate raw and Sluice; figures are medians of rounds, ratios those of the same round.
  *
  *   npm run bench:kafka-send
@@ -27,7 +31,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Kafka, Partitioners, logLevel, type Consumer, type Producer } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Consumer, type Message, type Producer } from 'kafkajs';
 import { App, ManualClock, silentLogger, subscriber, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
 import { PRODUCER_RETRY } from '../src/brokers/kafka/kafka-shard-log.js';
@@ -39,6 +43,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const RATE = Number(process.env.BENCH_RATE ?? 1_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 100);
 const KEYS = Number(process.env.BENCH_KEYS ?? 100_000);
+const RAW_COALESCE = process.env.BENCH_RAW_COALESCE !== '0';
 const MAX_WAIT_MS = 100;
 const NAME = 'send';
 const T0 = 1_800_000_000_000;
@@ -59,9 +64,12 @@ async function createTopic(topic: string, partitions: number): Promise<void> {
   });
 }
 
-/** A send: resolves once answered; `local` says whether it was appended on the sending instance. */
+/**
+ * A send: resolves once answered; `local` says whether it was appended on the sending instance. `routed`
+ * asks for a key that the sending instance does not own (every raw send is routed).
+ */
 interface Side {
-  send(n: number): { local: boolean; done: Promise<unknown> };
+  send(n: number, routed?: boolean): { local: boolean; done: Promise<unknown> };
   close(): Promise<void>;
 }
 
@@ -130,8 +138,10 @@ async function sluiceSide(): Promise<Side> {
   for (const s of owner('a')) owned.add(s);
   console.log(`  Sluice: instance A owns shards ${owner('a').join(', ')}, B ${owner('b').join(', ')}`);
   return {
-    send(n) {
-      const key = keyOf(n);
+    send(n, routed = false) {
+      let k = n;
+      while (routed && owned.has(a.broker.partitionOf(keyOf(k), P))) k++;
+      const key = keyOf(k);
       const local = owned.has(a.broker.partitionOf(key, P));
       return { local, done: a.app.send(NAME, { key, event: eventOf(n), eventId: `e-${n}` }) };
     },
@@ -208,13 +218,20 @@ async function rawSide(): Promise<Side> {
     await consumer.subscribe({ topic: requests, fromBeginning: true });
     await consumer.run({
       partitionsConsumedConcurrently: P,
+      autoCommit: false,
       eachBatch: async ({ batch }) => {
         if (batch.messages.length === 0) return;
+        const next = String(Number(batch.messages[batch.messages.length - 1]!.offset) + 1);
         const txn = await txns[batch.partition]!.transaction();
         await txn.send({
           topic: changelog,
           acks: -1,
           messages: batch.messages.map((m) => ({ partition: batch.partition, value: m.value })),
+        });
+        // The requests' offsets committed with their records, in the transaction.
+        await txn.sendOffsets({
+          consumerGroupId: group,
+          topics: [{ topic: requests, partitions: [{ partition: batch.partition, offset: next }] }],
         });
         await txn.commit();
         await replier.send({
@@ -232,14 +249,20 @@ async function rawSide(): Promise<Side> {
   await sleep(1_000);
   // A warm-up request per partition, so that the first figures carry no connection setup.
   const warm = (n: number): Promise<unknown> => side.send(n).done;
+  // The requests made in one turn, sent in one produce request (BENCH_RAW_COALESCE=0: one each).
+  let queued: Message[] = [];
+  const flush = (): void => {
+    const messages = queued;
+    queued = [];
+    void producer.send({ topic: requests, messages });
+  };
   const side: Side = {
     send(n) {
       const id = `r-${n}`;
       const done = new Promise<void>((resolve) => waiting.set(id, resolve));
-      void producer.send({
-        topic: requests,
-        messages: [{ key: keyOf(n), value: JSON.stringify({ id, key: keyOf(n), event: eventOf(n) }) }],
-      });
+      const message = { key: keyOf(n), value: JSON.stringify({ id, key: keyOf(n), event: eventOf(n) }) };
+      if (!RAW_COALESCE) void producer.send({ topic: requests, messages: [message] });
+      else if (queued.push(message) === 1) setImmediate(flush);
       return { local: false, done };
     },
     async close() {
@@ -293,7 +316,7 @@ async function latency(side: Side): Promise<Latency> {
   return { local, routed, rate };
 }
 
-async function throughput(side: Side): Promise<{ rate: number; local: number; routed: number }> {
+async function throughput(side: Side, routed = false): Promise<Throughput> {
   let count = 0;
   let local = 0;
   const t0 = performance.now();
@@ -301,7 +324,7 @@ async function throughput(side: Side): Promise<{ rate: number; local: number; ro
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() < deadline) {
-        const s = side.send(sent++);
+        const s = side.send(sent++, routed);
         await s.done;
         count++;
         if (s.local) local++;
@@ -311,9 +334,17 @@ async function throughput(side: Side): Promise<{ rate: number; local: number; ro
   return { rate: count / ((performance.now() - t0) / 1000), local, routed: count - local };
 }
 
+interface Throughput {
+  readonly rate: number;
+  readonly local: number;
+  readonly routed: number;
+}
+
 interface Round {
   readonly lat: Latency;
-  readonly tput: { rate: number; local: number; routed: number };
+  readonly tput: Throughput;
+  /** Every send to a key the sending instance does not own. */
+  readonly routedTput: Throughput;
 }
 
 async function measure(side: Side): Promise<Round> {
@@ -321,7 +352,9 @@ async function measure(side: Side): Promise<Round> {
   await sleep(500);
   const tput = await throughput(side);
   await sleep(500);
-  return { lat, tput };
+  const routedTput = await throughput(side, true);
+  await sleep(500);
+  return { lat, tput, routedTput };
 }
 
 console.log(
@@ -346,7 +379,7 @@ for (let round = 0; round < ROUNDS; round++) {
   rounds.push({ raw: r, sluice: s });
   const ms = (x: number): string => x.toFixed(1);
   console.log(
-    `  round ${round + 1}: latency raw p50 ${ms(pct(r.lat.routed, 0.5))} p99 ${ms(pct(r.lat.routed, 0.99))} ms; Sluice local p50 ${ms(pct(s.lat.local, 0.5))} p99 ${ms(pct(s.lat.local, 0.99))} (${s.lat.local.length}), routed p50 ${ms(pct(s.lat.routed, 0.5))} p99 ${ms(pct(s.lat.routed, 0.99))} (${s.lat.routed.length}); throughput raw ${fmt(r.tput.rate)}/s, Sluice ${fmt(s.tput.rate)}/s (${fmt(s.tput.local)} local, ${fmt(s.tput.routed)} routed), ratio ${(s.tput.rate / r.tput.rate).toFixed(2)}`,
+    `  round ${round + 1}: latency raw p50 ${ms(pct(r.lat.routed, 0.5))} p99 ${ms(pct(r.lat.routed, 0.99))} ms; Sluice local p50 ${ms(pct(s.lat.local, 0.5))} p99 ${ms(pct(s.lat.local, 0.99))} (${s.lat.local.length}), routed p50 ${ms(pct(s.lat.routed, 0.5))} p99 ${ms(pct(s.lat.routed, 0.99))} (${s.lat.routed.length}); throughput raw ${fmt(r.tput.rate)}/s, Sluice ${fmt(s.tput.rate)}/s (${fmt(s.tput.local)} local, ${fmt(s.tput.routed)} routed), ratio ${(s.tput.rate / r.tput.rate).toFixed(2)}; routed only raw ${fmt(r.routedTput.rate)}/s, Sluice ${fmt(s.routedTput.rate)}/s, ratio ${(s.routedTput.rate / r.routedTput.rate).toFixed(2)}`,
   );
 }
 
@@ -379,6 +412,13 @@ console.log('|---|---:|---:|---:|---:|');
 console.log(`| raw kafkajs request/reply | ${fmt(med((x) => x.raw.tput.rate))} | all | 1.00 | |`);
 console.log(
   `| Sluice \`app.send\` on A | ${fmt(med((x) => x.sluice.tput.rate))} | ${(100 * med((x) => x.sluice.tput.routed / (x.sluice.tput.local + x.sluice.tput.routed))).toFixed(0)}% | ${median(ratios).toFixed(2)} | ${range(ratios)} |`,
+);
+const routedRatios = rounds.map((x) => x.sluice.routedTput.rate / x.raw.routedTput.rate);
+console.log(
+  `| raw kafkajs request/reply (measured again, beside the next row) | ${fmt(med((x) => x.raw.routedTput.rate))} | all | 1.00 | |`,
+);
+console.log(
+  `| Sluice \`app.send\` on A, keys of B's partitions only | ${fmt(med((x) => x.sluice.routedTput.rate))} | ${(100 * med((x) => x.sluice.routedTput.routed / (x.sluice.routedTput.local + x.sluice.routedTput.routed))).toFixed(0)}% | ${median(routedRatios).toFixed(2)} | ${range(routedRatios)} |`,
 );
 
 await sluice.close();

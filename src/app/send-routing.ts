@@ -54,11 +54,13 @@ const ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID']);
  * `app.send` to a paced subscriber whose store is owned by partition, from any instance of the app. A key
  * whose partition this instance owns is appended here; any other is published to the requests topic, at the
  * key's partition, whose owner — the group member that owns that partition of the subscriber's topic, which
- * reads the requests beside it — appends it and publishes the receipt to the replies topic. Each instance
- * reads every reply, in a consumer group of its own joined at start from the topic's end, and takes those of
- * its requests. A request is committed only once answered: one that finds its shard being handed over waits,
- * uncommitted, for the partition's next owner; one handed twice is appended once (by its event ID, or by
- * its offset when it has none).
+ * reads the requests beside it — appends it and publishes the receipt to the replies topic. The owner
+ * takes the requests it read together: appended at once (one transaction of the shard's log), each answered
+ * once durable, the replies published together. Each instance reads every reply, in a consumer group of its
+ * own joined at start from the topic's end, and takes those of its requests. A request is committed only
+ * once answered: one that finds its shard being handed over waits, uncommitted (with those after it), for
+ * the partition's next owner; one handed twice is appended once (by its event ID, or by its offset when it
+ * has none).
  */
 export class SendRouting {
   /** This instance's name, which its requests carry. */
@@ -73,7 +75,7 @@ export class SendRouting {
 
   /** What the subscriber's consumer reads beside its topic (see `ConsumeRequest.requests`). */
   get requests(): NonNullable<ConsumeRequest['requests']> {
-    return { topic: this.parts.routes.requests, handle: (p, m) => this.handle(p, m) };
+    return { topic: this.parts.routes.requests, handle: (p, messages) => this.handle(p, messages) };
   }
 
   /**
@@ -186,31 +188,52 @@ export class SendRouting {
     return answered;
   }
 
-  /** Owner side: appends a request (of partition `partition` of the requests topic) and answers it. */
-  private async handle(partition: number, message: InboundMessage): Promise<void> {
-    const { pacer, subscriber, broker, routes, log } = this.parts;
+  /**
+   * Owner side: appends a run of requests (consecutive, of partition `partition` of the requests topic) and
+   * answers them; resolves with how many of them, from the first, were handled (see `ConsumeRequest.requests`).
+   * Every request is appended in this turn, in offset order — so their records share one transaction of the
+   * shard's log (its group commit), and a request that repeats an earlier one's event ID is that one's
+   * duplicate — and answered once its record is durable; the replies are published together.
+   */
+  private async handle(partition: number, messages: readonly InboundMessage[]): Promise<number> {
+    const answers = await Promise.allSettled(messages.map((m) => this.take(partition, m)));
+    const handled = answers.findIndex((a) => a.status === 'rejected');
+    // Answered even past one that was not handled: their records are durable, and the next owner, which
+    // reads them again, takes them once (a duplicate, answered again).
+    const replies = answers.flatMap((a) => (a.status === 'fulfilled' && a.value !== undefined ? [a.value] : []));
+    const { broker, routes } = this.parts;
+    await Promise.all(replies.map(([from, reply]) => broker.publish(routes.replies, reply, { key: from })));
+    return handled < 0 ? messages.length : handled;
+  }
+
+  /**
+   * Appends one request, at once (its record is applied now, in call order); resolves once it is durable
+   * with the reply for its sender, none for a forward or a message that is not a request. Rejects — the
+   * request is not handled — when the start was not recorded and may be later (its shard is not here now).
+   */
+  private take(partition: number, message: InboundMessage): Promise<[string, Reply] | undefined> {
+    const { pacer, subscriber, routes, log } = this.parts;
     const request = requestOf(message);
-    if (request === undefined)
-      return log.warn('pace: a message of the requests topic that is not a request is skipped', {
+    if (request === undefined) {
+      log.warn('pace: a message of the requests topic that is not a request is skipped', {
         topic: routes.requests,
         partition,
         offset: message.offset,
       });
-    const { key, event, eventId } = request;
+      return Promise.resolve(undefined);
+    }
+    const { id, from, key, event, eventId } = request;
     // Without an event ID, a request handed twice (a rebalance) is recognised by its offset.
     const source = { topic: routes.requests, partition, offset: message.offset };
-    let reply: Reply;
-    try {
-      const receipt = await pacer.append(
-        subscriber,
-        eventId !== undefined ? { key, event, eventId } : { key, event, source },
-      );
-      reply = { id: request.id, receipt };
-    } catch (error) {
-      if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
-      reply = { id: request.id, error: { code: error.code, message: error.message } };
-    }
-    if (request.from !== '') await broker.publish(routes.replies, reply, { key: request.from }); // a forward: none
+    const appended = pacer.append(subscriber, eventId !== undefined ? { key, event, eventId } : { key, event, source });
+    const replied = appended.then(
+      (receipt): Reply => ({ id, receipt }),
+      (error: unknown): Reply => {
+        if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
+        return { id, error: { code: error.code, message: error.message } };
+      },
+    );
+    return replied.then((reply) => (from === '' ? undefined : [from, reply])); // a forward: no reply
   }
 
   /** Takes every reply fetched, answering the sends of this instance that wait for one. */
@@ -225,6 +248,8 @@ export class SendRouting {
   }
 
   private answer(message: InboundMessage): void {
+    // A reply is keyed by the instance it answers: another's is not even read (every instance reads them all).
+    if (message.key !== undefined && message.key !== this.from) return;
     let reply: Reply;
     try {
       reply = JSON.parse(utf8(message.value)) as Reply;

@@ -108,16 +108,20 @@ export interface ConsumeRequest {
    * A second topic the same member reads, co-partitioned with `topic` (same partition count): partition p of
    * it is always owned by the member that owns partition p of `topic`. Optional; a paced subscriber whose
    * store routes `app.send` (see `Store.routes`) reads its requests topic so. Its messages never go through
-   * `take()`: once `onAssign` of the assignment settled, the consumer calls `handle` for each, in offset
-   * order per partition (partitions concurrently), and commits a message only after its `handle` resolved.
-   * A `handle` that rejects leaves that message and those after it uncommitted: they are handed again (here,
-   * or to the partition's next owner).
+   * `take()`: once `onAssign` of the assignment settled, the consumer hands `handle` what it read of a
+   * partition, a run of messages in offset order (partitions concurrently, a partition's runs one after the
+   * other), and commits the first `n` of them once `handle` resolved with `n`. Those after the first `n`
+   * (all of them, when `handle` rejects) stay uncommitted: they are handed again (here, or to the
+   * partition's next owner), so `handle` must take a message handed twice once.
    */
   readonly requests?: {
     /** The topic: `partitionCount(topic)` partitions, like `topic`. */
     readonly topic: string;
-    /** Handles one message of partition `partition`; resolves once it may be committed. */
-    handle(partition: number, message: InboundMessage): Promise<void>;
+    /**
+     * Handles messages of partition `partition` (consecutive, in offset order); resolves with how many of
+     * them, from the first, were handled and may be committed.
+     */
+    handle(partition: number, messages: readonly InboundMessage[]): Promise<number>;
   };
 }
 

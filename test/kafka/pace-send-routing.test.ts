@@ -79,6 +79,42 @@ describe.skipIf(!kafkaBrokers)('app.send routed to the owner on Kafka', { timeou
     receipts.forEach(([first], k) => expect(runOf.get(`key-${k}`)).toBe(runIdOf(first)));
   });
 
+  it('starts sent at once, each twice (a retry read in the same batch): the second is the first’s duplicate, each key runs once', async () => {
+    const topic = uniqueTopic('together');
+    await testKafka().createTopic(topic, PARTITIONS);
+    const name = `together-${uniquePrefix('r')}`;
+    const prefix = uniquePrefix('together');
+    const clock = new ManualClock(T0);
+    const seen: RunInfo[] = [];
+    const events: unknown[][] = [];
+    const both = [
+      instance('a', name, topic, prefix, clock, seen, events),
+      instance('b', name, topic, prefix, clock, seen, events),
+    ];
+    for (const app of both) await app.start();
+    // All sent in one turn from a: those routed to b go in one request per partition, and b reads them together.
+    const sent = Array.from({ length: KEYS }, (_, k) => {
+      const start = { key: `key-${k}`, eventId: `event-${k}` };
+      return [
+        both[0]!.send('ev', { ...start, event: { k } }),
+        both[0]!.send('ev', { ...start, event: { k, again: 1 } }),
+      ];
+    });
+    const receipts = await Promise.all(sent.map((pair) => Promise.all(pair)));
+    for (const [first, again] of receipts) {
+      expect(first).toMatchObject({ kind: 'run', duplicate: false });
+      expect(again).toEqual({ ...first, duplicate: true });
+    }
+    await clock.advance(1_000);
+    await Promise.all(both.map((a) => a.idle()));
+    expect(seen).toHaveLength(KEYS);
+    const runOf = new Map(seen.map((r) => [r.key, r.id]));
+    receipts.forEach(([first], k) => expect(runOf.get(`key-${k}`)).toBe(runIdOf(first!)));
+    expect(events.flat().sort((x, y) => (x as { k: number }).k - (y as { k: number }).k)).toEqual(
+      Array.from({ length: KEYS }, (_, k) => ({ k })),
+    );
+  });
+
   it('a pace key that is not the message key: a key’s events, through every partition, gather in one window on its owner', async () => {
     const topic = uniqueTopic('repartition');
     const producer = testKafka();

@@ -8,6 +8,7 @@ import type { Broker, Clock, ConsumeRequest, Consumer, Logger } from '../../core
 import { KafkaConsumer } from './kafka-consumer.js';
 import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
+import { PublishBatches } from './publish-batches.js';
 import { isLegalTopic, publishError, recordOf } from './publishing.js';
 
 /** kafkajs's default partitioner, for `partitionOf`: a key's partition does not depend on the topic. */
@@ -18,7 +19,8 @@ const KEY_PARTITIONER = Partitioners.DefaultPartitioner();
  * its own, in the subscriber's group), eachBatch with manual offsets, commits of finished work only
  * (per-partition watermarks), back-pressure by holding batches. Publishing uses one producer (acks from
  * all in-sync replicas) with the Java-compatible murmur2 partitioner, so a key lands where Java clients
- * put it. The repository's `docs/kafka.md` tells how it reads, commits, rebalances and recovers.
+ * put it; publishes to one partition (pinned, or by one key) made in one turn go in one request. The
+ * repository's `docs/kafka.md` tells how it reads, commits, rebalances and recovers.
  *
  * @example
  * ```ts
@@ -41,6 +43,8 @@ export class KafkaBroker implements Broker {
   /** The clock of the consumers' own timers: the app's, once an app has connected this broker. */
   private clock: Clock = new SystemClock();
   private readonly consumerSettings: KafkaConsumerSettings;
+  /** Publishes to one partition made in one turn, sent together. */
+  private readonly batches = new PublishBatches((topic, messages) => this.producer!.send({ topic, messages }));
 
   /**
    * Makes the kafkajs client; connects nothing (the app calls `connect` at `start()`).
@@ -112,7 +116,8 @@ export class KafkaBroker implements Broker {
    * Publishes one message (connecting first if need be): a `Uint8Array` as it is, a string as UTF-8
    * text, anything else as JSON; `{ tombstone: true }` sends a null value. Keys and header values may be
    * strings or bytes; a header given an array of values is sent once per value. Resolves once the
-   * in-sync replicas have it.
+   * in-sync replicas have it. Publishes made in one turn of the event loop to one partition (pinned, or by
+   * one key) are sent in one request (see `PublishBatches`).
    *
    * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the
    *   message
@@ -128,7 +133,7 @@ export class KafkaBroker implements Broker {
     // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
     if (isLegalTopic(topic)) await this.mustExist(topic, '(publishing)');
     const partition = options?.partition;
-    const sent = await this.producer!.send({ topic, messages: [recordOf(value, options)] }).catch((error: unknown) => {
+    const sent = await this.batches.publish(topic, recordOf(value, options)).catch((error: unknown) => {
       throw publishError(topic, error);
     });
     // kafkajs sends nothing, and reports no error, for a pinned partition its metadata does not list.

@@ -108,7 +108,7 @@ export class KafkaConsumer implements Consumer {
       const batches = this.batches;
       this.requestBatches = new RequestBatches({
         topic: requests.topic,
-        handle: (p, m) => requests.handle(p, m),
+        handle: (p, messages) => requests.handle(p, messages),
         consumer: () => this.consumer,
         owned: () => this.requestPartitions,
         heartbeatIntervalMs: settings.heartbeatIntervalMs,

@@ -49,6 +49,9 @@ export function publishError(topic: string, error: unknown): unknown {
   });
 }
 
+/** True when the broker refused a send for good (see `REFUSALS`): sending the same messages again cannot succeed. */
+export const isRefusal = (error: unknown): boolean => refusalOf(error) !== undefined;
+
 /** The refusal in a kafkajs error or its causes (kafkajs wraps the broker's answer), if there is one. */
 function refusalOf(error: unknown): string | undefined {
   let e: unknown = error;

@@ -29,7 +29,7 @@ export class MemoryConsumer implements Consumer {
   ) {
     const handler = request.requests;
     if (handler !== undefined && requestsGroup !== undefined) {
-      this.requests = new MemoryRequests(requestsGroup, (p, m) => handler.handle(p, m));
+      this.requests = new MemoryRequests(requestsGroup, (p, messages) => handler.handle(p, messages));
       requestsGroup.requestReaders.add(this);
     }
   }

@@ -1,20 +1,24 @@
 import type { InboundMessage } from '../../core/message.js';
 import type { GroupTopic } from './group.js';
 
+/** Requests handed to `handle` at once at most. */
+const REQUESTS_PER_RUN = 500;
+
 interface Reading {
   readonly partition: number;
   /** The next offset to hand to `handle`. */
   position: number;
-  /** The handling under way, if any: one message at a time per partition. */
+  /** The handling under way, if any: one run of messages at a time per partition. */
   draining: Promise<void> | undefined;
   stopped: boolean;
 }
 
 /**
  * A member's requests topic (see `ConsumeRequest.requests`): the partitions matching those it owns of its
- * topic, each handed to `handle` message by message from the group's committed offset, and each message
- * committed once its `handle` resolved. One that rejects is left uncommitted, with those after it: the
- * partition is tried again when a message arrives, or read by its next owner from there.
+ * topic, each handed to `handle` from the group's committed offset, what it holds at once (in runs of at
+ * most {@link REQUESTS_PER_RUN}), and committed as far as `handle` says it handled. What it did not handle
+ * (all of a run, when it rejects) is left uncommitted: the partition is tried again when a message arrives,
+ * or read by its next owner from there.
  */
 export class MemoryRequests {
   private readonly reading = new Map<number, Reading>();
@@ -22,7 +26,7 @@ export class MemoryRequests {
   constructor(
     /** The group's offsets of the requests topic (it has no members of its own). */
     private readonly group: GroupTopic,
-    private readonly handle: (partition: number, message: InboundMessage) => Promise<void>,
+    private readonly handle: (partition: number, messages: readonly InboundMessage[]) => Promise<number>,
   ) {}
 
   /** Partitions assigned, ready (their `onAssign` settled): read from the group's committed offsets. */
@@ -61,14 +65,17 @@ export class MemoryRequests {
   private async drain(r: Reading): Promise<void> {
     const log = this.group.log.partitions[r.partition]!;
     while (!r.stopped && r.position < log.length) {
+      const run = log.slice(r.position, r.position + REQUESTS_PER_RUN);
+      let handled: number;
       try {
-        await this.handle(r.partition, log[r.position]!);
+        handled = Math.max(0, Math.min(run.length, Math.floor(await this.handle(r.partition, run))));
       } catch {
         return; // left uncommitted: tried again on the next arrival, or by the next owner
       }
-      r.position++;
-      this.group.readCount++;
-      this.group.commit(r.partition, r.position);
+      r.position += handled;
+      this.group.readCount += handled;
+      if (handled > 0) this.group.commit(r.partition, r.position);
+      if (handled < run.length) return; // the rest likewise
     }
   }
 }
