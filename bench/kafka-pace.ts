@@ -4,14 +4,16 @@
  *  (a) paced intake: an App whose paced subscriber (`debounce: '1 hour'`: no window closes) reads N small keyed
  *      JSON messages from a topic of P partitions through `kafkaStore({ ownership: 'partition', shards: P })`;
  *      the figure is events made durable per second (each shard log's `append` wrapped to count the appends
- *      that resolved), from the first append to the Nth durable. Beside it a raw kafkajs loop doing the same
+ *      that resolved), from the first append to the Nth durable. Beside it raw kafkajs loops doing the same
  *      work: eachBatch (P partitions concurrently), one transactional producer per partition (transactionalId
- *      per partition) that sends each batch's message values to the partition of a changelog topic, then
- *      `sendOffsets` of the batch's offsets in the same transaction, then commits; at most RAW_BATCH messages
- *      per transaction (1,000 by default: what Sluice's transactions carry here, since a paced subscriber has
- *      at most 1,000 appends under way and takes them from one partition's batch). Also printed: the records
- *      per transaction on each side (changelog end offsets less records: each committed transaction leaves
- *      one marker per partition it wrote).
+ *      per partition) that sends each batch's message values to the partition of a changelog topic (a message
+ *      each: Sluice packs its records, see docs/store.md), and commits; at most RAW_BATCH messages per
+ *      transaction (1,000 by default: what Sluice's transactions carry here, at most 1,000 appends of a
+ *      partition being under way). `BENCH_RAW` picks the loops: `txn`, the offsets sent in each transaction
+ *      (`sendOffsets`); `outside`, the offsets committed every second by the consumer, as Sluice commits them
+ *      (its events are taken once by their offsets). Also printed: the records per transaction on each side
+ *      (the raw loop's: changelog end offsets less messages, one commit marker per transaction; Sluice's: its
+ *      logs' count).
  *  (b) restore: coordinator states restored per second. An App (MemoryBroker, ManualClock, `debounce: '1 hour'`)
  *      on a `kafkaStore({ ownership: 'all', shards: 4, snapshotEvery: 1_000 })` is given 2 events per key over
  *      K keys with `app.send` (the second pass makes each shard snapshot: a host snapshots once its records
@@ -38,7 +40,7 @@ import { createInterface } from 'node:readline';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { App, ManualClock, MemoryBroker, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
-import { PRODUCER_RETRY } from '../src/brokers/kafka/kafka-shard-log.js';
+import { PRODUCER_RETRY, type KafkaShardLog } from '../src/brokers/kafka/kafka-shard-log.js';
 import { fmt, median, range } from './stats.js';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
@@ -66,11 +68,21 @@ await admin.connect();
 const unique = (what: string): string => `bench-${what}-${randomBytes(4).toString('hex')}`;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Creates `topic` and waits for its partitions' leaders. Not kafkajs's `waitForLeaders`: on a busy broker its
+ * metadata request can meet UNKNOWN_TOPIC_OR_PARTITION, which it does not retry, and the run dies.
+ */
 async function createTopic(topic: string, partitions: number): Promise<void> {
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
-  });
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+  for (let attempt = 0; ; attempt++) {
+    const led = await admin
+      .fetchTopicMetadata({ topics: [topic] })
+      .then(({ topics }) => topics[0]!.partitions.filter((p) => p.leader >= 0).length === partitions)
+      .catch(() => false);
+    if (led) return;
+    if (attempt === 100) throw new Error(`topic ${topic}: no leaders after 100 tries`);
+    await sleep(100);
+  }
 }
 
 /** The messages past the low watermark of every partition of `topic`, and its end offsets. */
@@ -111,7 +123,20 @@ interface IntakeResult {
   readonly perTxn: number;
 }
 
-async function rawIntake(topic: string): Promise<IntakeResult> {
+/**
+ * The raw loop's offsets: `'txn'` sent in each transaction (`sendOffsets`, two more round trips a transaction:
+ * AddOffsetsToTxn and TxnOffsetCommit); `'outside'` committed by the consumer every second, outside the
+ * transactions, as Sluice's paced subscriber does (its events are taken once by their offsets; see
+ * docs/store.md).
+ */
+type RawOffsets = 'txn' | 'outside';
+const RAW_LABEL: Record<RawOffsets, string> = {
+  txn: 'raw kafkajs: eachBatch, transactional producer per partition, send + sendOffsets + commit',
+  outside: 'raw kafkajs: the same, offsets committed every second outside the transaction (as Sluice)',
+};
+const RAW_VARIANTS = (process.env.BENCH_RAW ?? 'txn,outside').split(',') as RawOffsets[];
+
+async function rawIntake(topic: string, offsets: RawOffsets): Promise<IntakeResult> {
   const changelog = unique('raw-changelog');
   await createTopic(changelog, P);
   const groupId = unique('raw-group');
@@ -133,7 +158,8 @@ async function rawIntake(topic: string): Promise<IntakeResult> {
   let resolve!: (seconds: number) => void;
   const done = new Promise<number>((r) => (resolve = r));
   await consumer.run({
-    autoCommit: false,
+    autoCommit: offsets === 'outside',
+    autoCommitInterval: 1_000,
     eachBatchAutoResolve: false,
     partitionsConsumedConcurrently: P,
     // eslint-disable-next-line @typescript-eslint/unbound-method -- closures, though typed as methods
@@ -149,10 +175,11 @@ async function rawIntake(topic: string): Promise<IntakeResult> {
           acks: -1,
           messages: chunk.map((m) => ({ partition: batch.partition, value: m.value })),
         });
-        await txn.sendOffsets({
-          consumerGroupId: groupId,
-          topics: [{ topic, partitions: [{ partition: batch.partition, offset: String(Number(last) + 1) }] }],
-        });
+        if (offsets === 'txn')
+          await txn.sendOffsets({
+            consumerGroupId: groupId,
+            topics: [{ topic, partitions: [{ partition: batch.partition, offset: String(Number(last) + 1) }] }],
+          });
         await txn.commit();
         resolveOffset(last);
         count += chunk.length;
@@ -166,12 +193,44 @@ async function rawIntake(topic: string): Promise<IntakeResult> {
   await Promise.all(producers.map((p) => p.disconnect()));
   const { high } = await offsetsOf(changelog);
   await deleteTopics([changelog]);
-  return { rate: N / seconds, perTxn: N / (high - N) };
+  return { rate: N / seconds, perTxn: N / (high - N) }; // a message per event: the rest are commit markers
 }
 
-/** `store`, its shard logs' appends counted as they become durable. */
-function counted(store: Store, onDurable: () => void, onAppend: () => void): Store {
+/** Reads every partition of `topics` from start to end (read_committed, eachBatch); returns the seconds taken. */
+async function readAll(topics: string[]): Promise<number> {
+  const ends = new Map<string, number>();
+  for (const topic of topics)
+    for (const o of await admin.fetchTopicOffsets(topic))
+      if (Number(o.high) > Number(o.low)) ends.set(`${topic}/${o.partition}`, Number(o.high));
+  const consumer = kafka.consumer({
+    groupId: unique('raw-read'),
+    readUncommitted: false,
+    maxBytesPerPartition: 16 * 1024 * 1024,
+    maxBytes: 64 * 1024 * 1024,
+    maxWaitTimeInMs: 100,
+  });
+  const t0 = performance.now();
+  await consumer.connect();
+  await consumer.subscribe({ topics, fromBeginning: true });
+  await new Promise<void>((resolve) => {
+    if (ends.size === 0) resolve();
+    consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
+      const where = `${e.payload.topic}/${e.payload.partition}`;
+      const high = ends.get(where);
+      if (high !== undefined && Number(e.payload.lastOffset) >= high - 1) ends.delete(where);
+      if (ends.size === 0) resolve();
+    });
+    void consumer.run({ autoCommit: false, eachBatch: async () => {} });
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  await consumer.disconnect();
+  return seconds;
+}
+
+/** `store`, its shard logs' appends counted as they become durable; `logs` gets each shard log opened. */
+function counted(store: Store, onDurable: () => void, onAppend: () => void, logs: ShardLog[] = []): Store {
   const wrap = (log: ShardLog): ShardLog => {
+    logs.push(log);
     const append = log.append.bind(log);
     log.append = (record) => {
       onAppend();
@@ -195,6 +254,7 @@ function counted(store: Store, onDurable: () => void, onAppend: () => void): Sto
 
 async function sluiceIntake(topic: string): Promise<IntakeResult> {
   const prefix = unique('pace');
+  const logs: ShardLog[] = [];
   let count = 0;
   let first = 0;
   let resolve!: (seconds: number) => void;
@@ -214,6 +274,7 @@ async function sluiceIntake(topic: string): Promise<IntakeResult> {
     () => {
       if (first === 0) first = performance.now();
     },
+    logs,
   );
   const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
   const app = new App({ name: unique('sluice'), logger: silentLogger, store }).withBroker(broker, (b) =>
@@ -230,10 +291,26 @@ async function sluiceIntake(topic: string): Promise<IntakeResult> {
   const seconds = await done;
   await app.stop();
   await broker.close();
-  const { high } = await offsetsOf(`${prefix}.changelog`);
   await deleteTopics([`${prefix}.changelog`, `${prefix}.snapshots`]);
-  return { rate: N / seconds, perTxn: N / (high - N) };
+  // Records are packed many to a message, and those a snapshot covers deleted: the log counts its transactions.
+  const transactions = logs.reduce((sum, log) => sum + (log as KafkaShardLog).appendTransactions, 0);
+  return { rate: N / seconds, perTxn: N / transactions };
 }
+
+type IntakePath = RawOffsets | 'sluice';
+
+/** One round: every path once, in an order that rotates with the round (or only Sluice, or only the raw loops). */
+async function intakeRound(topic: string, round: number): Promise<Map<IntakePath, IntakeResult>> {
+  const paths: IntakePath[] =
+    ONLY === 'sluice' ? ['sluice'] : ONLY === 'raw' ? [...RAW_VARIANTS] : [...RAW_VARIANTS, 'sluice'];
+  const order = paths.map((_, i) => paths[(i + round) % paths.length]!);
+  const results = new Map<IntakePath, IntakeResult>();
+  for (const path of order)
+    results.set(path, path === 'sluice' ? await sluiceIntake(topic) : await rawIntake(topic, path));
+  return results;
+}
+
+const perTxn = (rs: readonly IntakeResult[]): string => median(rs.map((r) => r.perTxn)).toFixed(0);
 
 async function partA(): Promise<void> {
   const topic = unique('intake');
@@ -241,40 +318,40 @@ async function partA(): Promise<void> {
   console.log(
     `\n(a) paced intake: ${fmt(N)} messages over ${fmt(KEYS_A)} keys, ${P} partitions, raw at most ${RAW_BATCH} per transaction, median of ${ROUNDS} rounds, node ${process.version}, kafka at ${brokers}\n`,
   );
-  const raw: IntakeResult[] = [];
-  const sluice: IntakeResult[] = [];
-  const ratios: number[] = [];
+  const rounds: Map<IntakePath, IntakeResult>[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    let r: IntakeResult;
-    let s: IntakeResult;
-    if (ONLY !== undefined) {
-      const skipped = { rate: Number.NaN, perTxn: Number.NaN };
-      r = ONLY === 'raw' ? await rawIntake(topic) : skipped;
-      s = ONLY === 'sluice' ? await sluiceIntake(topic) : skipped;
-    } else if (round % 2 === 0) {
-      r = await rawIntake(topic);
-      s = await sluiceIntake(topic);
-    } else {
-      s = await sluiceIntake(topic);
-      r = await rawIntake(topic);
-    }
-    raw.push(r);
-    sluice.push(s);
-    ratios.push(s.rate / r.rate);
-    console.log(
-      `  round ${round + 1}: raw ${fmt(r.rate)}/s (${r.perTxn.toFixed(0)} per txn), Sluice ${fmt(s.rate)}/s (${s.perTxn.toFixed(0)} per txn), ratio ${(s.rate / r.rate).toFixed(2)}`,
+    const r = await intakeRound(topic, round);
+    rounds.push(r);
+    const s = r.get('sluice');
+    const line = [...r]
+      .map(
+        ([path, x]) =>
+          `${path === 'sluice' ? 'Sluice' : `raw(${path})`} ${fmt(x.rate)}/s (${x.perTxn.toFixed(0)} per txn)`,
+      )
+      .join(', ');
+    const ratios = RAW_VARIANTS.filter((v) => s && r.has(v)).map(
+      (v) => `${(s!.rate / r.get(v)!.rate).toFixed(2)} of ${v}`,
     );
+    console.log(`  round ${round + 1}: ${line}${ratios.length > 0 ? `; Sluice ${ratios.join(', ')}` : ''}`);
   }
-  console.log(
-    '\n| path | events durable/s (median) | records per transaction (median) | ratio to raw (median, same round) | range of ratios |',
-  );
-  console.log('|---|---:|---:|---:|---:|');
-  console.log(
-    `| raw kafkajs: eachBatch, transactional producer per partition, send + sendOffsets + commit | ${fmt(median(raw.map((r) => r.rate)))} | ${median(raw.map((r) => r.perTxn)).toFixed(0)} | 1.00 | |`,
-  );
-  console.log(
-    `| Sluice paced subscriber, kafkaStore (ownership 'partition') | ${fmt(median(sluice.map((r) => r.rate)))} | ${median(sluice.map((r) => r.perTxn)).toFixed(0)} | ${median(ratios).toFixed(2)} | ${range(ratios)} |`,
-  );
+  const of = (path: IntakePath): IntakeResult[] => rounds.map((r) => r.get(path)).filter((x) => x !== undefined);
+  const sluice = of('sluice');
+  console.log('\n| path | events durable/s (median) | records per transaction (median) |');
+  console.log('|---|---:|---:|');
+  for (const v of RAW_VARIANTS)
+    if (of(v).length > 0)
+      console.log(`| ${RAW_LABEL[v]} | ${fmt(median(of(v).map((r) => r.rate)))} | ${perTxn(of(v))} |`);
+  if (sluice.length > 0)
+    console.log(
+      `| Sluice paced subscriber, kafkaStore (ownership 'partition') | ${fmt(median(sluice.map((r) => r.rate)))} | ${perTxn(sluice)} |`,
+    );
+  if (ONLY !== undefined) return deleteTopics([topic]);
+  console.log('\n| Sluice beside | ratio (median, same round) | range of ratios |');
+  console.log('|---|---:|---:|');
+  for (const v of RAW_VARIANTS) {
+    const ratios = rounds.map((r) => r.get('sluice')!.rate / r.get(v)!.rate);
+    console.log(`| ${RAW_LABEL[v]} | ${median(ratios).toFixed(2)} | ${range(ratios)} |`);
+  }
   await deleteTopics([topic]);
 }
 
@@ -317,34 +394,7 @@ async function sendAll(app: App, from: number, to: number, pass: number): Promis
   );
 }
 
-async function rawRestore(topics: string[]): Promise<number> {
-  const ends = new Map<string, number>();
-  for (const topic of topics)
-    for (const o of await admin.fetchTopicOffsets(topic))
-      if (Number(o.high) > Number(o.low)) ends.set(`${topic}/${o.partition}`, Number(o.high));
-  const consumer = kafka.consumer({
-    groupId: unique('raw-restore'),
-    readUncommitted: false,
-    maxBytesPerPartition: 16 * 1024 * 1024,
-    maxBytes: 64 * 1024 * 1024,
-    maxWaitTimeInMs: 100,
-  });
-  const t0 = performance.now();
-  await consumer.connect();
-  await consumer.subscribe({ topics, fromBeginning: true });
-  await new Promise<void>((resolve) => {
-    consumer.on(consumer.events.END_BATCH_PROCESS, (e) => {
-      const where = `${e.payload.topic}/${e.payload.partition}`;
-      const high = ends.get(where);
-      if (high !== undefined && Number(e.payload.lastOffset) >= high - 1) ends.delete(where);
-      if (ends.size === 0) resolve();
-    });
-    void consumer.run({ autoCommit: false, eachBatch: async () => {} });
-  });
-  const seconds = (performance.now() - t0) / 1000;
-  await consumer.disconnect();
-  return seconds;
-}
+const rawRestore = (topics: string[]): Promise<number> => readAll(topics);
 
 async function sluiceRestore(prefix: string, keys: number): Promise<number> {
   let replayed = 0;

@@ -61,6 +61,20 @@ describe('MemoryBroker', () => {
     expect(broker.readCount('g', 't')).toBe(11);
   });
 
+  it('takes of each partition at most what perPartition allows it, in offset order', async () => {
+    const broker = new MemoryBroker({ topics: { t: 3 } });
+    for (let i = 0; i < 30; i++) await broker.publish('t', { i }, { partition: i % 3 });
+    const c = await broker.consume(request('t', 'g'));
+    const room = [2, 0, 5];
+    const taken = c.take(100, (p) => room[p]!);
+    const of = (p: number) => taken.filter((m) => m.partition === p).map((m) => m.offset);
+    expect([of(0), of(1), of(2)]).toEqual([[0, 1], [], [0, 1, 2, 3, 4]]);
+    expect(c.take(4, () => -1)).toEqual([]); // no room
+    const rest = c.take(100);
+    expect(rest).toHaveLength(30 - 7);
+    expect(rest.filter((m) => m.partition === 0)[0]!.offset).toBe(2);
+  });
+
   it('never hands out messages of a paused partition', async () => {
     const broker = new MemoryBroker();
     await broker.publish('t', 1);

@@ -10,7 +10,14 @@ import type { Pacer } from './pacer.js';
 import type { Undecodable, Work } from './work.js';
 
 /** Deliveries of a paced subscriber being appended to its coordinators at once, at most. */
-const PACE_INTAKE = 1_000;
+export const PACE_INTAKE = 4_000;
+/**
+ * Of those, from one partition at most. Under a store owned by partition a partition's events go to its own
+ * shard, whose appends are journaled a transaction after another: taken one partition's batch at a time, the
+ * whole intake went to one shard and one transaction was under way while the other shards' logs stood idle.
+ * With room for a few partitions at once, their transactions run side by side.
+ */
+export const PACE_INTAKE_PER_PARTITION = 1_000;
 
 /**
  * What `decode` gives for a message that does not decode: why. No decoder can return one (the class is this
@@ -50,6 +57,10 @@ export interface IntakeParts {
 export class Intake {
   /** Paced deliveries being appended to their coordinators. */
   appending = 0;
+  /** Of those, by partition (see PACE_INTAKE_PER_PARTITION). */
+  private readonly appendingOf = new Map<number, number>();
+  private readonly pacedRoom = (partition: number): number =>
+    PACE_INTAKE_PER_PARTITION - (this.appendingOf.get(partition) ?? 0);
   private consumer: Consumer | undefined = undefined;
   private pumping = false;
 
@@ -173,11 +184,12 @@ export class Intake {
 
   /**
    * A paced subscriber's reading: each delivery becomes an event of its key's coordinator, and its offset
-   * becomes committable once that event is durable. At most PACE_INTAKE appends are under way.
+   * becomes committable once that event is durable. At most PACE_INTAKE appends are under way, and
+   * PACE_INTAKE_PER_PARTITION of one partition.
    */
   private takePaced(consumer: Consumer, pacer: Pacer): void {
     for (let room = PACE_INTAKE - this.appending; room > 0; room = PACE_INTAKE - this.appending) {
-      const taken = consumer.take(room);
+      const taken = consumer.take(room, this.pacedRoom);
       if (taken.length === 0) break;
       for (const m of taken) this.paced(m, pacer);
     }
@@ -188,15 +200,15 @@ export class Intake {
     const marks = offsets.track(m);
     const payload = this.decode(m);
     if (payload instanceof Undecoded) return ledger.deadLetterNow([payload.bad], [marks]);
-    this.appending++;
+    this.began(m.partition, 1);
     const key = this.keyOf(m, payload) ?? '';
     const appended = (): void => {
-      this.appending--;
+      this.began(m.partition, -1);
       offsets.complete(marks, m.offset);
       this.pump();
     };
     const refused = (error: unknown): void => {
-      this.appending--;
+      this.began(m.partition, -1);
       if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
         // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset
         // is committed once it is dead-lettered.
@@ -218,5 +230,11 @@ export class Intake {
     }
     taken ??= pacer.append(sub.name, { key, event: payload, source: m });
     taken.then(appended, refused);
+  }
+
+  /** Counts `n` more (or, negative, fewer) appends under way of `partition`. */
+  private began(partition: number, n: number): void {
+    this.appending += n;
+    this.appendingOf.set(partition, (this.appendingOf.get(partition) ?? 0) + n);
   }
 }

@@ -142,8 +142,11 @@ export interface ConsumeRequest {
  * @category Brokers
  */
 export interface Consumer {
-  /** Up to `max` messages ready now; an empty array when none are. */
-  take(max: number): readonly InboundMessage[];
+  /**
+   * Up to `max` messages ready now, and of each partition `p` at most `perPartition(p)` (no limit without it);
+   * an empty array when none are.
+   */
+  take(max: number, perPartition?: (partition: number) => number): readonly InboundMessage[];
   /** Messages fetched and waiting to be taken (known without asking the broker). */
   backlog(): number;
   /**

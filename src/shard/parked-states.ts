@@ -23,9 +23,17 @@ export class ParkedStates<S> {
 
   /** Parks a key (it must not be parked already): its state and its timer, if any. */
   park(key: string, state: S, timerAtMs: number | undefined): void {
+    this.parkEncoded(key, this.codec.encode(state), timerAtMs);
+  }
+
+  /**
+   * Parks a key whose state is at hand as its codec encodes it (read from a snapshot, which the codec decodes
+   * as it decodes what it encodes): kept as that JSON.
+   */
+  parkEncoded(key: string, encoded: unknown, timerAtMs: number | undefined): void {
     // Compacted here, not as keys leave: a mass wake unparks many and should not pay for it then.
     if (this.arena.wasteful) this.arena.compact((move) => this.table.remapRefs(move));
-    this.table.set(key, this.arena.put(JSON.stringify(this.codec.encode(state))), timerAtMs ?? Number.NaN);
+    this.table.set(key, this.arena.put(JSON.stringify(encoded)), timerAtMs ?? Number.NaN);
     if (timerAtMs !== undefined && this.earliestCache !== null && !(this.earliestCache! <= timerAtMs))
       this.earliestCache = timerAtMs;
   }

@@ -162,19 +162,23 @@ export class ShardCore<S, O> {
     this.capture = undefined;
   }
 
-  /** Starts from a snapshot instead of from nothing: before any record is applied. */
-  importState(snapshot: ShardSnapshot<S>, nowMs: number): void {
+  /**
+   * Starts from a snapshot instead of from nothing: before any record is applied. `each`, if given, sees each
+   * key's state as it is imported.
+   */
+  importState(snapshot: ShardSnapshot<S>, nowMs: number, each?: (key: string, state: S) => void): void {
     if (this.lastLsn !== 0) throw new RangeError('ShardCore.importState: the core has applied records already');
     this.lastLsn = snapshot.lsn;
     this.lastAt = snapshot.at;
     const codec = this.rules.codec;
     for (const [key, json, saved] of snapshot.keys) {
-      const state = codec ? codec.decode(json) : json;
+      const state = codec ? codec.decode(json) : json; // decoded even to be parked: what does not read is refused now
+      each?.(key, state);
       const timer = this.loseTimers ? null : saved;
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);
         if (timer !== null) this.timers.set(key, timer, nowMs);
-      } else this.parked.park(key, state, timer ?? undefined);
+      } else this.parked.parkEncoded(key, json, timer ?? undefined); // as the snapshot holds it, not encoded again
     }
   }
 

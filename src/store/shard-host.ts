@@ -14,7 +14,9 @@ export interface ShardHostOptions<S, O> {
   readonly onOutput: (output: O) => void;
   /**
    * After recovery, what a key's state still owes (a run started and not finished): replayed records'
-   * outputs are not handed out again, since they may have left before the crash; this says what must.
+   * outputs are not handed out again, since they may have left before the crash; this says what must. A
+   * function of the state alone: it is asked of a snapshot's states as they are imported, and again at
+   * `serve` of those that owed and of the keys replayed since.
    */
   readonly resume?: (key: string, state: S) => O[];
   /**
@@ -79,6 +81,11 @@ export class ShardHost<S, O> {
   private snapshotRun: Promise<void> | undefined;
   /** Timers fired by the last turn of a wake (0 when none is under way). */
   private burst = 0;
+  /**
+   * From `recover` to `serve`: the keys that may still owe something (see `serve`). Only they are asked: the
+   * keys whose imported state owed, and those replayed; any other key's state is the one imported.
+   */
+  private owing: Set<string> | undefined;
 
   constructor(private readonly options: ShardHostOptions<S, O>) {
     this.core = new ShardCore(options.rules, {
@@ -113,23 +120,36 @@ export class ShardHost<S, O> {
         `ShardHost: shard ${this.options.log.shard} recovers once, and it is ${this.stage}`,
       );
     this.stage = 'recovering';
-    const snapshot = await this.options.log.readSnapshot();
-    if (snapshot) {
-      const { lsn, at, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
-      if (lsn !== snapshot.lsn)
-        throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
-      this.core.importState(at === undefined ? { lsn, keys } : { lsn, at, keys }, this.options.clock.now());
-      this.snapshotLsn = lsn;
-    }
+    const owing = new Set<string>();
+    await this.importSnapshot(owing);
     await this.options.log.replay(this.core.appliedLsn + 1, (lsn, bytes) => {
-      this.core.apply(lsn, decode(bytes));
+      const record = decode(bytes);
+      owing.add(record.key);
+      this.core.apply(lsn, record);
       if (this.options.faults?.applyTwice) this.core.apply(lsn + 0.5, decode(bytes));
     });
+    this.owing = owing;
     this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
     if (this.stage === 'recovering') this.stage = 'recovered'; // not if closed meanwhile
   }
 
-  /** Hands out what recovered keys still owe (`resume`) and arms the timers. */
+  /** Imports the log's snapshot, if it has one, noting in `owing` the keys whose state owes something. */
+  private async importSnapshot(owing: Set<string>): Promise<void> {
+    const snapshot = await this.options.log.readSnapshot();
+    if (!snapshot) return;
+    const { lsn, at, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
+    if (lsn !== snapshot.lsn)
+      throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
+    const resume = this.options.resume;
+    const each = resume && ((key: string, state: S) => void (resume(key, state).length > 0 && owing.add(key)));
+    this.core.importState(at === undefined ? { lsn, keys } : { lsn, at, keys }, this.options.clock.now(), each);
+    this.snapshotLsn = lsn;
+  }
+
+  /**
+   * Hands out what recovered keys still owe (`resume`) and arms the timers. Only the keys noted by `recover`
+   * are asked (a parked key's state is decoded to be asked): what `resume` says depends on the state alone.
+   */
   serve(): void {
     if (this.stage !== 'recovered')
       throw new SluiceError(
@@ -137,10 +157,13 @@ export class ShardHost<S, O> {
         `ShardHost: shard ${this.options.log.shard} serves once, after recover(), and it is ${this.stage}`,
       );
     this.stage = 'serving';
-    if (this.options.resume) {
-      for (const key of [...this.core.keys()])
-        for (const o of this.options.resume(key, this.core.state(key)!)) this.options.onOutput(o);
-    }
+    const owing = this.owing ?? [];
+    this.owing = undefined;
+    if (this.options.resume)
+      for (const key of owing) {
+        const state = this.core.state(key);
+        if (state !== undefined) for (const o of this.options.resume(key, state)) this.options.onOutput(o);
+      }
     this.arm();
   }
 

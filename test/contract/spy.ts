@@ -23,8 +23,8 @@ export class SpyBroker implements Broker {
   async consume(request: ConsumeRequest): Promise<Consumer> {
     const consumer = await this.inner.consume(request);
     const take = consumer.take.bind(consumer);
-    consumer.take = (max: number): readonly InboundMessage[] => {
-      const got = take(max);
+    consumer.take = (max: number, perPartition?: (partition: number) => number): readonly InboundMessage[] => {
+      const got = take(max, perPartition);
       this.taken += got.length;
       if (got.length > 0) this.takes.push(got.length);
       return got;

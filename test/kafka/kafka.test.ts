@@ -295,6 +295,35 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     expect(max).toBeLessThanOrEqual(32);
   });
 
+  it('takes of each partition at most what perPartition allows it, in offset order, the rest staying for later', async () => {
+    const topic = uniqueTopic('per-partition');
+    await admin!.createTopic(topic, 3);
+    await producePlain(
+      topic,
+      Array.from({ length: 30 }, (_, n) => ({ value: String(n), partition: n % 3 })),
+    );
+    let readable = (): void => {};
+    const consumer = await testKafka().consume({
+      topic,
+      group: `g-${topic}`,
+      onReadable: () => readable(),
+      onRevoke: async () => {},
+    });
+    try {
+      while (consumer.backlog() < 30) await new Promise<void>((resolve) => (readable = resolve));
+      const room = [2, 0, 5];
+      const taken = consumer.take(100, (p) => room[p]!);
+      const of = (p: number) => taken.filter((m) => m.partition === p).map((m) => m.offset);
+      expect([of(0), of(1), of(2)]).toEqual([[0, 1], [], [0, 1, 2, 3, 4]]);
+      expect(consumer.take(4, () => 0)).toEqual([]);
+      const rest = consumer.take(100);
+      expect(rest).toHaveLength(30 - 7);
+      expect(rest.filter((m) => m.partition === 1).map((m) => m.offset)).toEqual([...Array(10).keys()]);
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it('paces deliveries per key: a batch per key of every event in partition order, committed once durable', async () => {
     const topic = uniqueTopic('paced');
     await admin!.createTopic(topic, 3);

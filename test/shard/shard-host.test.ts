@@ -91,6 +91,41 @@ describe('ShardHost', () => {
     expect(second.outputs.filter((o) => o.kind === 'fired')).toHaveLength(2);
   });
 
+  it('resumes, after a snapshot and a tail, what every key owes, parked or loaded, and nothing for keys that owe nothing', async () => {
+    const clock = new ManualClock(1_000);
+    const make = (store: MemoryStore) => {
+      const outputs: Out[] = [];
+      const h = new ShardHost({
+        log: store.log(0),
+        rules,
+        clock,
+        maxLoadedKeys: 2, // most keys parked, at the snapshot and after the import
+        onOutput: (o) => outputs.push(o),
+        // An odd count owes something; an even one does not.
+        resume: (key, state) => (state.count % 2 === 1 ? [{ key, kind: 'resumed' as const, count: state.count }] : []),
+      });
+      return { h, outputs };
+    };
+    const store = memoryStore({ shards: 1 });
+    const first = make(store);
+    await first.h.open();
+    const counts = new Map<string, number>();
+    const event = async (key: string): Promise<void> => {
+      await first.h.append({ key, type: 'event' });
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    };
+    for (let k = 0; k < 20; k++) for (let i = 0; i <= k % 3; i++) await event(`k${k}`);
+    expect(await first.h.snapshot()).toBe(true);
+    for (const k of [0, 1, 5, 20]) await event(`k${k}`); // the tail: owing changes both ways, and a new key
+    await first.h.close();
+    const second = make(store.crash());
+    await second.h.open();
+    const owed = [...counts].filter(([, n]) => n % 2 === 1).map(([key, count]) => ({ key, kind: 'resumed', count }));
+    const byKey = (x: Out, y: Out) => x.key.localeCompare(y.key);
+    expect(second.outputs.sort(byKey)).toEqual(owed.sort(byKey));
+    expect(second.h.core.parkedCount).toBeGreaterThan(10);
+  });
+
   it('reads a memory store in turns of the event loop, as a disk is read: seeded, the same turns for a seed', async () => {
     /** Turns of the event loop that a replay of the store's shard 0 takes. */
     const replayTurns = async (store: MemoryStore): Promise<number> => {

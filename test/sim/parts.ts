@@ -92,7 +92,7 @@ export function cutBroker(
           : {}),
       });
       const consumer: Consumer = {
-        take: (max) => (cut() ? [] : inner.take(max)),
+        take: (max, perPartition) => (cut() ? [] : inner.take(max, perPartition)),
         backlog: () => inner.backlog(),
         lag: () => inner.lag(),
         assigned: () => inner.assigned(),

@@ -224,11 +224,11 @@ export class KafkaConsumer implements Consumer {
     });
   }
 
-  take(max: number): readonly InboundMessage[] {
+  take(max: number, perPartition?: (partition: number) => number): readonly InboundMessage[] {
     // Drain one partition's batch before moving to the next: its eachBatch returns sooner, so kafkajs
     // fetches that partition again while the others' batches are still being worked on — when they are led
     // by other brokers (kafkajs fetches from a broker again once every batch of its last fetch returned).
-    return this.partitions.take(max);
+    return this.partitions.take(max, perPartition);
   }
 
   backlog(): number {

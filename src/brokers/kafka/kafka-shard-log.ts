@@ -2,7 +2,7 @@ import type { Admin, Producer, Transaction } from 'kafkajs';
 import { SluiceError } from '../../core/errors.js';
 import type { Logger, ShardLog } from '../../core/ports.js';
 import { checkRecord } from '../../core/records.js';
-import { FRAGMENT_HEADER_BYTES, RecordAssembler, fragmentsOf, readFragment } from './changelog-records.js';
+import { RecordAssembler, changelogValues } from './changelog-records.js';
 import { HEAD_KEY, SnapshotReader, snapshotMessages, type SnapshotHead } from './kafka-snapshots.js';
 import { Partitioners, type Kafka } from './kafkajs.js';
 import { readPartition } from './partition-reader.js';
@@ -34,6 +34,8 @@ export const PRODUCER_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTi
 
 /** Room kept in each request for Kafka's own batch and record headers. */
 const OVERHEAD_BYTES = 1024;
+/** Room counted for each message's own header in a request. */
+const MESSAGE_OVERHEAD_BYTES = 32;
 /** Snapshot bytes per transaction at most: appends wait behind a snapshot's transaction no longer than this takes. */
 const SNAPSHOT_BYTES_PER_TRANSACTION = 4 * 1024 * 1024;
 
@@ -63,6 +65,8 @@ interface SnapshotWork {
  */
 export class KafkaShardLog implements ShardLog {
   readonly shard: number;
+  /** Transactions committed with appends in them since the log was made (bench/kafka-pace reports records per transaction). */
+  appendTransactions = 0;
   private producer: Producer | undefined;
   private nextLsn = 1;
   private durable = 0;
@@ -158,7 +162,7 @@ export class KafkaShardLog implements ShardLog {
     });
     await readPartition(
       { ...this.readOf(this.settings.changelog), until: () => assembler.whole && assembler.lastLsn >= target },
-      (m) => assembler.add(readFragment(m.value, `${this.where} at offset ${m.offset}`)),
+      (m) => assembler.read(m.value, m.offset),
     );
   }
 
@@ -251,16 +255,19 @@ export class KafkaShardLog implements ShardLog {
         return;
       }
       if (boundary) this.boundaries.push(boundary);
-      if (batch.length > 0) this.durable = batch[batch.length - 1]!.lsn;
+      if (batch.length > 0) {
+        this.durable = batch[batch.length - 1]!.lsn;
+        this.appendTransactions++;
+      }
       for (const p of batch) p.resolve(p.lsn);
       work?.resolve();
     }
   }
 
-  /** Sends a batch's records (their fragments); returns the offset just past the last one. */
+  /** Sends a batch's records (packed, see `changelogValues`); returns the offset just past the last one. */
   private async sendRecords(txn: Transaction, batch: Pending[]): Promise<{ lsn: number; offset: number }> {
-    const room = this.settings.maxMessageBytes - OVERHEAD_BYTES - FRAGMENT_HEADER_BYTES;
-    const messages = batch.flatMap((p) => fragmentsOf(p.lsn, p.record, room).map((value) => ({ key: null, value })));
+    const room = this.settings.maxMessageBytes - OVERHEAD_BYTES - MESSAGE_OVERHEAD_BYTES;
+    const messages = changelogValues(batch, room).map((value) => ({ key: null, value }));
     const next = await this.sendSlices(txn, this.settings.changelog, messages);
     return { lsn: batch[batch.length - 1]!.lsn, offset: next };
   }
@@ -281,7 +288,7 @@ export class KafkaShardLog implements ShardLog {
       let bytes = 0;
       for (; i < messages.length; i++) {
         const m = messages[i]!;
-        const size = (m.value?.length ?? 0) + (m.key?.length ?? 0) + 32;
+        const size = (m.value?.length ?? 0) + (m.key?.length ?? 0) + MESSAGE_OVERHEAD_BYTES;
         if (slice.length > 0 && bytes + size > limit) break;
         slice.push({ ...m, partition: this.shard });
         bytes += size;
@@ -342,11 +349,14 @@ export class KafkaShardLog implements ShardLog {
       records.push(record);
     });
     let lastOffset = -1;
+    let cutAt = 0;
     await readPartition({ ...this.readOf(this.settings.changelog), until: 'end' }, (m) => {
-      assembler.add(readFragment(m.value, `${this.where} at offset ${m.offset}`));
+      assembler.read(m.value, m.offset);
       lastOffset = Number(m.offset);
-      if (assembler.whole && assembler.lastLsn % 1024 === 0)
-        this.boundaries.push({ lsn: assembler.lastLsn, offset: lastOffset + 1 });
+      if (assembler.whole && assembler.lastLsn >= cutAt + 1024) {
+        cutAt = assembler.lastLsn;
+        this.boundaries.push({ lsn: cutAt, offset: lastOffset + 1 });
+      }
     });
     if (!assembler.whole)
       throw new SluiceError(

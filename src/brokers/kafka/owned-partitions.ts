@@ -52,19 +52,21 @@ export class OwnedPartitions {
   }
 
   /**
-   * Up to `max` messages, one partition's batch drained before the next (see `KafkaConsumer.take`). The array
-   * is made at its size: a single worker takes one message at a time, and an empty array that one push grows
-   * gets room for 17 (V8), an allocation per message over twice the size of the message's own wrapper.
+   * Up to `max` messages, and of partition p at most `perPartition(p)`, one partition's batch drained before
+   * the next (see `KafkaConsumer.take`). The array is made at its size: a single worker takes one message at
+   * a time, and an empty array that one push grows gets room for 17 (V8), an allocation per message over
+   * twice the size of the message's own wrapper.
    */
-  take(max: number): readonly InboundMessage[] {
+  take(max: number, perPartition?: (partition: number) => number): readonly InboundMessage[] {
     const feeds = this.feedList;
     const n = feeds.length;
-    const out = new Array<InboundMessage>(Math.max(0, Math.min(max, this.takeable())));
+    const out = new Array<InboundMessage>(Math.max(0, Math.min(max, this.takeable(perPartition))));
     let taken = 0;
     for (let k = 0; k < n && taken < out.length; k++) {
       const feed = feeds[(this.cursor + k) % n]!;
-      if (feed.paused || feed.revoked) continue;
-      taken = feed.takeInto(out, taken);
+      const room = this.roomOf(feed, perPartition);
+      if (room <= 0) continue;
+      taken = feed.takeInto(out, taken, Math.min(out.length, taken + room));
       if (taken === max) {
         this.cursor = (this.cursor + k) % n;
         return out;
@@ -74,11 +76,17 @@ export class OwnedPartitions {
     return out;
   }
 
-  /** Messages fetched and not taken, over the feeds that hand out (neither paused nor revoked). */
-  private takeable(): number {
+  /** Messages that `take` may hand out now, over the feeds that hand out (neither paused nor revoked). */
+  private takeable(perPartition: ((partition: number) => number) | undefined): number {
     let waiting = 0;
-    for (const f of this.feedList) if (!f.paused && !f.revoked) waiting += f.buffered();
+    for (const f of this.feedList) waiting += Math.min(f.buffered(), this.roomOf(f, perPartition));
     return waiting;
+  }
+
+  /** How many messages of `feed` may be taken now: none while paused or revoked. */
+  private roomOf(feed: PartitionFeed, perPartition: ((partition: number) => number) | undefined): number {
+    if (feed.paused || feed.revoked) return 0;
+    return perPartition === undefined ? Number.POSITIVE_INFINITY : Math.max(0, perPartition(feed.partition));
   }
 
   /** Messages fetched and not taken, over the feeds not revoked. */

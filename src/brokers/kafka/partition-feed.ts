@@ -76,10 +76,13 @@ export class PartitionFeed {
     return this.messages.length - this.head;
   }
 
-  /** Fills `out` from index `at` to its end, or as far as this feed goes; returns the index after the last. */
-  takeInto(out: InboundMessage[], at: number): number {
+  /**
+   * Fills `out` from index `at` up to `until` (its end by default), or as far as this feed goes; returns the
+   * index after the last.
+   */
+  takeInto(out: InboundMessage[], at: number, until = out.length): number {
     const messages = this.messages;
-    const end = Math.min(messages.length, this.head + out.length - at);
+    const end = Math.min(messages.length, this.head + until - at);
     let last: KafkaInbound | undefined;
     for (let i = this.head; i < end; i++) {
       last = new KafkaInbound(this.topic, this.partition, messages[i]!);

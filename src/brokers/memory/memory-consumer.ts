@@ -34,7 +34,7 @@ export class MemoryConsumer implements Consumer {
     }
   }
 
-  take(max: number): readonly InboundMessage[] {
+  take(max: number, perPartition?: (partition: number) => number): readonly InboundMessage[] {
     const out: InboundMessage[] = [];
     const owned = this.owned;
     const n = owned.length;
@@ -43,7 +43,9 @@ export class MemoryConsumer implements Consumer {
       const o = owned[(this.cursor + k) % n]!;
       if (o.paused || o.revoked || !o.ready) continue;
       const log = this.groupTopic.log.partitions[o.partition]!;
-      const end = Math.min(log.length, o.position + (max - out.length));
+      const room = Math.min(max - out.length, perPartition?.(o.partition) ?? Number.POSITIVE_INFINITY);
+      if (!(room > 0)) continue;
+      const end = Math.min(log.length, o.position + room);
       for (let i = o.position; i < end; i++) out.push(log[i]!);
       o.position = end;
     }
