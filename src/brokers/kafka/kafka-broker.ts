@@ -5,6 +5,8 @@ import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
 import type { PublishOptions } from '../../core/message.js';
 import type { Broker, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { SESSION_CLOCK } from './batch-reader.js';
+import { askAgain } from './catching-up.js';
 import { KafkaConsumer } from './kafka-consumer.js';
 import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
@@ -209,10 +211,8 @@ export class KafkaBroker implements Broker {
    */
   async createTopic(name: string, partitions: number, replicationFactor = 1): Promise<void> {
     await this.connect();
-    await this.admin!.createTopics({
-      waitForLeaders: true,
-      topics: [{ topic: name, numPartitions: partitions, replicationFactor }],
-    });
+    const topics = [{ topic: name, numPartitions: partitions, replicationFactor }];
+    await askAgain(() => this.admin!.createTopics({ waitForLeaders: true, topics }), SESSION_CLOCK);
     this.known.add(name);
   }
 

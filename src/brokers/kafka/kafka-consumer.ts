@@ -6,6 +6,7 @@ import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, Timer } from '../../core/ports.js';
 import { Waiters } from '../../core/waiters.js';
 import { BatchReader, SESSION_CLOCK } from './batch-reader.js';
+import { askAgain } from './catching-up.js';
 import { CrashRestarts } from './crash-restarts.js';
 import type { KafkaConsumerSettings } from './options.js';
 import { groupLag } from './group-lag.js';
@@ -168,7 +169,7 @@ export class KafkaConsumer implements Consumer {
   private async startAtEnd(): Promise<void> {
     const { topic, group } = this.request;
     const [ends, committed] = await Promise.all([
-      this.admin.fetchTopicOffsets(topic),
+      askAgain(() => this.admin.fetchTopicOffsets(topic), SESSION_CLOCK),
       this.admin.fetchOffsets({ groupId: group, topics: [topic] }),
     ]);
     const none = new Set((committed[0]?.partitions ?? []).filter((p) => Number(p.offset) < 0).map((p) => p.partition));

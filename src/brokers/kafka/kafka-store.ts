@@ -2,6 +2,8 @@ import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
 import { SluiceError, show } from '../../core/errors.js';
 import { jsonLogger } from '../../core/logger.js';
 import type { Logger, ShardLog, Store, StoreOwner } from '../../core/ports.js';
+import { SESSION_CLOCK } from './batch-reader.js';
+import { askAgain } from './catching-up.js';
 import { KafkaShardLog } from './kafka-shard-log.js';
 import { Kafka, logLevel as KafkaLogLevel } from './kafkajs.js';
 import { logKafkajs } from './kafkajs-log.js';
@@ -289,7 +291,7 @@ class KafkaStore implements Store {
       { name: 'max.message.bytes', value: String(this.maxMessageBytes) },
     ];
     const { changelog, snapshots } = this.topics;
-    await this.admin.createTopics({
+    const create = {
       waitForLeaders: true,
       topics: [
         {
@@ -311,7 +313,8 @@ class KafkaStore implements Store {
         },
         ...this.routeTopics(common),
       ],
-    });
+    };
+    await askAgain(() => this.admin.createTopics(create), SESSION_CLOCK);
     const requests = this.routes === undefined ? [] : [this.routes.requests];
     const { topics } = await this.admin.fetchTopicMetadata({ topics: [changelog, snapshots, ...requests] });
     for (const t of topics) {

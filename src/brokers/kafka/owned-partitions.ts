@@ -11,6 +11,12 @@ import { PartitionFeed } from './partition-feed.js';
 export class OwnedPartitions {
   /** The partitions of the member's current assignment. */
   assignment = new Set<number>();
+  /**
+   * The partitions of the assignment not revoked since it arrived. The app took each of them (`onAssign`)
+   * whether or not a batch of it was fetched since, and a partition with no feed (nothing was fetched of it:
+   * a quiet partition) must be revoked all the same, or the app would keep what goes with it (a shard).
+   */
+  private unrevoked = new Set<number>();
   /** The revoke under way, if any: a later one runs after it. */
   revoking: Promise<void> | undefined;
   private readonly feeds = new Map<number, PartitionFeed>();
@@ -117,9 +123,11 @@ export class OwnedPartitions {
   assign(partitions: readonly number[]): { stale: number[]; revoked: Promise<void> | undefined } {
     const stale = [...this.feeds.values()].filter((f) => !f.revoked);
     for (const f of stale) f.lost = true;
+    const quiet = this.quiet();
     this.assignment = new Set(partitions);
-    const revoked = stale.length > 0 ? this.revokeFeeds(stale) : undefined;
-    return { stale: stale.map((f) => f.partition), revoked };
+    this.unrevoked = new Set(partitions);
+    const revoked = stale.length > 0 || quiet.length > 0 ? this.revokeFeeds(stale, quiet) : undefined;
+    return { stale: [...stale.map((f) => f.partition), ...quiet], revoked };
   }
 
   /**
@@ -128,8 +136,15 @@ export class OwnedPartitions {
    */
   revokeAll(): Promise<void> {
     const revoked = [...this.feeds.values()].filter((f) => !f.revoked);
-    if (revoked.length === 0) return this.revoking ?? Promise.resolve();
-    return this.revokeFeeds(revoked);
+    const quiet = this.quiet();
+    this.unrevoked.clear();
+    if (revoked.length === 0 && quiet.length === 0) return this.revoking ?? Promise.resolve();
+    return this.revokeFeeds(revoked, quiet);
+  }
+
+  /** The partitions of the assignment not revoked yet that have no feed handing out (nothing was fetched). */
+  private quiet(): number[] {
+    return [...this.unrevoked].filter((p) => this.feeds.get(p)?.revoked !== false);
   }
 
   /** Wakes every feed's waiter: the consumer is closing. */
@@ -142,20 +157,22 @@ export class OwnedPartitions {
     this.feeds.clear();
     this.feedList = [];
     this.assignment.clear();
+    this.unrevoked.clear();
   }
 
   /**
-   * Stops handing out `revoked`, lets the app settle their work (after any revoke under way), sends the
-   * commits, lets them go. A feed leaves only then, so that a partition given back meanwhile waits for it.
+   * Stops handing out `revoked`, lets the app settle their work and that of the `quiet` partitions (after
+   * any revoke under way), sends the commits, lets them go. A feed leaves only then, so that a partition
+   * given back meanwhile waits for it.
    */
-  private revokeFeeds(revoked: PartitionFeed[]): Promise<void> {
+  private revokeFeeds(revoked: PartitionFeed[], quiet: readonly number[]): Promise<void> {
     for (const f of revoked) {
       f.revoked = true;
       f.clear();
       f.wake();
     }
     const previous = (this.revoking ?? Promise.resolve()).catch(() => {});
-    const revoking = previous.then(() => this.settle(revoked));
+    const revoking = previous.then(() => this.settle(revoked, quiet));
     // Cleared once it settles (not inside it: a revoke that finished at once would clear before being set).
     const clear = (): void => {
       if (this.revoking === revoking) this.revoking = undefined;
@@ -165,9 +182,9 @@ export class OwnedPartitions {
     return revoking;
   }
 
-  private async settle(revoked: PartitionFeed[]): Promise<void> {
+  private async settle(revoked: PartitionFeed[], quiet: readonly number[]): Promise<void> {
     try {
-      await this.onRevoke(revoked.map((f) => f.partition));
+      await this.onRevoke([...revoked.map((f) => f.partition), ...quiet]);
       await this.commits.flush();
     } finally {
       for (const f of revoked) this.drop(f);

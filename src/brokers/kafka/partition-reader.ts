@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, KafkaMessage, PartitionAssigner } from 'kafkajs';
 import type { Logger } from '../../core/ports.js';
+import { SESSION_CLOCK } from './batch-reader.js';
+import { askAgain } from './catching-up.js';
 import { AssignerProtocol, type Kafka } from './kafkajs.js';
 
 /** What {@link readPartition} reads, and how. */
@@ -31,7 +33,7 @@ export async function readPartition(read: PartitionRead, visit: (message: KafkaM
   const { admin, topic, partition } = read;
   let end = Number.POSITIVE_INFINITY;
   if (read.until === 'end') {
-    const offsets = await admin.fetchTopicOffsets(topic);
+    const offsets = await askAgain(() => admin.fetchTopicOffsets(topic), SESSION_CLOCK);
     const at = offsets.find((o) => o.partition === partition);
     if (!at) throw new Error(`${topic} has no partition ${partition}`);
     end = Number(at.high);

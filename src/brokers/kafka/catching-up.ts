@@ -1,0 +1,44 @@
+import type { Clock } from '../../core/ports.js';
+
+/**
+ * Answers with which a broker says only that it has not caught up with a topic just created: its metadata
+ * not out yet (UNKNOWN_TOPIC_OR_PARTITION), its partitions' leaders not yet elected or known
+ * (LEADER_NOT_AVAILABLE, NOT_LEADER_FOR_PARTITION). A single node under load gives them for a moment after a
+ * topic is created, and kafkajs's admin client gives up on them in two places: `createTopics` waiting for
+ * leaders (it waits out LEADER_NOT_AVAILABLE only) and `fetchTopicOffsets` (it asks again on
+ * UNKNOWN_TOPIC_OR_PARTITION only).
+ */
+const CATCHING_UP: ReadonlySet<string> = new Set([
+  'UNKNOWN_TOPIC_OR_PARTITION',
+  'LEADER_NOT_AVAILABLE',
+  'NOT_LEADER_FOR_PARTITION',
+]);
+
+/** How many times {@link askAgain} asks at most, and its first and longest pause between two. */
+export const ASK_ATTEMPTS = 8;
+const FIRST_PAUSE_MS = 100;
+const LONGEST_PAUSE_MS = 1_000;
+
+/** Whether `error` is one of kafkajs's errors (or its aggregate of them) that say the broker is catching up. */
+export function isCatchingUp(error: unknown): boolean {
+  const { type, errors } = (error ?? {}) as { type?: unknown; errors?: unknown };
+  if (Array.isArray(errors) && errors.length > 0) return errors.every(isCatchingUp);
+  return typeof type === 'string' && CATCHING_UP.has(type);
+}
+
+/**
+ * `ask()`, asked again (after 100 ms, doubling to at most a second, on `clock`) while it fails with an answer
+ * that says the broker is catching up with a new topic, up to {@link ASK_ATTEMPTS} times in all; any other
+ * failure, or the last, is thrown. `ask` must be safe to repeat (creating a topic that exists is).
+ */
+export async function askAgain<T>(ask: () => Promise<T>, clock: Clock): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ask();
+    } catch (error) {
+      if (attempt >= ASK_ATTEMPTS || !isCatchingUp(error)) throw error;
+      const pauseMs = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (attempt - 1));
+      await new Promise<void>((resolve) => clock.setTimer(pauseMs, resolve, { keepAlive: true }));
+    }
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The multi-process pace scenarios (see test/kafka/pace-scenarios.test.ts) where an event is appended by
+ * another instance than the one it reached: a pace key that is not the message key (each delivery forwarded
+ * to the owner of its pace key's partition), and `app.send` round robin over the instances (each send routed
+ * to the owner of its key's partition). Instances join and are killed meanwhile; the same invariants are
+ * checked after each (test/kafka/pace-checks.ts), and for sends, every receipt against the runs.
+ */
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { checkReceipts } from './pace-checks.js';
+import { closeAll, kafkaBrokers } from './fixture.js';
+import { Scenario } from './pace-scenario.js';
+import { Sender } from './pace-sender.js';
+
+/** The keys sends go to: few, so that windows gather several sends. */
+const SEND_KEYS = 12;
+
+describe.skipIf(!kafkaBrokers)('pace on Kafka: events appended by another instance', { timeout: 150_000 }, () => {
+  let admin: Admin;
+  beforeAll(async () => {
+    admin = new Kafka({ clientId: 'scenarios', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin.disconnect();
+    await closeAll();
+  });
+
+  it('a pace key from the payload: instances join and one is killed while its events are forwarded', async () => {
+    // Every event under a message key of its own: a key's events are spread over every partition. A slower
+    // stream: each forwarded event is one request, which its owner appends (and commits) on its own.
+    const stream = { messageKey: (k: number, seq: number) => `m${k}-${seq}`, pauseMs: 100 };
+    const s = await Scenario.open(admin, 'payload-key', { stream });
+    await s.start('a');
+    await s.start('b');
+    await s.publishMore(120);
+    await s.start('c');
+    await s.shardsOwned();
+    await s.publishMore(120);
+    await s.kill(s.instances[0]!);
+    await s.shardsOwned();
+    await s.publishMore(120);
+    await s.drainAndCheck();
+    // Most events went through the requests topic to their pace key's owner.
+    const forwarded = (await admin.fetchTopicOffsets(s.requests)).reduce((sum, p) => sum + Number(p.offset), 0);
+    expect(forwarded).toBeGreaterThan(s.stream!.produced / 2);
+  });
+
+  it('app.send round robin while an instance joins and one is killed: sent again elsewhere, a duplicate of the same run', async () => {
+    const s = await Scenario.open(admin, 'batch', { stream: false });
+    await s.start('a');
+    const b = await s.start('b');
+    const sender = new Sender(() => s.live(), SEND_KEYS, 6);
+    onTestFinished(() => sender.abandon());
+    const answered = (n: number) => {
+      const target = sender.answered + n;
+      return s.until(`${n} more sends answered`, () => sender.answered >= target);
+    };
+    await answered(150);
+    await s.start('c');
+    await answered(150);
+    await s.kill(b);
+    await answered(150);
+    await sender.stop();
+    const runs = await s.drainAndCheck(sender.next);
+    checkReceipts([...sender.sent.values()], runs);
+    expect(sender.notDuplicates, 'sent again to another instance: a duplicate of the same run').toEqual([]);
+    expect(sender.again).toBeGreaterThan(30);
+    // Windows gathered several sends, each of them answered with the window's run ID.
+    expect([...runs.values()].some((r) => r.seqs.length > 2)).toBe(true);
+    expect([...sender.refusals.keys()].filter((code) => code !== 'SEND_TIMEOUT')).toEqual([]);
+  });
+});
