@@ -9,6 +9,8 @@ import { Kafka, Partitioners, logLevel, type Admin, type PartitionMetadata, type
 /** Keys of the trailing events (one per partition) start with this; neither side makes a result for them. */
 export const TICK_PREFIX = 'tick-';
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 export interface Io {
   readonly kafka: Kafka;
   readonly admin: Admin;
@@ -24,11 +26,51 @@ export async function connect(brokers: string): Promise<Io> {
   return { kafka, admin, producer };
 }
 
-export async function createTopics(io: Io, topics: readonly string[], partitions: number): Promise<void> {
+/**
+ * Creates the topics and waits until each partition has a leader in the metadata (kafkajs's own wait gives
+ * up on UNKNOWN_TOPIC_OR_PARTITION, which a loaded broker answers for a while after the create).
+ */
+export async function createTopics(io: Io, topics: string[], partitions: number): Promise<void> {
   await io.admin.createTopics({
-    waitForLeaders: true,
     topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
   });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const ready = await io.admin
+      .fetchTopicMetadata({ topics })
+      .then((m) =>
+        m.topics.every((t) => t.partitions.length === partitions && t.partitions.every((p) => p.leader >= 0)),
+      )
+      .catch(() => false);
+    if (ready) return;
+    if (Date.now() > deadline) throw new Error(`topics ${topics.join(', ')} have no leaders after 60 s`);
+    await sleep(200);
+  }
+}
+
+/**
+ * Polls `group`'s committed offsets of `topic` every 100 ms until each partition's reaches `ends` (the end
+ * offsets of what was sent); resolves with the time it saw that, or undefined once `stop` is set.
+ */
+export async function committedAt(
+  io: Io,
+  group: string,
+  topic: string,
+  ends: Map<number, number>,
+  stopped: () => boolean,
+): Promise<number | undefined> {
+  while (!stopped()) {
+    const got = await io.admin.fetchOffsets({ groupId: group, topics: [topic] }).catch(() => []);
+    const offsets = new Map((got[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    if ([...ends].every(([p, end]) => (offsets.get(p) ?? -1) >= end)) return Date.now();
+    await sleep(100);
+  }
+  return undefined;
+}
+
+/** The end offset of each partition of `topic`. */
+export async function endOffsets(io: Io, topic: string): Promise<Map<number, number>> {
+  return new Map((await io.admin.fetchTopicOffsets(topic)).map((o) => [o.partition, Number(o.high)]));
 }
 
 /** Deletes every topic whose name starts with `prefix` (the run's own and the Streams app's internal ones). */
@@ -78,8 +120,6 @@ export async function sendBacklog(io: Io, topic: string, keys: number, perKey: n
     }
   if (messages.length) await io.producer.send({ topic, acks: 1, messages });
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * A paced stream: `perKey` events for each of `keys` keys named `<prefix><i>`, interleaved, `perSecond` in

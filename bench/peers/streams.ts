@@ -81,6 +81,8 @@ interface World {
   readonly side: Side;
   readonly mode: Mode;
   readonly input: string;
+  /** The consumer group of both instances (Kafka Streams' application.id, Sluice's app name). */
+  readonly group: string;
   readonly instances: Instance[];
   readonly results: io.Result[];
 }
@@ -93,6 +95,7 @@ async function withWorld<T>(k: io.Io, side: Side, mode: Mode, body: (w: World) =
   const base = `streams-${stamp}-${side}-${mode}-${++runNo}`;
   const input = `${base}-in`;
   const output = `${base}-out`;
+  const group = `${base}-app`;
   await io.createTopics(k, [input, output], P);
   const results: io.Result[] = [];
   const reader = await io.readResults(k, output, results);
@@ -100,7 +103,7 @@ async function withWorld<T>(k: io.Io, side: Side, mode: Mode, body: (w: World) =
     brokers: [brokers],
     input,
     output,
-    app: `${base}-app`,
+    app: group,
     mode,
     gapMs: GAP_MS,
     batchSize: BATCH,
@@ -117,7 +120,7 @@ async function withWorld<T>(k: io.Io, side: Side, mode: Mode, body: (w: World) =
       await until(() => instances.at(-1)!.up, `${side}-${i} to start`, 90_000, instances);
     }
     await until(() => steady(instances, P), `${side}: both instances to settle`, 90_000, instances);
-    return await body({ side, mode, input, instances, results });
+    return await body({ side, mode, input, group, instances, results });
   } finally {
     await Promise.all(instances.map((c) => stop(c)));
     await reader.stop();
@@ -132,7 +135,10 @@ const keysOf = (prefix: string, n: number) => Array.from({ length: n }, (_, i) =
 // Measured run: throughput over a backlog, then the delay of live windows
 
 interface Measured {
+  /** Backlog events / (first event read → last backlog window read, less G on Sluice's debounce). */
   readonly rate: number;
+  /** Backlog events / (first event read → the group's offsets committed past the backlog). */
+  readonly intake: number;
   /** First event read → last backlog window read, ms (before G is taken off Sluice's debounce). */
   readonly spanMs: number;
   readonly p50Ms: number;
@@ -148,17 +154,18 @@ async function measure(k: io.Io, side: Side, mode: Mode): Promise<Measured> {
     const load = os.loadavg()[0]!;
     const backlog: Expected = { keys: keysOf('k', KEYS), perKey: PER_KEY, mode, batchSize: BATCH };
     await io.sendBacklog(k, w.input, KEYS, PER_KEY, Date.now() - 60_000);
-    const ticksFrom = Date.now();
+    const ends = await io.endOffsets(k, w.input);
+    let measuring = true;
+    const committed = io.committedAt(k, w.group, w.input, ends, () => !measuring);
     const ticks = io.startTicks(k, w.input, P);
     try {
       await until(() => accounted(w.results, backlog), `${side} ${mode}: the backlog's windows`, 180_000, w.instances);
       const first = Math.min(...w.instances.map((c) => c.first ?? Infinity));
       const spanMs = lastReadAt(w.results, backlog) - first;
+      const intakeMs = ((await Promise.race([committed, sleep(30_000)])) ?? NaN) - first;
       if (process.env.BENCH_DEBUG) {
         const reads = w.results.map((r) => r.readAt - first).sort((a, b) => a - b);
-        say(
-          `backlog results read ${reads[0]}…${reads.at(-1)} ms after the first event; ticks from ${ticksFrom - first} ms`,
-        );
+        say(`backlog windows read ${reads[0]}…${reads.at(-1)} ms after the first event, offsets in at ${intakeMs} ms`);
       }
       const waitMs = side === 'sluice' && mode === 'debounce' ? GAP_MS : 0;
       const perKey = mode === 'debounce' ? 3 : BATCH;
@@ -170,6 +177,7 @@ async function measure(k: io.Io, side: Side, mode: Mode): Promise<Measured> {
       const at = (q: number) => d[Math.min(d.length - 1, Math.floor(q * d.length))]!;
       return {
         rate: (KEYS * PER_KEY) / ((spanMs - waitMs) / 1000),
+        intake: (KEYS * PER_KEY) / (intakeMs / 1000),
         spanMs,
         p50Ms: at(0.5),
         p99Ms: at(0.99),
@@ -179,6 +187,7 @@ async function measure(k: io.Io, side: Side, mode: Mode): Promise<Measured> {
         load,
       };
     } finally {
+      measuring = false;
       await ticks.stop();
     }
   });
@@ -245,8 +254,8 @@ function measuredTable(mode: Mode, rows: Map<Side, Measured[]>): string {
   const out = [
     `### ${mode === 'debounce' ? `(1) per-key debounce, gap ${fmt(GAP_MS)} ms` : `(2) per-key batches of ${BATCH}`}: ${fmt(KEYS * PER_KEY)} events over ${fmt(KEYS)} keys, ${P} partitions, 2 instances`,
     '',
-    '| system | events/s (median) | events/s (runs) | span first event → last window, ms (runs) | delay window end → result p50 / p99 / max, ms (runs) | backlog + live windows: read of due, duplicated, split, lost events, doubled events (last run) |',
-    '|---|---:|---:|---:|---|---|',
+    '| system | events/s to results (median) | events/s to results (runs) | events/s read, offsets committed (runs) | first event → last backlog window, ms (runs) | delay window end → result p50 / p99 / max, ms (runs) | backlog + live windows: read of due, duplicated, split, lost events, doubled events (last run) |',
+    '|---|---:|---:|---:|---:|---|---|',
   ];
   for (const [side, m] of rows) {
     if (!m.length) continue;
@@ -260,7 +269,7 @@ function measuredTable(mode: Mode, rows: Map<Side, Measured[]>): string {
       doubled: a.doubled + b.doubled,
     });
     out.push(
-      `| ${LABEL[side]} | ${fmt(median(m.map((x) => x.rate)))} | ${runs(m.map((x) => x.rate))} | ${runs(m.map((x) => x.spanMs))} | ${m.map((x) => `${ms(x.p50Ms)} / ${ms(x.p99Ms)} / ${ms(x.maxMs)}`).join('; ')} | ${counts(sum(last.backlog, last.live)).replaceAll(' | ', ', ')} |`,
+      `| ${LABEL[side]} | ${fmt(median(m.map((x) => x.rate)))} | ${runs(m.map((x) => x.rate))} | ${runs(m.map((x) => x.intake))} | ${runs(m.map((x) => x.spanMs))} | ${m.map((x) => `${ms(x.p50Ms)} / ${ms(x.p99Ms)} / ${ms(x.maxMs)}`).join('; ')} | ${counts(sum(last.backlog, last.live)).replaceAll(' | ', ', ')} |`,
     );
   }
   const loads = [...rows.values()].flat().map((x) => x.load.toFixed(1));
@@ -324,7 +333,7 @@ for (const mode of MODES) {
         const m = await measure(k, side, mode);
         rows.get(side)!.push(m);
         say(
-          `${mode} ${side} round ${round + 1}: ${fmt(m.rate)} events/s (span ${fmt(m.spanMs)} ms), delay p50 ${ms(m.p50Ms)} p99 ${ms(m.p99Ms)} ms, backlog ${JSON.stringify(m.backlog)}, live ${JSON.stringify(m.live)}`,
+          `${mode} ${side} round ${round + 1}: ${fmt(m.rate)} events/s to results, ${fmt(m.intake)} read (span ${fmt(m.spanMs)} ms), delay p50 ${ms(m.p50Ms)} p99 ${ms(m.p99Ms)} ms, backlog ${JSON.stringify(m.backlog)}, live ${JSON.stringify(m.live)}`,
         );
       }
     tables.push(measuredTable(mode, rows));
