@@ -32,6 +32,7 @@ export async function connect(brokers: string): Promise<Io> {
  */
 export async function createTopics(io: Io, topics: string[], partitions: number): Promise<void> {
   await io.admin.createTopics({
+    waitForLeaders: false,
     topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
   });
   const deadline = Date.now() + 60_000;

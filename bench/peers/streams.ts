@@ -324,13 +324,25 @@ const brokers =
 const k = await io.connect(brokers);
 say(`kafka at ${brokers}; sides ${SIDES.join(', ')}; modes ${MODES.join(', ')}; load ${os.loadavg()[0]!.toFixed(2)}`);
 const tables: string[] = [];
+const failures: string[] = [];
+/** Runs one measurement; a failure is noted (and printed under the tables) and the run goes on. */
+async function attempt<T>(what: string, run: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await run();
+  } catch (e) {
+    failures.push(`- ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`);
+    say(`${what} failed: ${(e as Error).message}`);
+    return undefined;
+  }
+}
 for (const mode of MODES) {
   if (PARTS.includes('measure')) {
     const rows = new Map<Side, Measured[]>(SIDES.map((s) => [s, []]));
     // Rounds alternate which side goes first, so drift in the machine's speed falls on both alike.
     for (let round = 0; round < ROUNDS; round++)
       for (const side of round % 2 ? [...SIDES].reverse() : SIDES) {
-        const m = await measure(k, side, mode);
+        const m = await attempt(`${mode} ${side} round ${round + 1}`, () => measure(k, side, mode));
+        if (!m) continue;
         rows.get(side)!.push(m);
         say(
           `${mode} ${side} round ${round + 1}: ${fmt(m.rate)} events/s to results, ${fmt(m.intake)} read (span ${fmt(m.spanMs)} ms), delay p50 ${ms(m.p50Ms)} p99 ${ms(m.p99Ms)} ms, backlog ${JSON.stringify(m.backlog)}, live ${JSON.stringify(m.live)}`,
@@ -341,13 +353,15 @@ for (const mode of MODES) {
   if (PARTS.includes('kill')) {
     const rows = new Map<Side, Killed>();
     for (const side of SIDES) {
-      const r = await killRun(k, side, mode);
+      const r = await attempt(`${mode} ${side} kill`, () => killRun(k, side, mode));
+      if (!r) continue;
       rows.set(side, r);
       say(`${mode} ${side} kill: ${JSON.stringify(r)}`);
     }
     tables.push(killTable(mode, rows));
   }
 }
+if (failures.length) tables.push(['Failures:', ...failures].join('\n'));
 console.log(`\n${tables.join('\n\n')}\n`);
 await k.producer.disconnect();
 await k.admin.disconnect();
