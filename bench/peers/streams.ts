@@ -25,19 +25,20 @@
  *  - delay: then 100 live keys (3 events each for debounce, n for batch) at 200 events/s; per window, the
  *    time from its end (latest event's timestamp + G; the batch's last event) to its result being read;
  *  - the results counted against the input (duplicates, splits, lost) as below.
- * Kill run (one per side and mode): both up, then KILL_KEYS × KILL_PER_KEY events at KILL_RATE/s (per key
- * well within G), the first instance SIGKILLed when half is sent; waits until every event is in a window
+ * Kill run (one per side and mode): both up, then 300 keys × 40 events at 1,500/s (a key's events 200 ms
+ * apart, well within G), the first instance SIGKILLed when half is sent; waits until every event is in a window
  * read, then 5 s more (120 s at most). Counted per key: windows read (by id: Kafka Streams key@session start
  * or key@first seq, Sluice the run ID), the same window read twice (duplicated), windows beyond those due on
  * a key that has all its events (split), events in no window (lost) or in two (doubled).
  * Kafka Streams with exactly_once_v2 promises each window's result once. Sluice promises at least once
  * under one run ID (a run in flight at the kill runs again on the survivor, same ID), and its debounce is on
  * processing time: a window whose gap passes while its partition has no owner closes when the survivor
- * restores it, and the rest of the key's events open another.
+ * restores it, and the rest of the key's events open another. Figures and findings: docs/benchmarks.md.
  *
  * Environment: BENCH_STREAMS_ROUNDS (2), BENCH_STREAMS_MODES (debounce,batch), BENCH_STREAMS_SIDES
  * (streams,sluice), BENCH_STREAMS_PARTS (measure,kill), BENCH_STREAMS_KEYS (500), BENCH_STREAMS_PER_KEY (60),
- * BENCH_STREAMS_GAP_MS (2000), BENCH_STREAMS_BATCH (10), BENCH_DEBUG (the children's lines), KAFKA_BROKERS
+ * BENCH_STREAMS_GAP_MS (2000), BENCH_STREAMS_BATCH (10), BENCH_DEBUG (the children's lines and stderr;
+ * SLUICE_LOG_LEVEL=debug adds Sluice's log), KAFKA_BROKERS
  * (else scripts/kafka/start.mjs). Jars into ${SLUICE_CACHE:-~/.cache/sluice}/peers (bench/peers/setup.ts).
  */
 import { execFileSync } from 'node:child_process';
