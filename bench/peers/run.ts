@@ -23,17 +23,14 @@
  * one partition one message at a time, default 2,000), BENCH_PEERS_TIMEOUT_MS (per child, default 240,000),
  * BENCH_PEERS_SCALE (fraction of every message count, for a smoke run), KAFKA_BROKERS (else scripts/kafka/start.mjs).
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { CACHE, ROOT, driver, javaCommand, setupJavaDriver, sh } from './setup.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '../..');
 const DOCS = path.join(ROOT, 'docs');
-const CACHE = path.join(process.env.SLUICE_CACHE || path.join(os.homedir(), '.cache', 'sluice'), 'peers');
 const ROUNDS = Number(process.env.BENCH_PEERS_ROUNDS ?? 2);
 const SERIAL_N = Number(process.env.BENCH_PEERS_SERIAL_N ?? 2_000);
 const TIMEOUT_MS = Number(process.env.BENCH_PEERS_TIMEOUT_MS ?? 240_000);
@@ -106,7 +103,6 @@ interface System {
   unavailable?: string;
 }
 
-const driver = (file: string) => path.join(HERE, 'drivers', file);
 const SYSTEMS: System[] = [
   {
     id: 'kafkajs',
@@ -144,14 +140,7 @@ const SYSTEMS: System[] = [
     label: 'Confluent Parallel Consumer 0.5.3.2',
     setting: (w) => `KEY ordering, maxConcurrency ${w.concurrency}`,
     serial: () => false,
-    command: () => ({
-      cmd: 'java',
-      args: [
-        '-cp',
-        `${path.join(CACHE, 'java', 'classes')}:${path.join(CACHE, 'java', 'lib', '*')}`,
-        'ParallelConsumerDriver',
-      ],
-    }),
+    command: () => javaCommand('ParallelConsumerDriver'),
   },
   {
     id: 'sluice',
@@ -164,17 +153,6 @@ const SYSTEMS: System[] = [
 
 // ---------------------------------------------------------------------------------------------------------
 // Setup: peers into the cache, Sluice built, the broker up
-
-function sh(cmd: string, args: string[], opts: { cwd?: string } = {}): { ok: boolean; out: string } {
-  const r = spawnSync(cmd, args, {
-    cwd: opts.cwd ?? ROOT,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: 900_000,
-  });
-  const out = `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}`;
-  return { ok: r.status === 0, out: out.trim().split('\n').slice(-15).join('\n') };
-}
 
 function setupNest(): string | undefined {
   const dir = path.join(CACHE, 'npm');
@@ -209,43 +187,10 @@ function setupFastStream(): string | undefined {
   return r.ok ? undefined : `pip install faststream[kafka]==${FASTSTREAM_VERSION} failed:\n${r.out}`;
 }
 
-function setupParallelConsumer(): string | undefined {
-  const lib = path.join(CACHE, 'java', 'lib');
-  const classes = path.join(CACHE, 'java', 'classes');
-  if (!fs.existsSync(lib) || !fs.readdirSync(lib).some((f) => f.startsWith('parallel-consumer-core'))) {
-    say(`fetching Confluent Parallel Consumer into ${lib} (Maven Central)`);
-    const tmp = `${lib}.tmp-${process.pid}`;
-    const r = sh('mvn', [
-      '-q',
-      '-B',
-      '-Dstyle.color=never',
-      '-f',
-      path.join(HERE, 'pom.xml'),
-      'dependency:copy-dependencies',
-      `-DoutputDirectory=${tmp}`,
-    ]);
-    if (!r.ok) {
-      fs.rmSync(tmp, { recursive: true, force: true });
-      return `mvn dependency:copy-dependencies failed:\n${r.out}`;
-    }
-    fs.rmSync(lib, { recursive: true, force: true });
-    fs.renameSync(tmp, lib);
-  }
-  // Compiled once per driver version (the source launcher would compile inside the measured process).
-  const src = driver('ParallelConsumerDriver.java');
-  const stamp = path.join(classes, '.source-mtime');
-  const mtime = String(fs.statSync(src).mtimeMs);
-  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === mtime) return undefined;
-  fs.rmSync(classes, { recursive: true, force: true });
-  fs.mkdirSync(classes, { recursive: true });
-  const r = sh('javac', ['-d', classes, '-cp', path.join(lib, '*'), src]);
-  if (!r.ok) return `javac of drivers/ParallelConsumerDriver.java failed:\n${r.out}`;
-  fs.writeFileSync(stamp, mtime);
-  return undefined;
-}
+const setupParallelConsumer = (): string | undefined =>
+  setupJavaDriver('ParallelConsumerDriver', ['parallel-consumer-core'], say);
 
 function setup(): void {
-  fs.mkdirSync(path.join(CACHE, 'java'), { recursive: true });
   const steps: Record<string, () => string | undefined> = {
     nestjs: setupNest,
     faststream: setupFastStream,
