@@ -14,10 +14,12 @@ import { callingHandlerHost, type DeadLetterCounts } from './executor.js';
 import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
+import type { AppHealth } from './health.js';
 import { Parts } from './parts.js';
 import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
 import { listenForSignals } from './signals.js';
 import type { Subscription } from './subscription.js';
+import { Telemetry } from './telemetry.js';
 
 export type { AppOptions };
 import type { Receipt } from '../pace/state.js';
@@ -67,6 +69,8 @@ export class App {
   private readonly lifecycle: Lifecycle;
   /** Woken whenever work was taken or finished, an append became durable, or the app stopped: `idle()` looks again. */
   private readonly progress = new Waiters();
+  /** Metrics, health and the HTTP server. */
+  private readonly telemetry: Telemetry;
 
   /**
    * Checks the settings; nothing is connected or opened before {@link App.start}.
@@ -85,6 +89,13 @@ export class App {
     const defaults: Readonly<SharedOptions> | undefined =
       options.defaults === undefined ? undefined : parseDefaults(options.defaults, `App "${options.name}" defaults`);
     this.mounts = new Mounts({ name: this.name, defaults, hasStore: options.store !== undefined });
+    this.telemetry = new Telemetry(options, {
+      clock: this.clock,
+      log: this.log,
+      state: () => this.lifecycle.state,
+      subscriptions: () => this.subscriptions(),
+      pacer: () => this.lifecycle.parts?.pacer,
+    });
     this.lifecycle = new Lifecycle({
       name: this.name,
       log: this.log,
@@ -133,6 +144,24 @@ export class App {
    */
   deadLetters(): Readonly<Record<string, Readonly<DeadLetterCounts>>> {
     return Object.fromEntries(this.subscriptions().map((s) => [s.sub.name, { ...s.deadLetters }]));
+  }
+
+  /**
+   * The app's health: its status (`ready` once `start()` resolved: its groups joined and its pace shards
+   * restored; `degraded` while a subscriber has not polled, or an attempt has run, past the thresholds of
+   * `options.health`) and each running subscriber's partitions, last poll, oldest attempt and lag (asked of
+   * the broker). The HTTP server's `/health/live` and `/health/ready` answer from the same, without the lag.
+   */
+  health(): Promise<AppHealth> {
+    return this.telemetry.health(true);
+  }
+
+  /**
+   * The port the app's HTTP server (`options.http`) listens on, from early in `start()` until `stop()` ends:
+   * the one given, or the one the system picked for port 0. Undefined otherwise.
+   */
+  httpPort(): number | undefined {
+    return this.telemetry.port;
   }
 
   /**
@@ -281,6 +310,7 @@ export class App {
       randomUUID: options.randomUUID,
       faults: faultsOf(options),
       onProgress: () => this.progress.wake(),
+      telemetry: this.telemetry,
     });
   }
 }

@@ -3,9 +3,10 @@ import { messageId, type InboundMessage } from '../core/message.js';
 import type { Clock, Consumer, Logger } from '../core/ports.js';
 import type { Workers } from '../dispatch/workers.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
-import type { PaceRun } from '../pace/rules.js';
+import type { PaceRun, Receipt } from '../pace/rules.js';
 import type { Ledger } from './ledger.js';
 import type { Offsets } from './offsets.js';
+import type { PipelineObserver } from './observer.js';
 import type { Pacer } from './pacer.js';
 import type { Undecodable, Work } from './work.js';
 
@@ -40,6 +41,8 @@ export interface IntakeParts {
    * sends its event to that partition's owner, resolving once it is on its way; undefined when it stays here.
    */
   readonly forward?: (key: string, m: InboundMessage, event: unknown) => Promise<void> | undefined;
+  /** Told of deliveries that reach no handler (did not decode, dropped by pace), when the app has metrics. */
+  readonly observer?: PipelineObserver | undefined;
 }
 
 /**
@@ -50,6 +53,8 @@ export interface IntakeParts {
 export class Intake {
   /** Paced deliveries being appended to their coordinators. */
   appending = 0;
+  /** Calls of the consumer's `take`: health reads whether it moves (see `SubscriptionProbe.lastPollAgoMs`). */
+  reads = 0;
   private consumer: Consumer | undefined = undefined;
   private pumping = false;
 
@@ -101,6 +106,7 @@ export class Intake {
     const batchMax = sub.batchMax;
     for (let room = workers.room(); room > 0; room = workers.room()) {
       const taken = consumer.take(batchMax === undefined ? room : batchMax);
+      this.reads++;
       if (taken.length === 0) break;
       if (batchMax !== undefined) this.batch(taken);
       else for (const m of taken) this.delivery(m);
@@ -152,6 +158,7 @@ export class Intake {
     try {
       return this.parts.sub.decode(m.value);
     } catch (error) {
+      this.parts.observer?.handled('decode_failed');
       return new Undecoded({ message: m, reason: `DECODE_FAILED: ${reasonOf(error)}` });
     }
   }
@@ -178,6 +185,7 @@ export class Intake {
   private takePaced(consumer: Consumer, pacer: Pacer): void {
     for (let room = PACE_INTAKE - this.appending; room > 0; room = PACE_INTAKE - this.appending) {
       const taken = consumer.take(room);
+      this.reads++;
       if (taken.length === 0) break;
       for (const m of taken) this.paced(m, pacer);
     }
@@ -190,7 +198,8 @@ export class Intake {
     if (payload instanceof Undecoded) return ledger.deadLetterNow([payload.bad], [marks]);
     this.appending++;
     const key = this.keyOf(m, payload) ?? '';
-    const appended = (): void => {
+    const appended = (receipt: unknown): void => {
+      if ((receipt as Receipt | undefined)?.kind === 'dropped') this.parts.observer?.handled('dropped');
       this.appending--;
       offsets.complete(marks, m.offset);
       this.pump();
@@ -201,6 +210,7 @@ export class Intake {
         // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset
         // is committed once it is dead-lettered.
         const reason = `DECODE_FAILED: the delivery cannot be journaled for pace: ${error.message}`;
+        this.parts.observer?.handled('decode_failed');
         return ledger.deadLetterNow([{ message: m, reason }], [marks]);
       }
       this.parts.log.error('pace: the event was not recorded; its delivery stays uncommitted', {

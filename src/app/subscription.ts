@@ -10,10 +10,12 @@ import { DeadLetters, type DeadLetterCounts } from './dead-letters.js';
 import { Executor, timedOut, type Outcome } from './executor.js';
 import { Intake } from './intake.js';
 import { Ledger } from './ledger.js';
+import { handledOutcome, TimedRunner, type PipelineObserver } from './observer.js';
 import { Offsets } from './offsets.js';
 import { randomUUID } from 'node:crypto';
 import type { Pacer } from './pacer.js';
 import { SendRouting } from './send-routing.js';
+import { SubscriptionProbe } from './subscription-probe.js';
 import { Watchdog } from './watchdog.js';
 import type { Run, Work } from './work.js';
 
@@ -33,6 +35,8 @@ export interface SubscriptionSettings {
   readonly pacer?: Pacer;
   /** How long an `app.send` routed to another instance waits for its answer. */
   readonly sendTimeoutMs: number;
+  /** The app's metrics for one subscriber, when it has metrics: told at the seams (see {@link PipelineObserver}). */
+  readonly observe?: ((sub: CompiledSubscriber) => PipelineObserver) | undefined;
 }
 
 /**
@@ -40,9 +44,10 @@ export interface SubscriptionSettings {
  *
  *   Intake (read, decode once, key) → Dispatch (workers; one attempt at the handler) → Ledger (outcomes)
  *
- * Two seams, where middlewares, lifecycle hooks and telemetry are meant to go (none is built yet): every
- * `Work` passes `dispatch` on its way from Intake to the workers, and every `Outcome` passes `record` on its
- * way from the Executor to the Ledger. Nothing flows back but a freed worker's call to read again.
+ * Two seams, where middlewares, lifecycle hooks and telemetry are meant to go: every `Work` passes `dispatch`
+ * on its way from Intake to the workers, and every `Outcome` passes `record` on its way from the Executor to
+ * the Ledger, where metrics count it (a {@link PipelineObserver}, when the app has metrics). Nothing flows
+ * back but a freed worker's call to read again.
  */
 export class Subscription {
   readonly log: Logger;
@@ -65,6 +70,10 @@ export class Subscription {
   private readonly pacer: Pacer | undefined;
   /** `app.send` from any instance, under a store owned by partition that routes it (see `Store.routes`). */
   routing: SendRouting | undefined;
+  /** Reads the subscription's state for metrics and health, when they ask. */
+  readonly probe: SubscriptionProbe;
+  /** The app's metrics of this subscriber, if it has metrics. */
+  private readonly observer: PipelineObserver | undefined;
 
   constructor(
     readonly sub: CompiledSubscriber,
@@ -80,7 +89,11 @@ export class Subscription {
     const record = this.record;
     const mayStart = (work: Run): boolean | Promise<boolean> => this.mayStart(work);
     this.executor = new Executor(sub, { stopping, owner: this, port: this.port(), record, mayStart }, log);
-    const workers = new Workers(this.strategy(pacer), this.executor, pump); // a freed worker: read again
+    const observer = settings.observe?.(sub);
+    this.observer = observer;
+    // Attempts are timed only for metrics: without them the workers call the executor itself.
+    const runner = observer ? new TimedRunner(this.executor, observer.now) : this.executor;
+    const workers = new Workers(this.strategy(pacer), runner, pump); // a freed worker: read again
     this.workers = workers;
     this.deadLetterSender = new DeadLetters(sub, broker, clock, log, this.stopController.signal);
     const offsets = new Offsets({ ...settings, clock, log });
@@ -98,7 +111,9 @@ export class Subscription {
     this.ledger = new Ledger({ ...parts, deadLetters: this.deadLetterSender, watch, pump });
     const progress = (): void => this.progress();
     const forward = (key: string, m: InboundMessage, event: unknown) => this.routing?.forward(key, m, event);
-    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress, forward });
+    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress, forward, observer });
+    const consumer = (): Consumer | undefined => this.consumer;
+    this.probe = new SubscriptionProbe({ workers, offsets, intake: this.intake, consumer });
     this.pacer = pacer;
     pacer?.attach(sub.name, this.intake.runArrived, broker.partitionOf?.bind(broker));
   }
@@ -204,9 +219,15 @@ export class Subscription {
     this.watchdog.watch();
   };
 
-  /** The seam between Dispatch and the Ledger: every attempt's outcome passes here. */
-  private readonly record = (work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined =>
-    this.ledger.record(work, slot, outcome);
+  /** The seam between Dispatch and the Ledger: every attempt's outcome passes here (and to metrics). */
+  private readonly record = (work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined => {
+    const observer = this.observer;
+    if (observer !== undefined) {
+      const handled = handledOutcome(work, outcome, this.sub.retry.attempts);
+      if (handled !== undefined) observer.handled(handled, (observer.now() - slot.startedAtMs) / 1000);
+    }
+    return this.ledger.record(work, slot, outcome);
+  };
 
   /** A fresh worker carries on the work of an attempt that hung: it counts as failed. */
   private readonly resumeAfterTimeout = async (work: Work, fresh: Slot<Work>): Promise<void> => {
