@@ -3,6 +3,7 @@
  * Under CI=true it must run (a Prometheus that cannot be fetched fails it); elsewhere it is skipped, with the
  * reason, when scripts/prometheus/fetch.mjs cannot find or fetch one.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App, HandlerOutcome, MemoryBroker, subscriber } from '../../src/index.js';
 import { silentLogger } from '../../src/testing.js';
@@ -65,4 +66,22 @@ describe.skipIf(skip !== false)('a real Prometheus scraping an app', () => {
     const partitions = await prometheus.query('sluice_uncommitted{subscriber="orders"}');
     expect(partitions.map((r) => r.metric.partition).sort()).toEqual(['0', '1']);
   }, 60_000);
+
+  it("evaluates every query of the Grafana dashboard in docs/ (each returns data on this app's metrics)", async () => {
+    const dashboard = JSON.parse(readFileSync('docs/grafana-dashboard.json', 'utf8')) as {
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
+    // A rate needs two samples in its range: wait for a few scrapes (Prometheus's first comes seconds after its start).
+    await prometheus.until(async () => {
+      const [samples] = await prometheus.query('count_over_time(sluice_handled_total{outcome="ack"}[1m])');
+      return samples !== undefined && samples.value >= 3;
+    }, 'three scrapes');
+    const paceOrStore = /sluice_(pace|store)_/; // this app has no pace stage: those queries only need to parse
+    for (const panel of dashboard.panels)
+      for (const { expr } of panel.targets) {
+        const promql = expr.replaceAll('$__rate_interval', '1m').replaceAll('$subscriber', '.*');
+        const result = await prometheus.query(promql); // rejects on a query Prometheus cannot read
+        if (!paceOrStore.test(expr)) expect([panel.title, expr, result.length > 0]).toEqual([panel.title, expr, true]);
+      }
+  });
 });
