@@ -56,7 +56,8 @@ export const ERROR_CODES = [
  *   cannot succeed; any other publish error may pass.
  * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).
  * - `DEPENDENCY_MISSING`: `sluice/kafka` imported where kafkajs, its optional peer dependency, is not
- *   installed; the message names the command that installs it.
+ *   installed (or an app with `metrics` started where prom-client is not); the message names the command
+ *   that installs it.
  *
  * @category Errors
  */
