@@ -1,7 +1,8 @@
 /**
  * bench/kafka, on one Kafka broker in one run (started by scripts/kafka/start.mjs unless KAFKA_BROKERS is set):
  *  (a) 200,000 small JSON messages over 3 partitions: raw kafkajs eachBatch with a no-op handler beside Sluice
- *      workers(1) and workers(16). Rate from the first message handled to the last.
+ *      workers(1) and workers(16), and workers(16) again with metrics on (a prom-client registry, scraped
+ *      once a second as Prometheus would). Rate from the first message handled to the last.
  *  (b) a handler that awaits 5 ms, one partition, 20,000 messages over 1,000 keys: raw kafkajs one at a time
  *      (eachMessage, on the first 1,000 messages: at ~200/s the whole topic would take minutes) beside Sluice
  *      workersByKey(100), against the ideal 100 / 5 ms = 20,000/s and against 100 bare loops awaiting the
@@ -11,6 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { Registry } from 'prom-client';
 import { App, silentLogger, subscriber, type SubscriberBuilder } from '../src/index.js';
 import { KafkaBroker } from '../src/brokers/kafka/index.js';
 
@@ -109,12 +111,14 @@ async function sluice(
   n: number,
   configure: (b: SubscriberBuilder) => SubscriberBuilder,
   work: (value: unknown) => Promise<void>,
+  registry?: Registry,
 ): Promise<number> {
   const m = meter(n);
   const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
   const app = new App({
     name: `sluice-${topic}-${Math.random().toString(36).slice(2)}`,
     logger: silentLogger,
+    ...(registry ? { metrics: { registry } } : {}),
   }).withBroker(broker, (b) =>
     b.include(
       configure(
@@ -126,7 +130,10 @@ async function sluice(
     ),
   );
   await app.start();
+  // With metrics, scraped once a second meanwhile (a scrape asks the broker for the partitions' lag).
+  const scraping = registry ? setInterval(() => void registry.metrics(), 1_000) : undefined;
   const rate = await m.done;
+  clearInterval(scraping);
   await app.stop();
   return rate;
 }
@@ -150,12 +157,23 @@ await fill(topicB, 1, N_B, (i) => `c${i % KEYS}`);
 // Rounds alternate the consumers, each reading the whole topic with a fresh group. Throughput on a shared
 // 2-core machine (the broker included) swings from run to run, so each round's Sluice rates are divided by
 // that round's raw rate, measured right beside them, and the median of those ratios is the figure.
-const rounds: { raw: number; w1: number; w16: number }[] = [];
+const rounds: { raw: number; w1: number; w16: number; w16m: number }[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   const raw = await rawBatch(topicA, N_A);
   const w1 = await sluice(topicA, N_A, (b) => b.workers(1), noop);
-  const w16 = await sluice(topicA, N_A, (b) => b.workers(16), noop);
-  rounds.push({ raw, w1, w16 });
+  // workers(16) plain and with metrics, the order alternating round by round.
+  const metered = () => sluice(topicA, N_A, (b) => b.workers(16), noop, new Registry());
+  const plain = () => sluice(topicA, N_A, (b) => b.workers(16), noop);
+  let w16: number;
+  let w16m: number;
+  if (round % 2 === 0) {
+    w16 = await plain();
+    w16m = await metered();
+  } else {
+    w16m = await metered();
+    w16 = await plain();
+  }
+  rounds.push({ raw, w1, w16, w16m });
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => pick(r) / r.raw);
@@ -171,6 +189,13 @@ console.log(
 );
 console.log(
   `| Sluice workers(16) | ${fmt(median(rounds.map((r) => r.w16)))} | ${median(ratios((r) => r.w16)).toFixed(2)} | ${range(ratios((r) => r.w16))} |`,
+);
+console.log(
+  `| Sluice workers(16), metrics on | ${fmt(median(rounds.map((r) => r.w16m)))} | ${median(ratios((r) => r.w16m)).toFixed(2)} | ${range(ratios((r) => r.w16m))} |`,
+);
+const onOff = rounds.map((r) => r.w16m / r.w16);
+console.log(
+  `\nworkers(16) with metrics on / plain, same round: median ${median(onOff).toFixed(2)}, range ${range(onOff)}`,
 );
 
 const rawB = await rawEachMessage(topicB, RAW_B);

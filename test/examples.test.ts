@@ -6,7 +6,16 @@ const run = promisify(execFile);
 
 /** The examples the docs point to must keep running: each is started as a user would and must exit 0. */
 describe('examples', () => {
-  it.each(['demo.ts', 'workers.ts', 'manual/workers.ts', 'routers.ts', 'outcomes.ts', 'pace.ts', 'middlewares.ts'])(
+  it.each([
+    'demo.ts',
+    'workers.ts',
+    'manual/workers.ts',
+    'routers.ts',
+    'outcomes.ts',
+    'pace.ts',
+    'middlewares.ts',
+    'observability.ts',
+  ])(
     'examples/%s runs to completion',
     async (file) => {
       const { stdout } = await run(process.execPath, ['--no-warnings', '--loader', 'ts-node/esm', `examples/${file}`], {

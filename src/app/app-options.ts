@@ -2,6 +2,7 @@ import path from 'node:path';
 import { SluiceError, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
 import type { SharedOptions } from '../declare/options.js';
+import { checkTelemetry, type HealthOptions, type HttpOptions, type MetricsOptions } from './telemetry-options.js';
 
 /**
  * Settings of an {@link App}. Checked by the constructor: an unknown key or a bad value throws
@@ -53,6 +54,15 @@ export interface AppOptions {
    * `crypto.randomUUID`
    */
   randomUUID?: () => string;
+  /**
+   * Prometheus metrics (`true`: in a registry of the app's own, served by `http`). Loads the optional peer
+   * dependency `prom-client` at `start()`. @default off
+   */
+  metrics?: MetricsOptions | true;
+  /** A small HTTP server for health probes (and `/metrics`). @default none */
+  http?: HttpOptions;
+  /** When the app stops being live. @default `{ maxPollGapMs: 300_000, maxInFlightMs: 300_000 }` */
+  health?: HealthOptions;
 }
 
 /** Every setting an App takes: any other key is a misspelling. */
@@ -67,6 +77,9 @@ const APP_OPTION_NAMES: ReadonlySet<string> = new Set([
   'maxUncommitted',
   'sendTimeoutMs',
   'randomUUID',
+  'metrics',
+  'http',
+  'health',
 ]);
 
 /**
@@ -100,6 +113,9 @@ export function checkAppOptions(options: AppOptions): void {
   };
   checkValues(options, bad);
   checkParts(options, bad);
+  checkTelemetry(options, (field, expected, value) => {
+    throw new SluiceError('CONFIG_INVALID', `${who}: ${field} must be ${expected}, got ${show(value)}`);
+  });
 }
 
 /** The settings that are values: each of its type and range. */

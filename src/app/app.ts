@@ -16,10 +16,12 @@ import { Hooks, type HookPhase } from './hooks.js';
 import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
+import type { AppHealth } from './health.js';
 import { Parts } from './parts.js';
 import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
 import { listenForSignals } from './signals.js';
 import type { Subscription } from './subscription.js';
+import { Telemetry } from './telemetry.js';
 
 export type { AppOptions };
 import type { Receipt } from '../pace/state.js';
@@ -74,6 +76,8 @@ export class App {
   private readonly publishMiddlewares: PublishMiddleware[] = [];
   /** Woken whenever work was taken or finished, an append became durable, or the app stopped: `idle()` looks again. */
   private readonly progress = new Waiters();
+  /** Metrics, health and the HTTP server. */
+  private readonly telemetry: Telemetry;
 
   /**
    * Checks the settings; nothing is connected or opened before {@link App.start}.
@@ -93,6 +97,13 @@ export class App {
       options.defaults === undefined ? undefined : parseDefaults(options.defaults, `App "${options.name}" defaults`);
     this.mounts = new Mounts({ name: this.name, defaults, hasStore: options.store !== undefined });
     this.hooks = new Hooks(this.name);
+    this.telemetry = new Telemetry(options, {
+      clock: this.clock,
+      log: this.log,
+      state: () => this.lifecycle.state,
+      subscriptions: () => this.subscriptions(),
+      pacer: () => this.lifecycle.parts?.pacer,
+    });
     this.lifecycle = new Lifecycle({
       hooks: this.hooks,
       name: this.name,
@@ -226,6 +237,24 @@ export class App {
    */
   deadLetters(): Readonly<Record<string, Readonly<DeadLetterCounts>>> {
     return Object.fromEntries(this.subscriptions().map((s) => [s.sub.name, { ...s.deadLetters }]));
+  }
+
+  /**
+   * The app's health: its status (`ready` once `start()` resolved: its groups joined and its pace shards
+   * restored; `degraded` while a subscriber has not polled, or an attempt has run, past the thresholds of
+   * `options.health`) and each running subscriber's partitions, last poll, oldest attempt and lag (asked of
+   * the broker). The HTTP server's `/health/live` and `/health/ready` answer from the same, without the lag.
+   */
+  health(): Promise<AppHealth> {
+    return this.telemetry.health(true);
+  }
+
+  /**
+   * The port the app's HTTP server (`options.http`) listens on, from early in `start()` until `stop()` ends:
+   * the one given, or the one the system picked for port 0. Undefined otherwise.
+   */
+  httpPort(): number | undefined {
+    return this.telemetry.port;
   }
 
   /**
@@ -376,6 +405,7 @@ export class App {
       onProgress: () => this.progress.wake(),
       middlewares: [...this.middlewares],
       publishMiddlewares: [...this.publishMiddlewares],
+      telemetry: this.telemetry,
     });
   }
 }

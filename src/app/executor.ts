@@ -21,7 +21,13 @@ export { STRIPPED_HEADER, type DeadLetterCounts } from './dead-letters.js';
  */
 export type Outcome =
   | { readonly kind: 'acked' }
-  | { readonly kind: 'failed'; readonly reason: string; readonly delayMs?: number | undefined }
+  | {
+      readonly kind: 'failed';
+      readonly reason: string;
+      readonly delayMs?: number | undefined;
+      /** Set when the attempt ran past the subscriber's `timeoutMs`. */
+      readonly timeout?: true;
+    }
   | { readonly kind: 'rejected'; readonly reason: string }
   | { readonly kind: 'skipped' };
 
@@ -61,7 +67,7 @@ export interface ExecutorHost {
 /** The outcome of an attempt that ran past the subscriber's `timeoutMs`. */
 export function timedOut(timeoutMs: number): Outcome {
   const error = new SluiceError('HANDLER_TIMEOUT', `handler did not finish within ${timeoutMs} ms`);
-  return { kind: 'failed', reason: reasonOf(error) };
+  return { kind: 'failed', reason: reasonOf(error), timeout: true };
 }
 
 /**

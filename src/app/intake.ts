@@ -3,9 +3,10 @@ import { messageId, type InboundMessage } from '../core/message.js';
 import type { Clock, Consumer, Logger } from '../core/ports.js';
 import type { Workers } from '../dispatch/workers.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
-import type { PaceRun } from '../pace/rules.js';
+import type { PaceRun, Receipt } from '../pace/rules.js';
 import type { Ledger } from './ledger.js';
 import type { Offsets } from './offsets.js';
+import type { PipelineObserver } from './observer.js';
 import type { Pacer } from './pacer.js';
 import type { Undecodable, Work } from './work.js';
 
@@ -47,6 +48,8 @@ export interface IntakeParts {
    * sends its event to that partition's owner, resolving once it is on its way; undefined when it stays here.
    */
   readonly forward?: (key: string, m: InboundMessage, event: unknown) => Promise<void> | undefined;
+  /** Told of deliveries that reach no handler (did not decode, dropped by pace), when the app has metrics. */
+  readonly observer?: PipelineObserver | undefined;
 }
 
 /**
@@ -61,6 +64,8 @@ export class Intake {
   private readonly appendingOf = new Map<number, number>();
   private readonly pacedRoom = (partition: number): number =>
     PACE_INTAKE_PER_PARTITION - (this.appendingOf.get(partition) ?? 0);
+  /** Calls of the consumer's `take`: health reads whether it moves (see `SubscriptionProbe.lastPollAgoMs`). */
+  reads = 0;
   private consumer: Consumer | undefined = undefined;
   private pumping = false;
 
@@ -112,6 +117,7 @@ export class Intake {
     const batchMax = sub.batchMax;
     for (let room = workers.room(); room > 0; room = workers.room()) {
       const taken = consumer.take(batchMax === undefined ? room : batchMax);
+      this.reads++;
       if (taken.length === 0) break;
       if (batchMax !== undefined) this.batch(taken);
       else for (const m of taken) this.delivery(m);
@@ -163,6 +169,7 @@ export class Intake {
     try {
       return this.parts.sub.decode(m.value);
     } catch (error) {
+      this.parts.observer?.handled('decode_failed');
       return new Undecoded({ message: m, reason: `DECODE_FAILED: ${reasonOf(error)}` });
     }
   }
@@ -190,6 +197,7 @@ export class Intake {
   private takePaced(consumer: Consumer, pacer: Pacer): void {
     for (let room = PACE_INTAKE - this.appending; room > 0; room = PACE_INTAKE - this.appending) {
       const taken = consumer.take(room, this.pacedRoom);
+      this.reads++;
       if (taken.length === 0) break;
       for (const m of taken) this.paced(m, pacer);
     }
@@ -202,7 +210,8 @@ export class Intake {
     if (payload instanceof Undecoded) return ledger.deadLetterNow([payload.bad], [marks]);
     this.began(m.partition, 1);
     const key = this.keyOf(m, payload) ?? '';
-    const appended = (): void => {
+    const appended = (receipt: unknown): void => {
+      if ((receipt as Receipt | undefined)?.kind === 'dropped') this.parts.observer?.handled('dropped');
       this.began(m.partition, -1);
       offsets.complete(marks, m.offset);
       this.pump();
@@ -213,6 +222,7 @@ export class Intake {
         // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset
         // is committed once it is dead-lettered.
         const reason = `DECODE_FAILED: the delivery cannot be journaled for pace: ${error.message}`;
+        this.parts.observer?.handled('decode_failed');
         return ledger.deadLetterNow([{ message: m, reason }], [marks]);
       }
       this.parts.log.error('pace: the event was not recorded; its delivery stays uncommitted', {

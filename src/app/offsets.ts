@@ -29,6 +29,11 @@ export class Offsets {
     this.consumer = consumer;
   }
 
+  /** The watermarks of the partitions with deliveries handed out in this assignment (for metrics and health). */
+  watermarks(): IterableIterator<Watermark> {
+    return this.marks.values();
+  }
+
   /** Deliveries of `partition` running or waiting for a worker (not those waiting for a retry's backoff). */
   active(partition: number): number {
     const marks = this.marks.get(partition);

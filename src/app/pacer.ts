@@ -32,6 +32,17 @@ export type KeyPartitioner = (key: string, partitions: number) => number;
 
 type Host = ShardHost<PaceState, PaceOutput>;
 
+/** What metrics read of one shard of the pace stage. */
+export interface ShardGauges {
+  readonly shard: number;
+  /** Coordinators gathering a window. */
+  readonly openWindows: number;
+  /** Starts waiting for their key's rate (`perMinute`). */
+  readonly waitingStarts: number;
+  /** Idle keys parked in the shard's table. */
+  readonly parkedKeys: number;
+}
+
 /**
  * The app's pace stage: one store, one {@link ShardHost} per shard, the coordinators of every paced
  * subscriber in them. Events go in by `append` (resolving once durable, with the receipt); runs come out
@@ -253,6 +264,15 @@ export class Pacer {
    */
   holds(run: PaceRun): boolean {
     return this.owned === undefined || this.owned.holds(run);
+  }
+
+  /** Per shard hosted here: its open windows, starts waiting for their rate, and parked keys (for metrics). */
+  shardGauges(): ShardGauges[] {
+    const hosts = this.owned ? this.owned.all() : this.hosts;
+    return hosts.map((h) => {
+      const [openWindows = 0, waitingStarts = 0] = h.core.tallies; // in the order of PACE_TALLIES
+      return { shard: h.shard, openWindows, waitingStarts, parkedKeys: h.core.parkedCount };
+    });
   }
 
   /** True when no record waits to become durable and no shard is being restored or handed over. */

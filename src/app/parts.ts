@@ -6,6 +6,7 @@ import type { Receipt } from '../pace/rules.js';
 import type { Appended } from './pace-event.js';
 import { Pacer } from './pacer.js';
 import { Subscription, type SubscriptionSettings } from './subscription.js';
+import type { Telemetry } from './telemetry.js';
 
 /** What the parts of a start are made with: the app's settings. */
 export interface PartsSettings {
@@ -28,6 +29,8 @@ export interface PartsSettings {
   /** The app's middlewares and publish middlewares, for every subscription. */
   readonly middlewares: readonly Middleware[];
   readonly publishMiddlewares: readonly PublishMiddleware[];
+  /** The app's metrics, health and HTTP server: opened first, closed last. */
+  readonly telemetry: Telemetry;
 }
 
 /**
@@ -41,11 +44,13 @@ export class Parts {
   readonly subscriptions: Subscription[] = [];
   /** Brokers whose `connect` resolved: the ones to close. */
   private readonly connected: Broker[] = [];
+  /** The pace stage's store, when there is one. */
+  private readonly store: Store | undefined;
 
   constructor(private readonly settings: PartsSettings) {
     const { paces, clock, log, onProgress, randomUUID, faults } = settings;
-    this.pacer =
-      paces.size > 0 ? new Pacer(settings.store(), paces, clock, log, onProgress, randomUUID, faults) : undefined;
+    this.store = paces.size > 0 ? settings.store() : undefined;
+    this.pacer = this.store ? new Pacer(this.store, paces, clock, log, onProgress, randomUUID, faults) : undefined;
   }
 
   /**
@@ -54,10 +59,15 @@ export class Parts {
    * for {@link Parts.close}, whether the opening finished or not.
    */
   async open(mounts: readonly Mount[], checkpoint: () => void): Promise<void> {
-    const { clock, log, shutdownTimeoutMs, maxUncommitted, onProgress, sendTimeoutMs } = this.settings;
+    const { clock, log, shutdownTimeoutMs, maxUncommitted, onProgress, sendTimeoutMs, telemetry } = this.settings;
+    await telemetry.open(); // probes answer (not ready) while the rest opens
+    checkpoint();
+    const storeObserver = telemetry.storeObserver;
+    if (storeObserver) this.store?.observe?.(storeObserver);
     const settings: SubscriptionSettings = {
       middlewares: this.settings.middlewares,
       publishMiddlewares: this.settings.publishMiddlewares,
+      observe: telemetry.observe,
       sendTimeoutMs,
       clock,
       logger: log,
@@ -124,6 +134,7 @@ export class Parts {
       this.connected.map((b) => this.closeBroker(b, deadline)),
       failures,
     );
+    await this.settle('the http server', [this.settings.telemetry.close()], failures);
     timer?.cancel();
     return failures;
   }

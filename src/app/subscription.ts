@@ -12,10 +12,12 @@ import { Executor, timedOut, type Outcome } from './executor.js';
 import { Intake } from './intake.js';
 import { publishersOf, type PublishFrom } from './middlewares.js';
 import { Ledger } from './ledger.js';
+import { handledOutcome, TimedRunner, type PipelineObserver } from './observer.js';
 import { Offsets } from './offsets.js';
 import { randomUUID } from 'node:crypto';
 import type { Pacer } from './pacer.js';
 import { SendRouting } from './send-routing.js';
+import { SubscriptionProbe } from './subscription-probe.js';
 import { Watchdog } from './watchdog.js';
 import type { Run, Work } from './work.js';
 
@@ -39,6 +41,8 @@ export interface SubscriptionSettings {
   readonly middlewares: readonly Middleware[];
   /** The app's publish middlewares (`app.usePublish`), around `ctx.publish` and dead letters. */
   readonly publishMiddlewares: readonly PublishMiddleware[];
+  /** The app's metrics for one subscriber, when it has metrics: told at the seams (see {@link PipelineObserver}). */
+  readonly observe?: ((sub: CompiledSubscriber) => PipelineObserver) | undefined;
 }
 
 /**
@@ -49,7 +53,8 @@ export interface SubscriptionSettings {
  * Two seams: every `Work` passes `dispatch` on its way from Intake to the workers, and every `Outcome` passes
  * `record` on its way from the Executor to the Ledger. Nothing flows back but a freed worker's call to read
  * again. Middlewares wrap each attempt inside the Executor (composed once, here: the app's, the routers', the
- * subscriber's), and publish middlewares each publish (`ctx.publish`, dead letters).
+ * subscriber's), and publish middlewares each publish (`ctx.publish`, dead letters). Metrics count each
+ * outcome at `record` (a {@link PipelineObserver}, when the app has metrics).
  */
 export class Subscription {
   readonly log: Logger;
@@ -72,6 +77,10 @@ export class Subscription {
   private readonly pacer: Pacer | undefined;
   /** `app.send` from any instance, under a store owned by partition that routes it (see `Store.routes`). */
   routing: SendRouting | undefined;
+  /** Reads the subscription's state for metrics and health, when they ask. */
+  readonly probe: SubscriptionProbe;
+  /** The app's metrics of this subscriber, if it has metrics. */
+  private readonly observer: PipelineObserver | undefined;
 
   constructor(
     readonly sub: CompiledSubscriber,
@@ -90,7 +99,11 @@ export class Subscription {
     const middlewares = [...settings.middlewares, ...sub.middlewares];
     const host = { stopping, owner: this, port: this.port(publish), record, mayStart, middlewares };
     this.executor = new Executor(sub, host, log);
-    const workers = new Workers(this.strategy(pacer), this.executor, pump); // a freed worker: read again
+    const observer = settings.observe?.(sub);
+    this.observer = observer;
+    // Attempts are timed only for metrics: without them the workers call the executor itself.
+    const runner = observer ? new TimedRunner(this.executor, observer.now) : this.executor;
+    const workers = new Workers(this.strategy(pacer), runner, pump); // a freed worker: read again
     this.workers = workers;
     this.deadLetterSender = new DeadLetters(sub, deadLetter, clock, log, this.stopController.signal);
     const offsets = new Offsets({ ...settings, clock, log });
@@ -108,7 +121,9 @@ export class Subscription {
     this.ledger = new Ledger({ ...parts, deadLetters: this.deadLetterSender, watch, pump });
     const progress = (): void => this.progress();
     const forward = (key: string, m: InboundMessage, event: unknown) => this.routing?.forward(key, m, event);
-    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress, forward });
+    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress, forward, observer });
+    const consumer = (): Consumer | undefined => this.consumer;
+    this.probe = new SubscriptionProbe({ workers, offsets, intake: this.intake, consumer });
     this.pacer = pacer;
     pacer?.attach(sub.name, this.intake.runArrived, broker.partitionOf?.bind(broker));
   }
@@ -214,9 +229,15 @@ export class Subscription {
     this.watchdog.watch();
   };
 
-  /** The seam between Dispatch and the Ledger: every attempt's outcome passes here. */
-  private readonly record = (work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined =>
-    this.ledger.record(work, slot, outcome);
+  /** The seam between Dispatch and the Ledger: every attempt's outcome passes here (and to metrics). */
+  private readonly record = (work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined => {
+    const observer = this.observer;
+    if (observer !== undefined) {
+      const handled = handledOutcome(work, outcome, this.sub.retry.attempts);
+      if (handled !== undefined) observer.handled(handled, (observer.now() - slot.startedAtMs) / 1000);
+    }
+    return this.ledger.record(work, slot, outcome);
+  };
 
   /** A fresh worker carries on the work of an attempt that hung: it counts as failed. */
   private readonly resumeAfterTimeout = async (work: Work, fresh: Slot<Work>): Promise<void> => {

@@ -60,7 +60,8 @@ export const ERROR_CODES = [
  *   cannot succeed; any other publish error may pass.
  * - `TOPIC_MISSING`: a Kafka subscriber's topic does not exist when it starts (and `createTopics` is off).
  * - `DEPENDENCY_MISSING`: `sluice/kafka` imported where kafkajs, its optional peer dependency, is not
- *   installed; the message names the command that installs it.
+ *   installed (or an app with `metrics` started where prom-client is not); the message names the command
+ *   that installs it.
  * - `MIDDLEWARE_NEXT_TWICE`: a middleware (or a publish middleware) called its `next` a second time: that call
  *   rejects with it and runs nothing more; unless the middleware catches it, its attempt fails (retried, then
  *   dead-lettered) or its publish fails.

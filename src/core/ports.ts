@@ -177,6 +177,20 @@ export interface Consumer {
    * Optional: a broker without sessions keeps what it was assigned until it revokes it.
    */
   inSession?(partition: number): true | Promise<void>;
+  /**
+   * Per owned partition, the messages in the broker past the group's committed offset (the partition's end
+   * less what the group committed; past its start where nothing was committed), for metrics and health.
+   * Optional (asks the broker where it must).
+   */
+  partitionLags?(): Promise<readonly PartitionLag[]>;
+  /**
+   * How many times this member asked the broker for messages (Kafka: fetch requests begun), for health: a
+   * count that stops moving says that the member has stopped polling. Optional: a consumer without a poll
+   * loop of its own (the memory broker's) leaves it out, and the app looks at what it reads instead.
+   */
+  polls?(): number;
+  /** How many assignments this member was given: its group's rebalances, the first join included. Optional. */
+  assignments?(): number;
   /** Sends every pending commit. */
   flush(): Promise<void>;
   /**
@@ -186,6 +200,18 @@ export interface Consumer {
    * from the broker.
    */
   close(deadline?: Promise<void>): Promise<void>;
+}
+
+/**
+ * One partition's lag: messages in the broker past what the group committed.
+ *
+ * @category Brokers
+ */
+export interface PartitionLag {
+  /** The partition. */
+  readonly partition: number;
+  /** The partition's end offset less the group's committed offset (0 or more). */
+  readonly lag: number;
 }
 
 /**
@@ -302,4 +328,4 @@ export interface Logger {
 }
 
 export type { Headers, InboundMessage, PublishOptions };
-export type { ShardLog, Store, StoreOwner } from './store-ports.js';
+export type { ShardLog, Store, StoreObserver, StoreOwner } from './store-ports.js';

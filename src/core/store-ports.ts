@@ -117,4 +117,23 @@ export interface Store {
   log(shard: number): ShardLog;
   /** Closes the store (a file store first finishes a snapshot being written) and lets its lock go. */
   close(): Promise<void>;
+  /**
+   * Tells `observer` of each group commit and snapshot from now on (metrics; the app calls it before
+   * `open` when metrics are on). Optional; a store without it reports nothing. A later call replaces the
+   * observer.
+   */
+  observe?(observer: StoreObserver): void;
+}
+
+/**
+ * What a store reports to metrics as it makes records durable. Called on the store's own path: it must be
+ * cheap and must not throw.
+ *
+ * @category Store
+ */
+export interface StoreObserver {
+  /** A group commit of shard `shard` made `records` durable in `seconds` (write and fdatasync; a Kafka transaction). */
+  flushed(shard: number, records: number, seconds: number): void;
+  /** A snapshot of shard `shard` was written in `seconds`. */
+  snapshotWritten(shard: number, seconds: number): void;
 }

@@ -13,6 +13,8 @@ export class Slot<J> {
   /** The watchdog's last look: which attempt it saw, and when it first saw it. */
   seenAttempt = -1;
   seenAtMs = 0;
+  /** When the attempt now running began, for metrics (set only when the app measures handler durations). */
+  startedAtMs = 0;
   /** Set when the worker was given up on (its attempt hung): a replacement took its job and its place. */
   givenUp = false;
 }
@@ -106,6 +108,7 @@ export class Workers<J extends Keyed> {
     slot.givenUp = true;
     const fresh = new Slot<J>();
     fresh.job = slot.job;
+    fresh.startedAtMs = slot.startedAtMs;
     this.slots[this.slots.indexOf(slot)] = fresh;
     void this.loop(fresh, resume);
   }

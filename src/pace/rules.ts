@@ -156,6 +156,15 @@ function done(s: PaceState, runId: string): PaceState {
   return { ...s, running: s.running.filter((r) => r.runId !== runId) };
 }
 
+/**
+ * What a shard's core sums over its keys for metrics (`ShardCore.tallies`), in this order: open windows, and
+ * starts waiting for their rate.
+ */
+export const PACE_TALLIES: readonly ((s: PaceState) => number)[] = [
+  (s) => (s.stage === 'gathering' ? 1 : 0),
+  (s) => s.waiting.length,
+];
+
 /** The rules of every paced subscriber of an app, by subscriber name. */
 export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceState, PaceOutput> {
   return {
@@ -169,6 +178,7 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
     // A snapshot carries the open window, the waiting runs, the runs not done, the rate's history and the
     // remembered IDs: all of the state, so there is no `rebase`.
     codec: paceCodec,
+    tallies: PACE_TALLIES,
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
       const [subscriber, key] = splitKey(record.key);
       const pace = paces.get(subscriber) ?? ORPHAN;

@@ -46,6 +46,12 @@ export interface Rules<S, O> {
    * it is unless the rules give their own codec.
    */
   codec?: StateCodec<S>;
+  /**
+   * Numbers summed over every key's state, loaded or parked (a pace rule's open windows, say), which the
+   * core keeps up to date as it applies records, so that metrics read them without walking the keys. Each
+   * is a pure function of a state; a key without state counts 0.
+   */
+  tallies?: readonly ((state: S) => number)[];
 }
 
 /** A state to and from the JSON value a snapshot holds: `decode(encode(s))` is a state equal to `s`. */

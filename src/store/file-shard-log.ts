@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
-import type { Faults, ShardLog } from '../core/ports.js';
+import type { Faults, ShardLog, StoreObserver } from '../core/ports.js';
 import { checkRecord } from '../core/records.js';
 import { encodeFrame, readFrame } from './frame.js';
 import type { FileSystem, StoreFile } from './fs.js';
@@ -42,6 +42,8 @@ export class FileShardLog implements ShardLog {
   private snapshotLsn = 0;
   private snapshotAtOpen: { lsn: number; state: Uint8Array } | undefined;
   private serial: Promise<void> = Promise.resolve();
+  /** Told of each group commit and snapshot (metrics), when the store is observed. */
+  observer: StoreObserver | undefined = undefined;
 
   constructor(
     readonly shard: number,
@@ -181,6 +183,7 @@ export class FileShardLog implements ShardLog {
     if (!(lsn <= this.durable))
       throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
     const fs = this.fs;
+    const startedAt = this.observer === undefined ? 0 : performance.now();
     await writeSnapshotFile(fs, this.dir, lsn, state);
     this.snapshotAtOpen = undefined;
     await this.exclusive(async () => {
@@ -189,6 +192,7 @@ export class FileShardLog implements ShardLog {
       const segments = await listSegments(fs, this.dir);
       await this.removeDead(segments.filter((s, i) => i < segments.length - 1 && segments[i + 1]!.firstLsn <= lsn + 1));
     });
+    this.observer?.snapshotWritten(this.shard, (performance.now() - startedAt) / 1000);
   }
 
   async readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
@@ -219,8 +223,10 @@ export class FileShardLog implements ShardLog {
             (this.tailBytes > SEGMENT_HEADER_BYTES && this.tailBytes + bytes.length > this.segmentBytes)
           )
             await this.roll(batch[0]!.lsn);
+          const startedAt = this.observer === undefined ? 0 : performance.now();
           await writeAll(this.handle!, bytes);
           await this.handle!.datasync();
+          this.observer?.flushed(this.shard, batch.length, (performance.now() - startedAt) / 1000);
         } catch (error) {
           this.fail(error, batch);
           return;

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { SluiceError, show } from '../core/errors.js';
-import { faultsOf, type ShardLog, type Store } from '../core/ports.js';
+import { faultsOf, type ShardLog, type Store, type StoreObserver } from '../core/ports.js';
 import { FileShardLog } from './file-shard-log.js';
 import { nodeFileSystem, type FileSystem } from './fs.js';
 import { lockDirectory } from './lock.js';
@@ -115,6 +115,10 @@ class FileStore implements Store {
       throw error;
     }
     this.release = release;
+  }
+
+  observe(observer: StoreObserver): void {
+    for (const log of this.logs) log.observer = observer;
   }
 
   log(shard: number): ShardLog {

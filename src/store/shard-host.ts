@@ -97,6 +97,11 @@ export class ShardHost<S, O> {
     });
   }
 
+  /** The shard whose log this host runs (`ShardLog.shard`). */
+  get shard(): number {
+    return this.options.log.shard;
+  }
+
   /** Where the host is: records are taken only while it is `serving`. */
   get phase(): ShardHostPhase {
     return this.stage;

@@ -3,13 +3,13 @@ import { PartitionAssigners, type Kafka } from './kafkajs.js';
 import { stickyAssigner } from './assigner.js';
 import { MemberClaim } from './claims.js';
 import type { InboundMessage } from '../../core/message.js';
-import type { Clock, ConsumeRequest, Consumer, Logger, Timer } from '../../core/ports.js';
+import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } from '../../core/ports.js';
 import { Waiters } from '../../core/waiters.js';
 import { BatchReader, SESSION_CLOCK } from './batch-reader.js';
 import { askAgain } from './catching-up.js';
 import { CrashRestarts } from './crash-restarts.js';
 import type { KafkaConsumerSettings } from './options.js';
-import { groupLag } from './group-lag.js';
+import { groupLag, partitionLags } from './group-lag.js';
 import { OwnedPartitions } from './owned-partitions.js';
 import { PartitionEnds } from './partition-ends.js';
 import { OffsetCommits, pending } from './offset-commits.js';
@@ -65,6 +65,9 @@ export class KafkaConsumer implements Consumer {
   private readonly sentAt = new Map<string, number>();
   /** Woken when `inSession` may answer otherwise: the coordinator answered, a rebalance began, closing. */
   private readonly sessionChanged = new Waiters();
+  /** Fetch requests kafkajs began, and assignments it received (see `Consumer.polls`, `Consumer.assignments`). */
+  private fetches = 0;
+  private joins = 0;
 
   constructor(
     private readonly kafka: Kafka,
@@ -127,6 +130,7 @@ export class KafkaConsumer implements Consumer {
     this.consumer = consumer;
     const joined = new Promise<void>((resolve) => {
       consumer.on(consumer.events.GROUP_JOIN, (e) => {
+        this.joins++;
         this.heard('SyncGroup');
         this.claim.assigned(e.payload.memberAssignment);
         const requests = this.request.requests;
@@ -141,6 +145,7 @@ export class KafkaConsumer implements Consumer {
       this.sessionChanged.wake();
     });
     consumer.on(consumer.events.CRASH, (e) => this.restarts.crashed(e.payload.error));
+    consumer.on(consumer.events.FETCH_START, () => this.fetches++);
     // kafkajs tells the generation of an assignment only with what the member does in it.
     consumer.on(consumer.events.HEARTBEAT, (e) => {
       this.heard('Heartbeat');
@@ -247,6 +252,21 @@ export class KafkaConsumer implements Consumer {
       requests === undefined ? 0 : groupLag(this.admin, group, requests, owned, () => undefined),
     ]);
     return lag + unanswered;
+  }
+
+  /** Per owned partition of the topic: its end less the group's committed offset (asks the broker). */
+  async partitionLags(): Promise<readonly PartitionLag[]> {
+    const owned = this.partitions.assignment;
+    if (owned.size === 0 || this.closing) return [];
+    return partitionLags(this.admin, this.request.group, this.request.topic, owned);
+  }
+
+  polls(): number {
+    return this.fetches;
+  }
+
+  assignments(): number {
+    return this.joins;
   }
 
   assigned(): readonly number[] {

@@ -1,6 +1,6 @@
 import type { Admin, Producer, Transaction } from 'kafkajs';
 import { SluiceError } from '../../core/errors.js';
-import type { Logger, ShardLog } from '../../core/ports.js';
+import type { Logger, ShardLog, StoreObserver } from '../../core/ports.js';
 import { checkRecord } from '../../core/records.js';
 import { RecordAssembler, changelogValues } from './changelog-records.js';
 import { HEAD_KEY, SnapshotReader, snapshotMessages, type SnapshotHead } from './kafka-snapshots.js';
@@ -74,6 +74,8 @@ export class KafkaShardLog implements ShardLog {
   private snapshotWork: SnapshotWork[] = [];
   private flushing: Promise<void> | undefined;
   private failed: SluiceError | undefined;
+  /** Told of each transaction of appends and each snapshot (metrics), when the store is observed. */
+  observer: StoreObserver | undefined = undefined;
   /** Offsets just past a transaction's last record, by that record's LSN, oldest first: where deletes may cut. */
   private boundaries: { lsn: number; offset: number }[] = [];
   private head: SnapshotHead | undefined;
@@ -171,7 +173,12 @@ export class KafkaShardLog implements ShardLog {
    * head; then tombstones the chunks of the snapshot before, and deletes the changelog records it covers.
    */
   writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
-    const run = this.snapshotting.then(() => this.snapshotNow(lsn, state));
+    const timed = async (): Promise<void> => {
+      const startedAt = performance.now();
+      await this.snapshotNow(lsn, state);
+      this.observer?.snapshotWritten(this.shard, (performance.now() - startedAt) / 1000);
+    };
+    const run = this.snapshotting.then(timed);
     this.snapshotting = run.catch(() => undefined);
     return run;
   }
@@ -246,10 +253,12 @@ export class KafkaShardLog implements ShardLog {
       let boundary: { lsn: number; offset: number } | undefined;
       let txn: Transaction | undefined;
       try {
+        const startedAt = this.observer === undefined ? 0 : performance.now();
         txn = await this.producer!.transaction();
         if (batch.length > 0) boundary = await this.sendRecords(txn, batch);
         if (work) await this.sendSlices(txn, this.settings.snapshots, work.messages);
         await txn.commit();
+        if (batch.length > 0) this.observer?.flushed(this.shard, batch.length, (performance.now() - startedAt) / 1000);
       } catch (error) {
         this.fail(error, batch, work, txn);
         return;

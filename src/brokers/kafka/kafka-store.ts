@@ -1,7 +1,7 @@
 import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
 import { SluiceError, show } from '../../core/errors.js';
 import { jsonLogger } from '../../core/logger.js';
-import type { Logger, ShardLog, Store, StoreOwner } from '../../core/ports.js';
+import type { Logger, ShardLog, Store, StoreObserver, StoreOwner } from '../../core/ports.js';
 import { SESSION_CLOCK } from './batch-reader.js';
 import { askAgain } from './catching-up.js';
 import { KafkaShardLog } from './kafka-shard-log.js';
@@ -120,6 +120,8 @@ class KafkaStore implements Store {
   routes: { readonly requests: string; readonly replies: string } | undefined;
   private readonly baseLogger: Logger;
   private opened = false;
+  /** Given to each shard's log as it is made (see `Store.observe`). */
+  private observer: StoreObserver | undefined;
 
   constructor(private readonly options: KafkaStoreOptions) {
     const o = (options ?? {}) as Partial<KafkaStoreOptions>;
@@ -160,8 +162,13 @@ class KafkaStore implements Store {
     this.logs = new Array<KafkaShardLog | undefined>(shards).fill(undefined);
   }
 
+  observe(observer: StoreObserver): void {
+    this.observer = observer;
+    for (const log of this.logs) if (log) log.observer = observer;
+  }
+
   private makeLog(shard: number): KafkaShardLog {
-    return new KafkaShardLog({
+    const log = new KafkaShardLog({
       kafka: this.kafka,
       admin: this.admin,
       shard,
@@ -171,6 +178,8 @@ class KafkaStore implements Store {
       groupPrefix: `${this.prefix!}.restore-${shard}`,
       log: this.logger,
     });
+    log.observer = this.observer;
+    return log;
   }
 
   /**

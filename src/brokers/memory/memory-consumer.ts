@@ -1,5 +1,5 @@
 import type { InboundMessage } from '../../core/message.js';
-import type { ConsumeRequest, Consumer } from '../../core/ports.js';
+import type { ConsumeRequest, Consumer, PartitionLag } from '../../core/ports.js';
 import type { GroupTopic } from './group.js';
 import { MemoryRequests } from './memory-requests.js';
 
@@ -18,6 +18,8 @@ export class MemoryConsumer implements Consumer {
   private owned: Owned[] = [];
   private cursor = 0;
   private closed = false;
+  /** Assignments given to this member (see `Consumer.assignments`). */
+  private assigns = 0;
   /** The requests topic read beside the topic, if the request names one (see `ConsumeRequest.requests`). */
   private readonly requests: MemoryRequests | undefined;
 
@@ -63,6 +65,19 @@ export class MemoryConsumer implements Consumer {
   /** What is left to read: of the topic, and of the requests topic read beside it. */
   async lag(): Promise<number> {
     return this.backlog() + (this.requests?.waiting() ?? 0);
+  }
+
+  /** Per owned partition: its end less the group's committed offset. */
+  async partitionLags(): Promise<readonly PartitionLag[]> {
+    const { log, committed } = this.groupTopic;
+    return this.owned.map((o) => ({
+      partition: o.partition,
+      lag: Math.max(0, log.endOffset(o.partition) - (committed[o.partition] ?? 0)),
+    }));
+  }
+
+  assignments(): number {
+    return this.assigns;
   }
 
   assigned(): readonly number[] {
@@ -124,6 +139,7 @@ export class MemoryConsumer implements Consumer {
    */
   assign(partitions: readonly number[]): void {
     if (this.closed) return;
+    this.assigns++;
     const request = this.request;
     const gate = request.onAssign === undefined ? undefined : (p: readonly number[]) => request.onAssign!(p);
     const owned: Owned[] = partitions.map((p) => ({

@@ -1,0 +1,80 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../core/ports.js';
+import type { AppHealth } from './health.js';
+import type { MetricsRegistry } from './telemetry-options.js';
+
+/** What the server answers from. */
+export interface HttpSources {
+  /** The app's health now, without asking a broker (probes must be cheap). */
+  readonly health: () => Promise<AppHealth>;
+  /** The registry served at `/metrics`, when the app has metrics. */
+  readonly registry: () => MetricsRegistry | undefined;
+  readonly log: Logger;
+}
+
+/**
+ * The app's HTTP server: `/health/live`, `/health/ready` (200 or 503 and a small JSON body) and `/metrics`.
+ * Any other path is 404; a method other than GET or HEAD, 405.
+ */
+export class HttpServer {
+  private server: Server | undefined;
+
+  constructor(private readonly sources: HttpSources) {}
+
+  /** Listens on `port` (0: one the system picks) of `host`; resolves once listening. */
+  async listen(port: number, host: string | undefined): Promise<void> {
+    const server = createServer((req, res) => void this.answer(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    server.unref(); // the app holds the process while it runs; the server alone never does
+    this.server = server;
+  }
+
+  /** The port listened on, once listening. */
+  get port(): number | undefined {
+    return (this.server?.address() as AddressInfo | null)?.port;
+  }
+
+  /** Stops listening and ends the connections open. */
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
+  }
+
+  private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
+      const path = (req.url ?? '/').split('?', 1)[0];
+      if (path === '/health/live' || path === '/health/ready') return await this.probe(res, path === '/health/live');
+      const registry = this.sources.registry();
+      if (path === '/metrics' && registry) return send(res, 200, registry.contentType, await registry.metrics());
+      send(res, 404, 'text/plain', 'not found\n');
+    } catch (error) {
+      this.sources.log.warn('http: a request failed', { url: req.url, error });
+      if (!res.headersSent) send(res, 500, 'text/plain', 'internal error\n');
+      else res.end();
+    }
+  }
+
+  private async probe(res: ServerResponse, live: boolean): Promise<void> {
+    const h = await this.sources.health();
+    const ok = live ? h.live : h.ready;
+    const body = { status: h.status, ...(live ? { live: ok } : { ready: ok }), reasons: h.reasons };
+    send(res, ok ? 200 : 503, 'application/json', `${JSON.stringify(body)}\n`);
+  }
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}

@@ -1,0 +1,83 @@
+import type { JobRunner, Slot } from '../dispatch/workers.js';
+import type { Outcome } from './executor.js';
+import type { Work } from './work.js';
+
+/**
+ * What became of one attempt at a handler, or of a delivery that never reached one, as metrics count it:
+ * - `ack`: the handler finished;
+ * - `retry`: it failed (threw, asked for a retry, returned something else) with attempts left;
+ * - `timeout`: it ran past the subscriber's `timeoutMs` (a retry follows, or the dead letter when it was the last);
+ * - `reject`: it asked never to run again (`HandlerOutcome.reject()`): dead-lettered;
+ * - `dead_letter`: it failed on its last attempt: dead-lettered;
+ * - `decode_failed`: the message did not decode (or cannot be journaled for pace): dead-lettered without an attempt;
+ * - `dropped`: a paced delivery over its `drop` rate: answered dropped, no run.
+ */
+export type HandledOutcome = 'ack' | 'retry' | 'timeout' | 'reject' | 'dead_letter' | 'decode_failed' | 'dropped';
+
+/** Every {@link HandledOutcome}, in the order metrics list them. */
+export const HANDLED_OUTCOMES: readonly HandledOutcome[] = [
+  'ack',
+  'retry',
+  'timeout',
+  'reject',
+  'dead_letter',
+  'decode_failed',
+  'dropped',
+];
+
+/**
+ * What telemetry sees of one subscription as work passes its seams (internal; the per-attempt half is meant
+ * to become a middleware). Called on the delivery path: it must be cheap and must not throw.
+ */
+export interface PipelineObserver {
+  /** The clock attempts are timed on, in milliseconds (fractions allowed). */
+  readonly now: () => number;
+  /** An attempt (or a delivery without one) came to `outcome`; `seconds` is the attempt's, when it ran. */
+  handled(outcome: HandledOutcome, seconds?: number): void;
+}
+
+/**
+ * What an attempt's outcome counts as, as it reaches the Ledger (the `record` seam); undefined for an
+ * attempt that did not run (skipped: the subscription stopping, its partition revoked).
+ */
+export function handledOutcome(work: Work, outcome: Outcome, attempts: number): HandledOutcome | undefined {
+  switch (outcome.kind) {
+    case 'acked':
+      return 'ack';
+    case 'rejected':
+      return 'reject';
+    case 'skipped':
+      return undefined;
+    default:
+      if (outcome.timeout === true) return 'timeout';
+      return work.attempt < attempts ? 'retry' : 'dead_letter';
+  }
+}
+
+/**
+ * The executor with each attempt's start noted on its slot (`Slot.startedAtMs`), so that the `record` seam
+ * can time it: used only when the app has metrics, so that an app without them pays nothing.
+ */
+export class TimedRunner implements JobRunner<Work> {
+  constructor(
+    private readonly runner: JobRunner<Work>,
+    private readonly now: () => number,
+  ) {}
+
+  begin(work: Work, slot: Slot<Work>): boolean {
+    slot.startedAtMs = this.now();
+    return this.runner.begin(work, slot);
+  }
+
+  call(work: Work, slot: Slot<Work>): unknown {
+    return this.runner.call(work, slot);
+  }
+
+  returned(work: Work, slot: Slot<Work>, value: unknown): Promise<void> | undefined {
+    return this.runner.returned(work, slot, value);
+  }
+
+  threw(work: Work, slot: Slot<Work>, error: unknown): Promise<void> | undefined {
+    return this.runner.threw(work, slot, error);
+  }
+}
