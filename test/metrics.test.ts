@@ -38,7 +38,9 @@ describe('metrics in a prom-client registry', () => {
         throw new Error('once');
       }
     };
-    const sub = subscriber('orders', handler).name('orders').retry({ attempts: 2, backoff: { initialMs: 10, maxMs: 10 } });
+    const sub = subscriber('orders', handler)
+      .name('orders')
+      .retry({ attempts: 2, backoff: { initialMs: 10, maxMs: 10 } });
     const app = appOf({ clock, metrics: { registry } }).withBroker(broker, (b) => b.include(sub.build()));
     await app.start();
     for (let n = 0; n < 6; n++) await broker.publish('orders', { n });
@@ -129,7 +131,9 @@ describe('metrics in a prom-client registry', () => {
     try {
       const clock = new ManualClock(1_000_000);
       const registry = new Registry();
-      const paced = subscriber('rows', async () => {}).name('rows').pace({ debounce: 5_000 });
+      const paced = subscriber('rows', async () => {})
+        .name('rows')
+        .pace({ debounce: 5_000 });
       const store = fileStore({ dir, shards: 2 });
       const app = appOf({ clock, store, metrics: { registry } });
       app.withBroker(new MemoryBroker(), (b) => b.include(paced.build()));
@@ -157,8 +161,12 @@ describe('metrics in a prom-client registry', () => {
   it('refuses a registry that has the metrics of another app already, naming it', async () => {
     const registry = new Registry();
     const broker = new MemoryBroker();
-    const sub = subscriber('orders', async () => {}).name('orders').build();
-    await appOf({ metrics: { registry } }).withBroker(broker, (b) => b.include(sub)).start();
+    const sub = subscriber('orders', async () => {})
+      .name('orders')
+      .build();
+    await appOf({ metrics: { registry } })
+      .withBroker(broker, (b) => b.include(sub))
+      .start();
     const second = appOf({ name: 'second', metrics: { registry } }).withBroker(broker, (b) => b.include(sub));
     await expect(second.start()).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
     await expect(second.start()).rejects.toThrow(/one app per registry/);
@@ -205,7 +213,10 @@ describe('metrics, http and health settings', () => {
     bad({ health: { maxInFlightMs: Infinity } }, /health\.maxInFlightMs must be a finite number > 0/);
     bad({ metrics: { registry: {} } }, /metrics\.registry must be a prom-client Registry/);
     bad({ metrics: 'yes' }, /metrics must be true or an object/);
-    bad({ metrics: true }, /metrics must be given a registry, or served by the app \(with http: \{ port \}\), got true/);
+    bad(
+      { metrics: true },
+      /metrics must be given a registry, or served by the app \(with http: \{ port \}\), got true/,
+    );
   });
 
   it('takes a registry alone, or metrics served by the http server', () => {

@@ -120,7 +120,9 @@ describe('ShardHost', () => {
     await first.h.close();
     const second = make(store.crash());
     await second.h.open();
-    const owed = [...counts].filter(([, n]) => n % 2 === 1).map(([key, count]) => ({ key, kind: 'resumed' as const, count }));
+    const owed = [...counts]
+      .filter(([, n]) => n % 2 === 1)
+      .map(([key, count]) => ({ key, kind: 'resumed' as const, count }));
     const byKey = (x: Out, y: Out) => x.key.localeCompare(y.key);
     expect(second.outputs.sort(byKey)).toEqual(owed.sort(byKey));
     expect(second.h.core.parkedCount).toBeGreaterThan(10);

@@ -143,7 +143,10 @@ export class RecordAssembler {
       this.lsn = lsn - 1;
     }
     if (this.expected !== 0)
-      throw this.corrupt(offset, `LSN ${this.lsn} is cut short at part ${this.parts.length} of ${this.expected} (LSN ${lsn} follows)`);
+      throw this.corrupt(
+        offset,
+        `LSN ${this.lsn} is cut short at part ${this.parts.length} of ${this.expected} (LSN ${lsn} follows)`,
+      );
     if (lsn !== this.lsn + 1) throw this.corrupt(offset, this.notNext(lsn, 0));
     this.lsn = lsn;
     this.emit(lsn, bytes);

@@ -65,7 +65,8 @@ interface SnapshotWork {
  */
 export class KafkaShardLog implements ShardLog {
   readonly shard: number;
-  /** Transactions committed with appends in them since the log was made (bench/kafka-pace reports records per transaction). */
+  /** Transactions committed with appends in them since the log was made (bench/kafka-pace reports records per
+   * transaction). */
   appendTransactions = 0;
   private producer: Producer | undefined;
   private nextLsn = 1;
