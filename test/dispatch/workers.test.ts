@@ -252,6 +252,7 @@ describe('Workers', () => {
         leavesForRetry: false,
         seenAttempt: -1,
         seenAtMs: 0,
+        startedAtMs: 0,
         givenUp: false,
       });
     }
