@@ -1,4 +1,4 @@
-import { SystemClock, holdProcess } from '../core/clock.js';
+import { SystemClock } from '../core/clock.js';
 import { SluiceError, show } from '../core/errors.js';
 import { jsonLogger, safeLogger } from '../core/logger.js';
 import type { LifecycleHook, Middleware, PublishMiddleware } from '../core/middleware.js';
@@ -19,7 +19,7 @@ import { Mounts } from './mounts.js';
 import type { AppHealth } from './health.js';
 import { Parts } from './parts.js';
 import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
-import { listenForSignals } from './signals.js';
+import { serveUntilStopped } from './signals.js';
 import type { Subscription } from './subscription.js';
 import { Telemetry } from './telemetry.js';
 
@@ -204,8 +204,7 @@ export class App {
   }
 
   private hook(phase: HookPhase, hook: LifecycleHook): this {
-    this.assertNew(phase);
-    this.hooks.add(phase, hook);
+    this.hooks.add(phase, this.checked(phase, hook));
     return this;
   }
 
@@ -294,27 +293,14 @@ export class App {
    * listened for from the first moment: one that arrives while the app is starting stops it there (the
    * start unwinds), and run() resolves once it is stopped.
    */
-  async run(): Promise<void> {
-    const signals = listenForSignals(this.log);
-    const release = holdProcess();
-    try {
-      const started = this.start();
-      const first = await Promise.race([
-        started.then(() => 'started' as const),
-        signals.received,
-        this.lifecycle.stopCalled,
-      ]);
-      if (first !== 'started') {
-        await this.stop();
-        await started.catch(() => {}); // it unwound (or had just finished, and the stop stopped it)
-        return;
-      }
-      await Promise.race([signals.received, this.lifecycle.stopCalled]);
-    } finally {
-      signals.dispose();
-      release();
-    }
-    await this.stop();
+  run(): Promise<void> {
+    const { lifecycle, log } = this;
+    return serveUntilStopped({
+      start: () => this.start(),
+      stop: () => this.stop(),
+      stopCalled: lifecycle.stopCalled,
+      log,
+    });
   }
 
   /**

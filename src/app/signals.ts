@@ -1,3 +1,4 @@
+import { holdProcess } from '../core/clock.js';
 import type { Logger } from '../core/ports.js';
 
 /** SIGINT or SIGTERM, listened for while `run()` serves. */
@@ -26,4 +27,35 @@ export function listenForSignals(log: Logger): Signals {
       process.off('SIGTERM', onSignal);
     },
   };
+}
+
+/** What {@link serveUntilStopped} runs: an app's start and stop, and the promise that `stop()` was called. */
+export interface Served {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  readonly stopCalled: Promise<'stop'>;
+  readonly log: Logger;
+}
+
+/**
+ * `app.run()`: starts the app, holding the process, and stops it at the first SIGINT or SIGTERM or `stop()`
+ * call — during the start too (the start unwinds) — resolving once it is stopped.
+ */
+export async function serveUntilStopped(app: Served): Promise<void> {
+  const signals = listenForSignals(app.log);
+  const release = holdProcess();
+  try {
+    const started = app.start();
+    const first = await Promise.race([started.then(() => 'started' as const), signals.received, app.stopCalled]);
+    if (first !== 'started') {
+      await app.stop();
+      await started.catch(() => {}); // it unwound (or had just finished, and the stop stopped it)
+      return;
+    }
+    await Promise.race([signals.received, app.stopCalled]);
+  } finally {
+    signals.dispose();
+    release();
+  }
+  await app.stop();
 }

@@ -5,11 +5,11 @@
  * are killed when the test ends.
  */
 import { writeFileSync } from 'node:fs';
-import type { Admin } from 'kafkajs';
-import { expect, onTestFinished } from 'vitest';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { afterAll, beforeAll, expect, onTestFinished } from 'vitest';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import type { KafkaBroker } from '../../src/brokers/kafka/index.js';
-import { kafkaBrokers, testKafka } from './fixture.js';
+import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 import { checkRuns, wantedSeqs, type Frozen } from './pace-checks.js';
 import {
   Instance,
@@ -196,4 +196,21 @@ export class Scenario {
     const dir = process.env.SLUICE_SCENARIO_DUMP;
     if (dir) writeFileSync(`${dir}/${this.name}.jsonl`, this.output.lines.map((l) => JSON.stringify(l)).join('\n'));
   }
+}
+
+/**
+ * For a describe block of scenarios: an admin client connected before its tests and, after them, disconnected
+ * with every client the fixtures made. Returns a getter (the client exists once `beforeAll` ran).
+ */
+export function scenarioAdmin(): () => Admin {
+  let admin: Admin | undefined;
+  beforeAll(async () => {
+    admin = new Kafka({ clientId: 'scenarios', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.disconnect();
+    await closeAll();
+  });
+  return () => admin!;
 }

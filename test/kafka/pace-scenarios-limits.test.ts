@@ -7,25 +7,16 @@
  * dropped; `perMinute` counts the runs that started in the minute after the first event was published,
  * which can be no more than its limit however slow the machine.
  */
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeAll, kafkaBrokers } from './fixture.js';
+import { describe, expect, it } from 'vitest';
+import { kafkaBrokers } from './fixture.js';
 import { DROP_MAX, PER_MINUTE } from './pace-instances.js';
-import { Scenario } from './pace-scenario.js';
+import { Scenario, scenarioAdmin } from './pace-scenario.js';
 
 describe.skipIf(!kafkaBrokers)('pace on Kafka: rates across instances', { timeout: 150_000 }, () => {
-  let admin: Admin;
-  beforeAll(async () => {
-    admin = new Kafka({ clientId: 'scenarios', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-  });
-  afterAll(async () => {
-    await admin.disconnect();
-    await closeAll();
-  });
+  const admin = scenarioAdmin();
 
   it('drop: a key’s runs stay within the rate while an instance is killed and another joins', async () => {
-    const s = await Scenario.open(admin, 'drop');
+    const s = await Scenario.open(admin(), 'drop');
     await s.start('a');
     const b = await s.start('b');
     await s.publishMore(120);
@@ -42,7 +33,7 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka: rates across instances', { timeou
   it('perMinute: no key starts more runs in a minute than its limit while an instance joins; the rest run later', async () => {
     // 4 events a key: the first PER_MINUTE run at once, the others a minute later. The stream is held while
     // instances start, so that each key gets events both before and after its shard moves.
-    const s = await Scenario.open(admin, 'per-minute', { stream: { perKey: 2 * PER_MINUTE } });
+    const s = await Scenario.open(admin(), 'per-minute', { stream: { perKey: 2 * PER_MINUTE } });
     const stream = s.stream!;
     stream.hold();
     await s.start('a');

@@ -5,32 +5,23 @@
  * to the owner of its key's partition). Instances join and are killed meanwhile; the same invariants are
  * checked after each (test/kafka/pace-checks.ts), and for sends, every receipt against the runs.
  */
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { checkReceipts } from './pace-checks.js';
-import { closeAll, kafkaBrokers } from './fixture.js';
-import { Scenario } from './pace-scenario.js';
+import { kafkaBrokers } from './fixture.js';
+import { Scenario, scenarioAdmin } from './pace-scenario.js';
 import { Sender } from './pace-sender.js';
 
 /** The keys sends go to: few, so that windows gather several sends. */
 const SEND_KEYS = 12;
 
 describe.skipIf(!kafkaBrokers)('pace on Kafka: events appended by another instance', { timeout: 150_000 }, () => {
-  let admin: Admin;
-  beforeAll(async () => {
-    admin = new Kafka({ clientId: 'scenarios', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-  });
-  afterAll(async () => {
-    await admin.disconnect();
-    await closeAll();
-  });
+  const admin = scenarioAdmin();
 
   it('a pace key from the payload: instances join and one is killed while its events are forwarded', async () => {
     // Every event under a message key of its own: a key's events are spread over every partition. A slower
     // stream: each forwarded event is one request, which its owner appends (and commits) on its own.
     const stream = { messageKey: (k: number, seq: number) => `m${k}-${seq}`, pauseMs: 100 };
-    const s = await Scenario.open(admin, 'payload-key', { stream });
+    const s = await Scenario.open(admin(), 'payload-key', { stream });
     await s.start('a');
     await s.start('b');
     await s.publishMore(120);
@@ -42,12 +33,12 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka: events appended by another instan
     await s.publishMore(120);
     await s.drainAndCheck();
     // Most events went through the requests topic to their pace key's owner.
-    const forwarded = (await admin.fetchTopicOffsets(s.requests)).reduce((sum, p) => sum + Number(p.offset), 0);
+    const forwarded = (await admin().fetchTopicOffsets(s.requests)).reduce((sum, p) => sum + Number(p.offset), 0);
     expect(forwarded).toBeGreaterThan(s.stream!.produced / 2);
   });
 
   it('app.send round robin while an instance joins and one is killed: sent again elsewhere, a duplicate of the same run', async () => {
-    const s = await Scenario.open(admin, 'batch', { stream: false });
+    const s = await Scenario.open(admin(), 'batch', { stream: false });
     await s.start('a');
     const b = await s.start('b');
     const sender = new Sender(() => s.live(), SEND_KEYS, 6);

@@ -7,26 +7,17 @@
  * every event in exactly one finished run (a run runs again only under its ID), no two instances running a
  * key at once, a frozen instance fenced and running nothing its partitions' new owner runs.
  */
-import { Kafka, logLevel, type Admin } from 'kafkajs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeAll, kafkaBrokers } from './fixture.js';
+import { describe, expect, it } from 'vitest';
+import { kafkaBrokers } from './fixture.js';
 import { PARTITIONS } from './pace-instances.js';
-import { Scenario } from './pace-scenario.js';
+import { Scenario, scenarioAdmin } from './pace-scenario.js';
 
 describe.skipIf(!kafkaBrokers)('pace on Kafka: instances as processes', { timeout: 150_000 }, () => {
-  let admin: Admin;
-  beforeAll(async () => {
-    admin = new Kafka({ clientId: 'scenarios', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-  });
-  afterAll(async () => {
-    await admin.disconnect();
-    await closeAll();
-  });
+  const admin = scenarioAdmin();
 
   describe.each(['batch', 'debounce'] as const)('%s', (mode) => {
     it('a second and a third instance join while events flow', async () => {
-      const s = await Scenario.open(admin, mode);
+      const s = await Scenario.open(admin(), mode);
       await s.start('a');
       await s.publishMore(120);
       await s.start('b');
@@ -38,7 +29,7 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka: instances as processes', { timeou
     });
 
     it('an instance stopped gracefully (SIGTERM) leaves for good; the others take its windows', async () => {
-      const s = await Scenario.open(admin, mode);
+      const s = await Scenario.open(admin(), mode);
       const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
       await s.publishMore(150);
       c.child.kill('SIGTERM');
@@ -49,7 +40,7 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka: instances as processes', { timeou
     });
 
     it('an instance killed (SIGKILL) for good: nothing it held is lost', async () => {
-      const s = await Scenario.open(admin, mode);
+      const s = await Scenario.open(admin(), mode);
       const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
       await s.publishMore(150);
       await s.kill(c);
@@ -59,7 +50,7 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka: instances as processes', { timeou
     });
 
     it('an instance killed (SIGKILL) comes back on the same store after the others took over', async () => {
-      const s = await Scenario.open(admin, mode);
+      const s = await Scenario.open(admin(), mode);
       const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
       await s.publishMore(150);
       await s.kill(c);
@@ -72,7 +63,7 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka: instances as processes', { timeou
     });
 
     it('an instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice', async () => {
-      const s = await Scenario.open(admin, mode);
+      const s = await Scenario.open(admin(), mode);
       const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
       await s.publishMore(150);
       // Frozen in the middle of a run (the window's new owner runs it again, under its ID), with others
