@@ -3,6 +3,7 @@ import { utf8, type InboundMessage } from '../core/message.js';
 import type { Broker, Clock, ConsumeRequest, Consumer, Logger, Timer } from '../core/ports.js';
 import type { Receipt } from '../pace/rules.js';
 import { checkKey, eventJson, type Appended } from './pace-event.js';
+import type { PipelineObserver } from './observer.js';
 import type { Pacer } from './pacer.js';
 
 /** What {@link SendRouting} works with. */
@@ -22,6 +23,11 @@ export interface SendRoutingParts {
   readonly shutdownTimeoutMs: number;
   /** Makes this instance's name and the requests' IDs. */
   readonly uuid: () => string;
+  /**
+   * Told of a forwarded delivery that pace dropped (the instance that read it only forwarded it), when the app
+   * has metrics.
+   */
+  readonly observer?: PipelineObserver | undefined;
 }
 
 /** A request on the requests topic: which instance sent it, and the start. */
@@ -233,7 +239,13 @@ export class SendRouting {
         return { id, error: { code: error.code, message: error.message } };
       },
     );
-    return replied.then((reply) => (from === '' ? undefined : [from, reply])); // a forward: no reply
+    if (from === '')
+      // A forward: no reply. The delivery reached no handler when pace dropped it: counted here, where that is known.
+      return replied.then((reply) => {
+        if ('receipt' in reply && reply.receipt.kind === 'dropped') this.parts.observer?.handled('dropped');
+        return undefined;
+      });
+    return replied.then((reply) => [from, reply]);
   }
 
   /** Takes every reply fetched, answering the sends of this instance that wait for one. */

@@ -162,7 +162,8 @@ export class Subscription {
     const { name: subscriber, group } = this.sub;
     const broker = this.broker;
     const parts = { subscriber, group, broker, pacer, routes, clock, log: this.log, timeoutMs: sendTimeoutMs };
-    this.routing = new SendRouting({ ...parts, shutdownTimeoutMs: revokeTimeoutMs, uuid: randomUUID });
+    const observer = this.observer;
+    this.routing = new SendRouting({ ...parts, shutdownTimeoutMs: revokeTimeoutMs, uuid: randomUUID, observer });
     return this.routing;
   }
 

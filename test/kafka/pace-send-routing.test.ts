@@ -3,10 +3,12 @@
  * its own Kafka store (one prefix), shards owned by partition. A start whose key's partition the other instance
  * owns goes through the store's requests topic to that owner, and its receipt comes back on the replies topic.
  */
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { App, ManualClock, jsonLogger, subscriber, type Receipt, type RunInfo } from '../../src/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { runIdOf } from '../helpers.js';
+import { valueOf } from '../metrics-text.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 import { testKafkaStore, uniquePrefix } from './store-fixture.js';
 
@@ -142,5 +144,42 @@ describe.skipIf(!kafkaBrokers)('app.send routed to the owner on Kafka', { timeou
     expect(new Set(seen.map((r) => r.key)).size).toBe(KEYS);
     expect(seen).toHaveLength(KEYS); // one run a key
     for (const batch of events) expect((batch as { n: number }[]).map((e) => e.n).sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('a forwarded delivery that pace drops is counted as dropped, once, by the instance that owns its key', async () => {
+    const topic = uniqueTopic('forward-drop');
+    const producer = testKafka();
+    await producer.createTopic(topic, PARTITIONS);
+    const name = `forward-drop-${uniquePrefix('r')}`;
+    const prefix = uniquePrefix('forward-drop');
+    const clock = new ManualClock(T0);
+    const registries = [new Registry(), new Registry()];
+    const both = registries.map((registry) => {
+      const store = testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' });
+      const app = new App({ name, logger: jsonLogger({ level: 'error' }), clock, store, metrics: { registry } });
+      app.withBroker(testKafka(), (b) =>
+        b.include(
+          subscriber(topic, async () => {})
+            .name('ev')
+            .key(({ value }) => (value as { key: string }).key)
+            .pace({ drop: { max: 1, per: '1 hour' } })
+            .build(),
+        ),
+      );
+      apps.push(app);
+      return app;
+    });
+    for (const app of both) await app.start();
+    // A key's 4 events under 4 message keys: most are read on a partition other than the pace key's.
+    for (let k = 0; k < KEYS; k++)
+      for (let n = 0; n < 4; n++) await producer.publish(topic, { key: `key-${k}`, n }, { key: `m-${k}-${n}` });
+    await Promise.all(both.map((a) => a.idle()));
+    const total = async (outcome: string) => {
+      let sum = 0;
+      for (const registry of registries)
+        sum += valueOf(await registry.metrics(), 'sluice_handled_total', { subscriber: 'ev', topic, outcome }) ?? 0;
+      return sum;
+    };
+    expect([await total('ack'), await total('dropped')]).toEqual([KEYS, 3 * KEYS]);
   });
 });
