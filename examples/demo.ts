@@ -21,7 +21,7 @@
  *   `http://127.0.0.1:<port>/metrics` (0: a port the system picks; the demo prints it).
  * - `SLUICE_DEMO_SECONDS=<n>`: after the first 51 orders, orders keep coming for n seconds, in waves: calm,
  *   a burst faster than the 8 workers charge, calm, a bigger burst, calm, and a quiet last seventh. As in the
- *   first 51, the provider refuses every order numbered 25 modulo 100 (o-125, o-225...) and every order
+ *   first 51, the provider refuses every order numbered 25 modulo 100 (o-125, o-225...), and every order
  *   numbered 51 modulo 100 is malformed.
  *
  * Run from the repository root: `npm run demo`, or
@@ -113,11 +113,12 @@ class Billing {
 }
 
 /**
- * Orders from number `first` on for `seconds`, in waves (orders a second, over sevenths of the time): 30,
- * 120, 40, 200, 30, 30, then none. The 8 workers charge about 80 a second: the bursts outrun them.
+ * Orders from number `first` on for `seconds`, in waves (orders a second, over sevenths of the time): 20,
+ * 120, 20, 20, 160, 20, then none. The 8 workers charge about 80 a second: the bursts outrun them, and the
+ * calm after each lets them catch up.
  */
 async function publishWaves(seconds: number, first: number): Promise<void> {
-  const perSecond = [30, 120, 40, 200, 30, 30, 0];
+  const perSecond = [20, 120, 20, 20, 160, 20, 0];
   const start = performance.now();
   let n = first;
   let due = 0; // orders owed: each wave's rate times the time it has run
