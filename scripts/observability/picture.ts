@@ -20,7 +20,7 @@ import path from 'node:path';
 import { findPrometheus, freePort, PrometheusServer } from '../prometheus/server.js';
 
 /** The graphs, top to bottom, as docs/observability.md explains them. */
-export const PANELS = [
+const PANELS = [
   // Outcomes that have not happened yet (their counter at 0) are left out, and with them the legend's clutter.
   'sum by (subscriber, outcome) (rate(sluice_handled_total[5s]) and sluice_handled_total > 0)',
   'sum by (subscriber) (sluice_in_flight)',
