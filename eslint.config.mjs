@@ -11,7 +11,7 @@ export default tseslint.config(
     linterOptions: { reportUnusedDisableDirectives: 'error' },
   },
   {
-    files: ['{src,test,bench,examples}/**/*.ts'],
+    files: ['{src,test,bench,examples}/**/*.ts', 'scripts/*/*.ts'], // not scripts/smoke/fixtures: projects of their own
     extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },

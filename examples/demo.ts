@@ -15,6 +15,15 @@
  * Everything runs in this process on the embedded defaults: the memory broker (a real broker in miniature
  * with partitions, offsets and consumer groups) and the file store.
  *
+ * Two settings, both off by default, make it something to watch (scripts/observability/picture.ts uses them
+ * for the picture in docs/observability.md):
+ * - `SLUICE_DEMO_METRICS_PORT=<port>`: Prometheus metrics (`metrics: true`) served at
+ *   `http://127.0.0.1:<port>/metrics` (0: a port the system picks; the demo prints it).
+ * - `SLUICE_DEMO_SECONDS=<n>`: after the first 51 orders, orders keep coming for n seconds, in waves: calm,
+ *   a burst faster than the 8 workers charge, calm, a bigger burst, calm, and a quiet last seventh. As in the
+ *   first 51, the provider refuses every order numbered 25 modulo 100 (o-125, o-225...), and every order
+ *   numbered 51 modulo 100 is malformed.
+ *
  * Run from the repository root: `npm run demo`, or
  *   node --no-warnings --loader ts-node/esm examples/demo.ts
  */
@@ -36,10 +45,11 @@ interface Invoice {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A fake payment provider: 50-150 ms a charge; it refuses order o-25 every time. */
+/** A fake payment provider: 50-150 ms a charge; it refuses order o-25 (and o-125, o-225...) every time. */
 async function charge(order: Order): Promise<void> {
-  await sleep(50 + ((Number(order.id.slice(2)) * 37) % 100));
-  if (order.id === 'o-25') throw new Error(`payment provider refused ${order.id}`);
+  const n = Number(order.id.slice(2));
+  await sleep(50 + ((n * 37) % 100));
+  if (n % 100 === 25) throw new Error(`payment provider refused ${order.id}`);
 }
 
 /** Checks an order's shape: a decoder with `parse` gets the JSON value (a zod schema fits here too). */
@@ -102,6 +112,27 @@ class Billing {
   }
 }
 
+/**
+ * Orders from number `first` on for `seconds`, in waves (orders a second, over sevenths of the time): 20,
+ * 120, 20, 20, 160, 20, then none. The 8 workers charge about 80 a second: the bursts outrun them, and the
+ * calm after each lets them catch up.
+ */
+async function publishWaves(seconds: number, first: number): Promise<void> {
+  const perSecond = [20, 120, 20, 20, 160, 20, 0];
+  const start = performance.now();
+  let n = first;
+  let due = 0; // orders owed: each wave's rate times the time it has run
+  for (let at = start, now = start; now - start < seconds * 1000; at = now, now = performance.now()) {
+    due += (perSecond[Math.floor(((now - start) / (seconds * 1000)) * 7)]! * (now - at)) / 1000;
+    for (; due >= 1; due--, n++) {
+      const customer = customers[n % customers.length]!;
+      const cents = n % 100 === 51 ? 'a lot' : 100 + (n % 1000);
+      await broker.publish('orders', { id: `o-${n}`, customer, cents }, { key: customer });
+    }
+    await sleep(100);
+  }
+}
+
 // Logs are off to keep the printout short; set SLUICE_LOG_LEVEL=info to see them (JSON lines on stderr).
 const logger = process.env.SLUICE_LOG_LEVEL ? jsonLogger() : silentLogger;
 const broker = new MemoryBroker({ partitions: 3 });
@@ -110,9 +141,14 @@ const broker = new MemoryBroker({ partitions: 3 });
 // broker with an old store would look like redeliveries: start the store afresh too.
 rmSync('.sluice/billing', { recursive: true, force: true });
 const billing = new Billing();
-const app = new App({ name: 'billing', version: '0.1.0', logger }).withBroker(broker, (b) => b.include(billing));
+const metricsPort = process.env.SLUICE_DEMO_METRICS_PORT;
+const metrics = metricsPort ? { metrics: true as const, http: { port: Number(metricsPort), host: '127.0.0.1' } } : {};
+const app = new App({ name: 'billing', version: '0.1.0', logger, ...metrics }).withBroker(broker, (b) =>
+  b.include(billing),
+);
 
 await app.start();
+if (metricsPort) console.log(`metrics: http://127.0.0.1:${app.httpPort()}/metrics`);
 const t0 = performance.now();
 const customers = ['cust-1', 'cust-2', 'cust-3', 'cust-4', 'cust-5', 'cust-6'];
 for (let i = 1; i <= 50; i++) {
@@ -121,6 +157,7 @@ for (let i = 1; i <= 50; i++) {
 }
 // A malformed order: the schema refuses it, so it goes to orders.dlq at once (DECODE_FAILED).
 await broker.publish('orders', { id: 'o-51', customer: 'cust-1', cents: 'a lot' }, { key: 'cust-1' });
+await publishWaves(Number(process.env.SLUICE_DEMO_SECONDS ?? 0), 52);
 await app.idle();
 const seconds = ((performance.now() - t0) / 1000).toFixed(2);
 // Statements wait for their batch's time on the system clock: let the last windows close.
@@ -158,10 +195,12 @@ console.log(
   `  statements ${billing.statements.length} (batches of at most 5 per customer, journaled in .sluice/billing); every invoice in one, in order: ${statementsInOrder ? 'yes' : 'NO'}`,
 );
 console.log(`             e.g. ${billing.statements[0]!.runId}: ${billing.statements[0]!.orders.join(', ')}`);
-for (const m of broker.messages('orders.dlq')) {
+const deadLetters = broker.messages('orders.dlq');
+for (const m of deadLetters.slice(0, 2)) {
   console.log(`  orders.dlq  ${Buffer.from(m.value).toString('utf8')}`);
   console.log(`              ${ERROR_HEADER}: ${m.headers[ERROR_HEADER]}`);
 }
+if (deadLetters.length > 2) console.log(`  orders.dlq  and ${deadLetters.length - 2} more`);
 for (const topic of ['orders', 'invoices']) {
   const committed = broker.committed(topic === 'invoices' ? 'statements' : 'billing', topic);
   console.log(

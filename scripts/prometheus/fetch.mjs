@@ -2,57 +2,52 @@
 // Finds a Prometheus server binary for the tests that scrape an app with a real one.
 // `prometheus` on PATH wins; otherwise Debian's `prometheus` package is fetched with `apt-get download` (no
 // install, no root needed beyond what apt-get download asks) and unpacked with `dpkg -x` into
-// ${SLUICE_CACHE:-~/.cache/sluice}/prometheus-<version>/, once; later runs find it there.
+// ${SLUICE_CACHE:-~/.cache/sluice}/prometheus-<version>/, once; later runs find it there (scripts/debian.mjs).
 // On success prints `PROMETHEUS=<path of the binary>` on stdout (everything else goes to stderr) and exits 0.
-import { spawnSync } from 'node:child_process';
+//
+// With --ui, also the web UI's assets (for scripts/observability/picture.ts, which photographs its graph
+// page): Debian's package links its JavaScript and fonts from the libjs-* and fonts-* packages it depends
+// on, which are unpacked beside it, and prints `PROMETHEUS_WEB=<assets directory>` too, the value of the
+// server's --web.local-assets (none for a `prometheus` on PATH: its own default is where its package put them).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { cacheDir, danglingLinks, downloadAndUnpack, run, withDependencies } from '../debian.mjs';
 
 // The version the tests are written against (Debian 12's package); another one on PATH is used as it is.
 const VERSION = process.env.PROMETHEUS_DEB_VERSION || '2.42.0+ds-5+deb12u1';
-const CACHE = path.join(
-  process.env.SLUICE_CACHE || path.join(os.homedir(), '.cache', 'sluice'),
-  `prometheus-${VERSION.replace(/[^\w.+-]/g, '_')}`,
-);
+const CACHE = cacheDir(`prometheus-${VERSION}`);
 const BINARY = path.join(CACHE, 'usr', 'bin', 'prometheus');
+const WEB = path.join(CACHE, 'usr', 'share', 'prometheus', 'web');
+const ui = process.argv.includes('--ui');
 
 const say = (msg) => process.stderr.write(`[prometheus] ${msg}\n`);
-const found = (bin) => {
+const found = (bin, web) => {
   process.stdout.write(`PROMETHEUS=${bin}\n`);
+  if (ui && web) process.stdout.write(`PROMETHEUS_WEB=${web}\n`);
   process.exit(0);
 };
 function die(msg) {
   say(`ERROR: ${msg}`);
   process.exit(1);
 }
-const run = (cmd, args, cwd) => spawnSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 const onPath = run('sh', ['-c', 'command -v prometheus']).stdout?.trim();
 if (onPath) found(onPath);
-if (fs.existsSync(BINARY)) found(BINARY);
 
-fs.mkdirSync(CACHE, { recursive: true });
-const work = fs.mkdtempSync(path.join(CACHE, 'download-'));
-let failure;
-try {
+if (!fs.existsSync(BINARY)) {
   say(`fetching Debian's prometheus ${VERSION} (about 19 MB) into ${CACHE}`);
-  let got = run('apt-get', ['download', `prometheus=${VERSION}`], work);
-  if (got.status !== 0) {
-    say('not in the package lists: running apt-get update once');
-    run('apt-get', ['update', '-qq'], work);
-    got = run('apt-get', ['download', `prometheus=${VERSION}`], work);
-  }
-  const deb = fs.readdirSync(work).find((f) => f.endsWith('.deb'));
-  if (got.status !== 0 || !deb) {
-    failure = `apt-get download prometheus=${VERSION} failed: ${(got.stderr || got.error?.message || '').trim()}`;
-  } else {
-    const unpacked = run('dpkg', ['-x', path.join(work, deb), CACHE]);
-    if (unpacked.status !== 0) failure = `dpkg -x failed: ${(unpacked.stderr || unpacked.error?.message || '').trim()}`;
-  }
-} finally {
-  fs.rmSync(work, { recursive: true, force: true }); // (die and found exit: each is called after this)
+  const failure = downloadAndUnpack([`prometheus=${VERSION}`], CACHE, say);
+  if (failure) die(failure);
+  if (!fs.existsSync(BINARY)) die(`the package holds no ${path.relative(CACHE, BINARY)}`);
 }
-if (failure) die(failure);
-if (!fs.existsSync(BINARY)) die(`the package holds no ${path.relative(CACHE, BINARY)}`);
-found(BINARY);
+if (ui && danglingLinks(WEB).length > 0) {
+  // The UI's assets are links into /usr/share/javascript and /usr/share/fonts, relative ones: unpacked in the
+  // same directory, their packages complete them, whether or not this machine has them installed.
+  const assets = withDependencies([`prometheus=${VERSION}`], (name) => /^(libjs|fonts)-/.test(name)).slice(1);
+  say(`fetching the web UI's assets (${assets.join(' ')}) into ${CACHE}`);
+  const failure = downloadAndUnpack(assets, CACHE, say);
+  if (failure) die(failure);
+  const missing = danglingLinks(WEB);
+  if (missing.length > 0) die(`the web UI still lacks ${missing.map((p) => path.relative(WEB, p)).join(', ')}`);
+}
+found(BINARY, WEB);

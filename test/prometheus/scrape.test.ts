@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App, HandlerOutcome, MemoryBroker, subscriber } from '../../src/index.js';
 import { silentLogger } from '../../src/testing.js';
-import { findPrometheus, PrometheusServer } from './prometheus-server.js';
+import { findPrometheus, PrometheusServer } from '../../scripts/prometheus/server.js';
 
 const found = findPrometheus();
 if ('reason' in found && process.env.CI === 'true')

@@ -1,6 +1,7 @@
 /**
- * A real Prometheus server for tests: the binary found (or fetched) by scripts/prometheus/fetch.mjs, run as a
- * child process with a generated config on a free loopback port and a temporary data directory.
+ * A real Prometheus server, for test/prometheus/scrape.test.ts and scripts/observability/picture.ts: the binary
+ * found (or fetched) by scripts/prometheus/fetch.mjs, run as a child process with a generated config on a free
+ * loopback port and a temporary data directory.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,16 +9,22 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-/** The binary's path, or why there is none. */
-export function findPrometheus(): { binary: string } | { reason: string } {
-  const found = spawnSync(process.execPath, ['scripts/prometheus/fetch.mjs'], { encoding: 'utf8', timeout: 300_000 });
+/**
+ * The binary's path, or why there is none. With `ui`, its web UI's assets too: `web`, the directory to serve
+ * them from (undefined: the binary's own default).
+ */
+export function findPrometheus(opts: { ui?: boolean } = {}): { binary: string; web?: string } | { reason: string } {
+  const args = ['scripts/prometheus/fetch.mjs', ...(opts.ui ? ['--ui'] : [])];
+  const found = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 300_000 });
   const binary = /PROMETHEUS=(\S+)/.exec(found.stdout ?? '')?.[1];
-  if (found.status === 0 && binary) return { binary };
+  const web = /PROMETHEUS_WEB=(\S+)/.exec(found.stdout ?? '')?.[1];
+  if (found.status === 0 && binary) return web ? { binary, web } : { binary };
   const why = (found.stderr ?? '').trim().split('\n').slice(-2).join(' | ') || found.error?.message;
   return { reason: `no Prometheus: scripts/prometheus/fetch.mjs failed (${why})` };
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nobody listens on (as the system gives one). */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
@@ -33,7 +40,8 @@ export class PrometheusServer {
     readonly url: string,
   ) {}
 
-  static async start(binary: string, target: string, intervalMs = 250): Promise<PrometheusServer> {
+  /** `web`: the directory of the web UI's assets (findPrometheus with `ui`); without it, the binary's default. */
+  static async start(binary: string, target: string, intervalMs = 250, web?: string): Promise<PrometheusServer> {
     const dir = mkdtempSync(path.join(tmpdir(), 'sluice-prometheus-'));
     const config = path.join(dir, 'prometheus.yml');
     writeFileSync(
@@ -55,6 +63,7 @@ export class PrometheusServer {
       `--storage.tsdb.path=${path.join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
       '--log.level=warn',
+      ...(web ? [`--web.local-assets=${web}/`] : []),
     ];
     const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     const server = new PrometheusServer(child, dir, `http://127.0.0.1:${port}`);
