@@ -36,6 +36,32 @@ export interface PipelineObserver {
   handled(outcome: HandledOutcome, seconds?: number): void;
 }
 
+/** What tracing is told of each attempt's outcome at the `record` seam: its span ends there. */
+export interface AttemptTracer {
+  ended(work: Work, outcome: Outcome, handled: HandledOutcome | undefined): void;
+}
+
+/** What the `record` seam tells telemetry of each outcome. */
+export type AttemptEnded = (work: Work, slot: Slot<Work>, outcome: Outcome) => void;
+
+/**
+ * What the `record` seam calls with each outcome: metrics' count and tracing's end of the span, as the app
+ * has them; undefined when it has neither, so that the seam checks one `undefined` and does nothing else.
+ */
+export function attemptEnded(
+  observer: PipelineObserver | undefined,
+  tracer: AttemptTracer | undefined,
+  attempts: number,
+): AttemptEnded | undefined {
+  if (observer === undefined && tracer === undefined) return undefined;
+  return (work, slot, outcome) => {
+    const handled = handledOutcome(work, outcome, attempts);
+    if (observer !== undefined && handled !== undefined)
+      observer.handled(handled, (observer.now() - slot.startedAtMs) / 1000);
+    tracer?.ended(work, outcome, handled);
+  };
+}
+
 /**
  * What an attempt's outcome counts as, as it reaches the Ledger (the `record` seam); undefined for an
  * attempt that did not run (skipped: the subscription stopping, its partition revoked).
