@@ -23,6 +23,10 @@ describe('traceparent', () => {
     ['upper-case hex', `00-${T.toUpperCase()}-${S}-01`],
     ['a short trace ID', `00-${T.slice(1)}-${S}-01`],
     ['no flags', `00-${T}-${S}`],
+    ['a later version run on without a dash', `01-${T}-${S}-03x`],
+    ['a bad version digit', `0g-${T}-${S}-01`],
+    ['a bad flags digit', `00-${T}-${S}-0z`],
+    ['a dash out of place', `00-${T}${S}--01`],
   ])('refuses %s', (_what, header) => {
     expect(parseTraceparent(header)).toBeUndefined();
   });
