@@ -4,7 +4,8 @@
  *      workers(1) and workers(16), and workers(16) again with metrics on (a prom-client registry, scraped
  *      once a second as Prometheus would) and with tracing on (the OpenTelemetry SDK's BasicTracerProvider with
  *      no span processor: every span made and dropped; an AsyncLocalStorageContextManager registered for that
- *      run only). Every message carries a sampled `traceparent`. Rate from the first message handled to the last.
+ *      run only), and once more so without the context manager (the span without the async hooks' cost).
+ *      Every message carries a sampled `traceparent`. Rate from the first message handled to the last.
  *  (b) a handler that awaits 5 ms, one partition, 20,000 messages over 1,000 keys: raw kafkajs one at a time
  *      (eachMessage, on the first 1,000 messages: at ~200/s the whole topic would take minutes) beside Sluice
  *      workersByKey(100), against the ideal 100 / 5 ms = 20,000/s and against 100 bare loops awaiting the
@@ -124,10 +125,10 @@ async function sluice(
   n: number,
   configure: (b: SubscriberBuilder) => SubscriberBuilder,
   work: (value: unknown) => Promise<void>,
-  telemetry: { registry?: Registry; traced?: boolean } = {},
+  telemetry: { registry?: Registry; traced?: boolean; bare?: boolean } = {},
 ): Promise<number> {
   const m = meter(n);
-  const { registry, traced } = telemetry;
+  const { registry, traced, bare } = telemetry;
   const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
   const options: Partial<AppOptions> = {
     ...(registry ? { metrics: { registry } } : {}),
@@ -148,14 +149,14 @@ async function sluice(
     ),
   );
   // Traced, with the context manager (its async hooks) for this run only, as an app with tracing has it.
-  if (traced) context.setGlobalContextManager(contextManager.enable());
+  if (traced && !bare) context.setGlobalContextManager(contextManager.enable());
   await app.start();
   // With metrics, scraped once a second meanwhile (a scrape asks the broker for the partitions' lag).
   const scraping = registry ? setInterval(() => void registry.metrics(), 1_000) : undefined;
   const rate = await m.done;
   clearInterval(scraping);
   await app.stop();
-  if (traced) context.disable();
+  if (traced && !bare) context.disable();
   return rate;
 }
 
@@ -178,21 +179,26 @@ await fill(topicB, 1, N_B, (i) => `c${i % KEYS}`);
 // Rounds alternate the consumers, each reading the whole topic with a fresh group. Throughput on a shared
 // 2-core machine (the broker included) swings from run to run, so each round's Sluice rates are divided by
 // that round's raw rate, measured right beside them, and the median of those ratios is the figure.
-const rounds: { raw: number; w1: number; w16: number; w16m: number; w16t: number }[] = [];
+const rounds: { raw: number; w1: number; w16: number; w16m: number; w16t: number; w16b: number }[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   const raw = await rawBatch(topicA, N_A);
   const w1 = await sluice(topicA, N_A, (b) => b.workers(1), noop);
   // workers(16) plain, with metrics and with tracing, the order turning round by round.
-  const w16Of = (telemetry: { registry?: Registry; traced?: boolean }) => () =>
+  const w16Of = (telemetry: { registry?: Registry; traced?: boolean; bare?: boolean }) => () =>
     sluice(topicA, N_A, (b) => b.workers(16), noop, telemetry);
-  const variants = [w16Of({}), w16Of({ registry: new Registry() }), w16Of({ traced: true })];
+  const variants = [
+    w16Of({}),
+    w16Of({ registry: new Registry() }),
+    w16Of({ traced: true }),
+    w16Of({ traced: true, bare: true }),
+  ];
   const rates: number[] = [];
   for (let i = 0; i < variants.length; i++) {
     const v = (round + i) % variants.length;
     rates[v] = await variants[v]!();
   }
-  const [w16, w16m, w16t] = rates as [number, number, number];
-  rounds.push({ raw, w1, w16, w16m, w16t });
+  const [w16, w16m, w16t, w16b] = rates as [number, number, number, number];
+  rounds.push({ raw, w1, w16, w16m, w16t, w16b });
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => pick(r) / r.raw);
@@ -215,6 +221,9 @@ console.log(
 console.log(
   `| Sluice workers(16), tracing on | ${fmt(median(rounds.map((r) => r.w16t)))} | ${median(ratios((r) => r.w16t)).toFixed(2)} | ${range(ratios((r) => r.w16t))} |`,
 );
+console.log(
+  `| Sluice workers(16), tracing on, no context manager | ${fmt(median(rounds.map((r) => r.w16b)))} | ${median(ratios((r) => r.w16b)).toFixed(2)} | ${range(ratios((r) => r.w16b))} |`,
+);
 const onOff = rounds.map((r) => r.w16m / r.w16);
 console.log(
   `\nworkers(16) with metrics on / plain, same round: median ${median(onOff).toFixed(2)}, range ${range(onOff)}`,
@@ -222,6 +231,10 @@ console.log(
 const tracedOff = rounds.map((r) => r.w16t / r.w16);
 console.log(
   `workers(16) with tracing on / plain, same round: median ${median(tracedOff).toFixed(2)}, range ${range(tracedOff)}`,
+);
+const bareOff = rounds.map((r) => r.w16b / r.w16);
+console.log(
+  `workers(16) with tracing on, no context manager / plain, same round: median ${median(bareOff).toFixed(2)}, range ${range(bareOff)}`,
 );
 
 const rawB = await rawEachMessage(topicB, RAW_B);
