@@ -4,11 +4,13 @@
  * every specifier Node's ES module loader resolves (test/fixtures/record-resolves.mjs).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { PROM_CLIENT_RANGE } from '../src/app/metrics.js';
+import { OTEL_API_RANGE } from '../src/app/tracing.js';
 
 const run = promisify(execFile);
 const dir = mkdtempSync(path.join(tmpdir(), 'sluice-peers-'));
@@ -22,6 +24,17 @@ async function loaded(mode: string): Promise<{ peers: string[]; resolved: number
 }
 
 describe('optional peers', () => {
+  it('are asked for in package.json, as optional, in the ranges their loaders name', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      peerDependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional?: boolean }>;
+    };
+    expect(pkg.peerDependencies['prom-client']).toBe(PROM_CLIENT_RANGE);
+    expect(pkg.peerDependencies['@opentelemetry/api']).toBe(OTEL_API_RANGE);
+    expect(pkg.peerDependenciesMeta['prom-client']?.optional).toBe(true);
+    expect(pkg.peerDependenciesMeta['@opentelemetry/api']?.optional).toBe(true);
+  });
+
   it('an app without metrics and tracing loads neither prom-client nor @opentelemetry/api', async () => {
     const plain = await loaded('plain');
     expect(plain.peers).toEqual([]);

@@ -102,7 +102,8 @@ export class Parts {
    */
   send(subscriber: string, appended: Appended): Promise<Receipt> {
     const routing = this.subscriptions.find((s) => s.sub.name === subscriber)?.routing;
-    const receipt = routing ? routing.send(appended) : this.pacer!.append(subscriber, appended);
+    if (routing) return routing.send(appended); // which links a run appended here, or routes the trace context
+    const receipt = this.pacer!.append(subscriber, appended);
     const tracing = this.settings.telemetry.tracing;
     return tracing === undefined ? receipt : tracing.sent(receipt);
   }

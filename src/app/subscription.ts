@@ -170,11 +170,11 @@ export class Subscription {
   private routeSends(pacer: Pacer): SendRouting | undefined {
     const routes = pacer.routes;
     if (routes === undefined) return undefined;
-    const { clock, sendTimeoutMs, revokeTimeoutMs } = this.settings;
+    const { clock, sendTimeoutMs, revokeTimeoutMs, tracing } = this.settings;
     const { name: subscriber, group } = this.sub;
     const broker = this.broker;
     const parts = { subscriber, group, broker, pacer, routes, clock, log: this.log, timeoutMs: sendTimeoutMs };
-    this.routing = new SendRouting({ ...parts, shutdownTimeoutMs: revokeTimeoutMs, uuid: randomUUID });
+    this.routing = new SendRouting({ ...parts, shutdownTimeoutMs: revokeTimeoutMs, uuid: randomUUID, tracing });
     return this.routing;
   }
 

@@ -11,6 +11,7 @@ import type { CompiledSubscriber } from '../declare/compile.js';
 import type { Receipt } from '../pace/rules.js';
 import type { Outcome } from './executor.js';
 import type { AttemptTracer, HandledOutcome } from './observer.js';
+import type { RouteTracing } from './send-routing.js';
 import { RunLinks } from './run-links.js';
 import { LINKS_MAX, type TracingOptions } from './telemetry-options.js';
 import { formatTraceparent, parseTraceparent, TRACEPARENT, TRACESTATE } from './trace-context.js';
@@ -50,10 +51,11 @@ type MutableHeaders = Record<string, HeaderValue | readonly HeaderValue[]>;
 
 /**
  * An app's tracing: its tracer, the trace context read from and written to headers (by the propagator
- * registered with the API when the app starts, else the W3C headers by hand), the span of each handler
- * context's last attempt, and the links of paced runs.
+ * registered with the API when the app starts, else the W3C headers by hand), the publish middleware that
+ * writes it into what is published, and the links of paced runs. The span of a handler context's last attempt
+ * is kept on the context itself (`ATTEMPT_SPAN`).
  */
-export class AppTracing {
+export class AppTracing implements RouteTracing {
   readonly tracer: Otel.Tracer;
   /** The most links on one span. */
   readonly linksMax: number;
@@ -132,6 +134,27 @@ export class AppTracing {
       if (r.kind === 'run' && !r.duplicate) this.runs.add(r.runId, { context });
       return r;
     });
+  }
+
+  /** The headers of the span active now, or undefined when none is. */
+  activeHeaders(): MutableHeaders | undefined {
+    const { api } = this;
+    const active = api.context.active();
+    const sc = api.trace.getSpanContext(active);
+    if (sc === undefined || !api.trace.isSpanContextValid(sc)) return undefined;
+    const headers: MutableHeaders = {};
+    this.inject(active, headers);
+    return headers;
+  }
+
+  /** The headers of the trace context `headers` carry, or undefined when they carry none. */
+  headersOf(from: Headers): MutableHeaders | undefined {
+    const { api } = this;
+    const sc = this.spanContextOf(from);
+    if (sc === undefined) return undefined;
+    const headers: MutableHeaders = {};
+    this.inject(api.trace.setSpanContext(api.ROOT_CONTEXT, sc), headers);
+    return headers;
   }
 
   /**
