@@ -12,13 +12,12 @@ import { Executor, timedOut, type Outcome } from './executor.js';
 import { Intake } from './intake.js';
 import { publishersOf, type PublishFrom } from './middlewares.js';
 import { Ledger } from './ledger.js';
-import { attemptEnded, TimedRunner, type AttemptEnded, type PipelineObserver } from './observer.js';
+import { attemptEnded, TimedRunner, type AppTracer, type AttemptEnded, type PipelineObserver } from './observer.js';
 import { Offsets } from './offsets.js';
 import { randomUUID } from 'node:crypto';
 import type { Pacer } from './pacer.js';
 import { SendRouting } from './send-routing.js';
 import { SubscriptionProbe } from './subscription-probe.js';
-import type { AppTracing } from './tracing.js';
 import { Watchdog } from './watchdog.js';
 import type { Run, Work } from './work.js';
 
@@ -45,7 +44,7 @@ export interface SubscriptionSettings {
   /** The app's metrics for one subscriber, when it has metrics: told at the seams (see {@link PipelineObserver}). */
   readonly observe?: ((sub: CompiledSubscriber) => PipelineObserver) | undefined;
   /** The app's tracing, when it has tracing: a span per attempt, the trace context in what it publishes. */
-  readonly tracing?: AppTracing | undefined;
+  readonly tracing?: AppTracer | undefined;
 }
 
 /**

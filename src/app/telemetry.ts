@@ -3,7 +3,7 @@ import type { CompiledSubscriber } from '../declare/compile.js';
 import { healthOf, lagOf, type AppHealth } from './health.js';
 import { HttpServer } from './http-server.js';
 import { AppMetrics, loadPromClient } from './metrics.js';
-import type { PipelineObserver } from './observer.js';
+import type { AppTracer, PipelineObserver } from './observer.js';
 import type { Pacer } from './pacer.js';
 import type { Subscription } from './subscription.js';
 import { AppTracing, loadOtelApi } from './tracing.js';
@@ -31,7 +31,7 @@ export interface TelemetryHost {
 export class Telemetry {
   private metrics: AppMetrics | undefined;
   /** The app's tracing, once loaded (at the first start of an app with `tracing`). */
-  tracing: AppTracing | undefined;
+  tracing: AppTracer | undefined;
   private server: HttpServer | undefined;
   private readonly thresholds: HealthThresholds;
 

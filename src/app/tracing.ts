@@ -10,8 +10,7 @@ import type { PublishInfo, PublishMiddleware } from '../core/middleware.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
 import type { Receipt } from '../pace/rules.js';
 import type { Outcome } from './executor.js';
-import type { AttemptTracer, HandledOutcome } from './observer.js';
-import type { RouteTracing } from './send-routing.js';
+import type { AppTracer, HandledOutcome, SubscriberTracer } from './observer.js';
 import { RunLinks } from './run-links.js';
 import { LINKS_MAX, type TracingOptions } from './telemetry-options.js';
 import { formatTraceparent, parseTraceparent, TRACEPARENT, TRACESTATE } from './trace-context.js';
@@ -55,7 +54,7 @@ type MutableHeaders = Record<string, HeaderValue | readonly HeaderValue[]>;
  * writes it into what is published, and the links of paced runs. The span of a handler context's last attempt
  * is kept on the context itself (`ATTEMPT_SPAN`).
  */
-export class AppTracing implements RouteTracing {
+export class AppTracing implements AppTracer {
   readonly tracer: Otel.Tracer;
   /** The most links on one span. */
   readonly linksMax: number;
@@ -205,7 +204,7 @@ export class AppTracing implements RouteTracing {
  * active while the middlewares and the handler run (see `ExecutorHost.around`), ended with the attempt's
  * outcome at the `record` seam (so that an attempt that timed out ends its span as the watchdog gives it up).
  */
-export class SubscriberTracing implements AttemptTracer {
+export class SubscriberTracing implements SubscriberTracer {
   private readonly name: string;
   private readonly system: string;
   private readonly topic: string;
