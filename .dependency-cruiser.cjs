@@ -2,7 +2,8 @@
  * The one-way direction of imports: core <- declare, shard <- dispatch, pace, store <- app.
  * Brokers and testing depend on core only; only declare/ uses reflect-metadata; only brokers/kafka/ uses kafkajs,
  * and only brokers/kafka/kafkajs.ts loads it at run time (an optional peer dependency: nothing the entry points
- * other than sluice/kafka, src/index.ts, src/testing.ts and src/adapter.ts, reach may load it or the Kafka broker).
+ * other than sluice/kafka, src/index.ts, src/testing.ts and src/adapter.ts, reach may load it or the Kafka broker);
+ * only src/app/tracing.ts loads @opentelemetry/api (an optional peer dependency, by a dynamic import).
  * `npm test` fails on any cycle or any import against these arrows.
  */
 const layer = (name, mayImport) => ({
@@ -41,6 +42,12 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/brokers/kafka/kafkajs\\.ts$' },
       to: { path: '(^|/)node_modules/kafkajs/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'opentelemetry-loaded-by-tracing-ts-only',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/app/tracing\\.ts$' },
+      to: { path: '(^|/)node_modules/@opentelemetry/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'main-entry-never-reaches-kafka',

@@ -2,14 +2,22 @@
  * bench/dispatch: deliveries per second through App + MemoryBroker with a no-op async handler, beside a
  * bare loop over the same bytes in the same run (decode, await the same handler). Prints a table; the
  * ratio to the bare loop is the figure that counts (machines drift; ratios measured side by side do not).
- * Each case runs twice per round, alternating, plain and with metrics on (a prom-client registry), and a
- * second table gives each round's metrics-on rate over the plain one beside it, as a median.
+ * Each case runs five times per round, in an order that turns round by round: plain, with metrics on (a
+ * prom-client registry), with tracing on through the OpenTelemetry SDK (a BasicTracerProvider with no span
+ * processor: every span is made, recorded and dropped, with an AsyncLocalStorageContextManager registered for
+ * that run only), the same without the context manager (what the span costs without the async hooks), and
+ * with tracing on and no SDK (the API's no-op tracer). Every message carries a sampled
+ * `traceparent`, as from a traced producer. A second table gives each round's instrumented rate over the
+ * plain one beside it, as a median.
  *
  *   npm run bench:dispatch            # 200,000 deliveries per case, 3 rounds
  *   BENCH_N=1000000 npm run bench:dispatch
  */
+import { context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { Registry } from 'prom-client';
-import { App, MemoryBroker, silentLogger, subscriber, type SubscriberBuilder } from '../src/index.js';
+import { App, MemoryBroker, silentLogger, subscriber, type AppOptions, type SubscriberBuilder } from '../src/index.js';
 
 const N = Number(process.env.BENCH_N ?? 200_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -39,18 +47,39 @@ async function bareLoop(bytes: Buffer[]): Promise<number> {
 /** The last framework run's deliveries per second of this process's CPU time (user + system). */
 let lastCpuRate = 0;
 
+type Variant = 'plain' | 'metrics' | 'tracing (SDK)' | 'tracing (SDK, no context manager)' | 'tracing (no SDK)';
+const VARIANTS: readonly Variant[] = [
+  'plain',
+  'metrics',
+  'tracing (SDK)',
+  'tracing (SDK, no context manager)',
+  'tracing (no SDK)',
+];
+/** A tracer provider that records every span and hands it to no processor. */
+const sdk = new BasicTracerProvider();
+const contextManager = new AsyncLocalStorageContextManager();
+
+function optionsOf(variant: Variant): Partial<AppOptions> {
+  if (variant === 'metrics') return { metrics: { registry: new Registry() } };
+  if (variant.startsWith('tracing (SDK')) return { tracing: { tracerProvider: sdk } };
+  if (variant === 'tracing (no SDK)') return { tracing: true };
+  return {};
+}
+
 async function framework(
   bytes: Buffer[],
   keys: string[],
   configure: (b: SubscriberBuilder) => SubscriberBuilder,
-  metrics: boolean,
+  variant: Variant,
 ): Promise<number> {
   const broker = new MemoryBroker({ partitions: 1 });
-  for (let i = 0; i < N; i++) broker.publishNow('bench', bytes[i], { key: keys[i] });
-  const options = metrics ? { metrics: { registry: new Registry() } } : {};
-  const app = new App({ name: 'bench', logger: silentLogger, ...options }).withBroker(broker, (b) =>
+  for (let i = 0; i < N; i++)
+    broker.publishNow('bench', bytes[i], { key: keys[i], headers: { traceparent: parents[i]! } });
+  const app = new App({ name: 'bench', logger: silentLogger, ...optionsOf(variant) }).withBroker(broker, (b) =>
     b.include(configure(subscriber('bench', handler)).build()),
   );
+  // The context manager (its async hooks) only for the run traced with the SDK, as an app with tracing has it.
+  if (variant === 'tracing (SDK)') context.setGlobalContextManager(contextManager.enable());
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   await app.start();
@@ -59,6 +88,7 @@ async function framework(
   const cpu = process.cpuUsage(cpu0);
   lastCpuRate = N / ((cpu.user + cpu.system) / 1e6);
   await app.stop();
+  if (variant === 'tracing (SDK)') context.disable();
   if (broker.committed('bench', 'bench')[0] !== N) throw new Error('not every delivery was committed');
   return rate;
 }
@@ -70,25 +100,32 @@ const cases: [string, (b: SubscriberBuilder) => SubscriberBuilder][] = [
 ];
 
 const { bytes, keys } = payloads();
+const hex = (n: number, width: number): string => n.toString(16).padStart(width, '0');
+// Flat strings, as a broker's client decodes headers from bytes.
+const parents = keys.map((_, i) => Buffer.from(`00-${hex(i + 1, 32)}-${hex(i + 1, 16)}-01`).toString('latin1'));
 const best = new Map<string, number>();
 const keep = (name: string, rate: number): void => void best.set(name, Math.max(best.get(name) ?? 0, rate));
-/** Per case, each round's rate with metrics on over the plain rate measured beside it. */
+/** Per case and instrumented variant, each round's rate over the plain rate measured beside it. */
 const instrumented = new Map<string, number[]>();
 /** The same, in deliveries per second of CPU time: less swayed by other processes on a loaded machine. */
 const instrumentedCpu = new Map<string, number[]>();
+const add = (to: Map<string, number[]>, name: string, ratio: number) => to.set(name, [...(to.get(name) ?? []), ratio]);
 for (let round = 0; round < ROUNDS; round++) {
   keep('bare loop', await bareLoop(bytes));
   for (const [name, configure] of cases) {
-    // Alternate which goes first, so that neither always runs on the warmer (or the more loaded) machine.
-    const first = round % 2 === 0;
-    const a = await framework(bytes, keys, configure, !first);
-    const aCpu = lastCpuRate;
-    const b = await framework(bytes, keys, configure, first);
-    const [plain, metered] = first ? [a, b] : [b, a];
-    const [plainCpu, meteredCpu] = first ? [aCpu, lastCpuRate] : [lastCpuRate, aCpu];
-    keep(name, plain);
-    instrumented.set(name, [...(instrumented.get(name) ?? []), metered / plain]);
-    instrumentedCpu.set(name, [...(instrumentedCpu.get(name) ?? []), meteredCpu / plainCpu]);
+    // The order turns round by round, so that no variant always runs on the warmer (or the more loaded) machine.
+    const wall = new Map<Variant, number>();
+    const cpu = new Map<Variant, number>();
+    for (let i = 0; i < VARIANTS.length; i++) {
+      const variant = VARIANTS[(round + i) % VARIANTS.length]!;
+      wall.set(variant, await framework(bytes, keys, configure, variant));
+      cpu.set(variant, lastCpuRate);
+    }
+    keep(name, wall.get('plain')!);
+    for (const variant of VARIANTS.slice(1)) {
+      add(instrumented, `${name}, ${variant}`, wall.get(variant)! / wall.get('plain')!);
+      add(instrumentedCpu, `${name}, ${variant}`, cpu.get(variant)! / cpu.get('plain')!);
+    }
   }
 }
 const bare = best.get('bare loop')!;
@@ -102,7 +139,9 @@ for (const [name, rate] of best)
 const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 const spread = (xs: number[]) =>
   `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`;
-console.log('\n| case | metrics on / plain, same round: wall time, median (range) | per CPU second, median (range) |');
+console.log(
+  '\n| case, instrumented | on / plain, same round: wall time, median (range) | per CPU second, median (range) |',
+);
 console.log('|---|---:|---:|');
 for (const [name, ratios] of instrumented)
   console.log(`| ${name} | ${spread(ratios)} | ${spread(instrumentedCpu.get(name)!)} |`);

@@ -2,7 +2,10 @@
  * bench/kafka, on one Kafka broker in one run (started by scripts/kafka/start.mjs unless KAFKA_BROKERS is set):
  *  (a) 200,000 small JSON messages over 3 partitions: raw kafkajs eachBatch with a no-op handler beside Sluice
  *      workers(1) and workers(16), and workers(16) again with metrics on (a prom-client registry, scraped
- *      once a second as Prometheus would). Rate from the first message handled to the last.
+ *      once a second as Prometheus would) and with tracing on (the OpenTelemetry SDK's BasicTracerProvider with
+ *      no span processor: every span made and dropped; an AsyncLocalStorageContextManager registered for that
+ *      run only), and once more so without the context manager (the span without the async hooks' cost).
+ *      Every message carries a sampled `traceparent`. Rate from the first message handled to the last.
  *  (b) a handler that awaits 5 ms, one partition, 20,000 messages over 1,000 keys: raw kafkajs one at a time
  *      (eachMessage, on the first 1,000 messages: at ~200/s the whole topic would take minutes) beside Sluice
  *      workersByKey(100), against the ideal 100 / 5 ms = 20,000/s and against 100 bare loops awaiting the
@@ -11,9 +14,12 @@
  *   npm run bench:kafka
  */
 import { execFileSync } from 'node:child_process';
+import { context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { Registry } from 'prom-client';
-import { App, silentLogger, subscriber, type SubscriberBuilder } from '../src/index.js';
+import { App, silentLogger, subscriber, type AppOptions, type SubscriberBuilder } from '../src/index.js';
 import { KafkaBroker } from '../src/brokers/kafka/index.js';
 
 const N_A = Number(process.env.BENCH_N ?? 200_000);
@@ -29,6 +35,10 @@ const brokers =
 const kafka = new Kafka({ clientId: 'bench', brokers: [brokers], logLevel: logLevel.NOTHING });
 const noop = async (_value: unknown): Promise<void> => {};
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const hex = (n: number, width: number): string => n.toString(16).padStart(width, '0');
+/** A tracer provider that records every span and hands it to no processor. */
+const sdk = new BasicTracerProvider();
+const contextManager = new AsyncLocalStorageContextManager();
 
 async function fill(topic: string, partitions: number, n: number, key: (i: number) => string | null): Promise<void> {
   const admin = kafka.admin();
@@ -43,7 +53,11 @@ async function fill(topic: string, partitions: number, n: number, key: (i: numbe
   for (let i = 0; i < n; i += 5_000) {
     const messages = [];
     for (let j = i; j < Math.min(n, i + 5_000); j++)
-      messages.push({ key: key(j), value: JSON.stringify({ n: j, customer: `c${j % KEYS}`, amount: 1999 }) });
+      messages.push({
+        key: key(j),
+        value: JSON.stringify({ n: j, customer: `c${j % KEYS}`, amount: 1999 }),
+        headers: { traceparent: `00-${hex(j + 1, 32)}-${hex(j + 1, 16)}-01` },
+      });
     await producer.send({ topic, messages });
   }
   await producer.disconnect();
@@ -111,14 +125,19 @@ async function sluice(
   n: number,
   configure: (b: SubscriberBuilder) => SubscriberBuilder,
   work: (value: unknown) => Promise<void>,
-  registry?: Registry,
+  telemetry: { registry?: Registry; traced?: boolean; bare?: boolean } = {},
 ): Promise<number> {
   const m = meter(n);
+  const { registry, traced, bare } = telemetry;
   const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
+  const options: Partial<AppOptions> = {
+    ...(registry ? { metrics: { registry } } : {}),
+    ...(traced ? { tracing: { tracerProvider: sdk } } : {}),
+  };
   const app = new App({
     name: `sluice-${topic}-${Math.random().toString(36).slice(2)}`,
     logger: silentLogger,
-    ...(registry ? { metrics: { registry } } : {}),
+    ...options,
   }).withBroker(broker, (b) =>
     b.include(
       configure(
@@ -129,12 +148,15 @@ async function sluice(
       ).build(),
     ),
   );
+  // Traced, with the context manager (its async hooks) for this run only, as an app with tracing has it.
+  if (traced && !bare) context.setGlobalContextManager(contextManager.enable());
   await app.start();
   // With metrics, scraped once a second meanwhile (a scrape asks the broker for the partitions' lag).
   const scraping = registry ? setInterval(() => void registry.metrics(), 1_000) : undefined;
   const rate = await m.done;
   clearInterval(scraping);
   await app.stop();
+  if (traced && !bare) context.disable();
   return rate;
 }
 
@@ -157,23 +179,26 @@ await fill(topicB, 1, N_B, (i) => `c${i % KEYS}`);
 // Rounds alternate the consumers, each reading the whole topic with a fresh group. Throughput on a shared
 // 2-core machine (the broker included) swings from run to run, so each round's Sluice rates are divided by
 // that round's raw rate, measured right beside them, and the median of those ratios is the figure.
-const rounds: { raw: number; w1: number; w16: number; w16m: number }[] = [];
+const rounds: { raw: number; w1: number; w16: number; w16m: number; w16t: number; w16b: number }[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   const raw = await rawBatch(topicA, N_A);
   const w1 = await sluice(topicA, N_A, (b) => b.workers(1), noop);
-  // workers(16) plain and with metrics, the order alternating round by round.
-  const metered = () => sluice(topicA, N_A, (b) => b.workers(16), noop, new Registry());
-  const plain = () => sluice(topicA, N_A, (b) => b.workers(16), noop);
-  let w16: number;
-  let w16m: number;
-  if (round % 2 === 0) {
-    w16 = await plain();
-    w16m = await metered();
-  } else {
-    w16m = await metered();
-    w16 = await plain();
+  // workers(16) plain, with metrics and with tracing, the order turning round by round.
+  const w16Of = (telemetry: { registry?: Registry; traced?: boolean; bare?: boolean }) => () =>
+    sluice(topicA, N_A, (b) => b.workers(16), noop, telemetry);
+  const variants = [
+    w16Of({}),
+    w16Of({ registry: new Registry() }),
+    w16Of({ traced: true }),
+    w16Of({ traced: true, bare: true }),
+  ];
+  const rates: number[] = [];
+  for (let i = 0; i < variants.length; i++) {
+    const v = (round + i) % variants.length;
+    rates[v] = await variants[v]!();
   }
-  rounds.push({ raw, w1, w16, w16m });
+  const [w16, w16m, w16t, w16b] = rates as [number, number, number, number];
+  rounds.push({ raw, w1, w16, w16m, w16t, w16b });
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => pick(r) / r.raw);
@@ -193,9 +218,23 @@ console.log(
 console.log(
   `| Sluice workers(16), metrics on | ${fmt(median(rounds.map((r) => r.w16m)))} | ${median(ratios((r) => r.w16m)).toFixed(2)} | ${range(ratios((r) => r.w16m))} |`,
 );
+console.log(
+  `| Sluice workers(16), tracing on | ${fmt(median(rounds.map((r) => r.w16t)))} | ${median(ratios((r) => r.w16t)).toFixed(2)} | ${range(ratios((r) => r.w16t))} |`,
+);
+console.log(
+  `| Sluice workers(16), tracing on, no context manager | ${fmt(median(rounds.map((r) => r.w16b)))} | ${median(ratios((r) => r.w16b)).toFixed(2)} | ${range(ratios((r) => r.w16b))} |`,
+);
 const onOff = rounds.map((r) => r.w16m / r.w16);
 console.log(
   `\nworkers(16) with metrics on / plain, same round: median ${median(onOff).toFixed(2)}, range ${range(onOff)}`,
+);
+const tracedOff = rounds.map((r) => r.w16t / r.w16);
+console.log(
+  `workers(16) with tracing on / plain, same round: median ${median(tracedOff).toFixed(2)}, range ${range(tracedOff)}`,
+);
+const bareOff = rounds.map((r) => r.w16b / r.w16);
+console.log(
+  `workers(16) with tracing on, no context manager / plain, same round: median ${median(bareOff).toFixed(2)}, range ${range(bareOff)}`,
 );
 
 const rawB = await rawEachMessage(topicB, RAW_B);

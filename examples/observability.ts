@@ -1,10 +1,13 @@
 /**
- * Observability: an app with Prometheus metrics and health probes on a small HTTP server.
+ * Observability: an app with Prometheus metrics, health probes on a small HTTP server, and OpenTelemetry traces.
  *
  * - `metrics: true`: the app's metrics in a registry of its own (prom-client, loaded only because metrics
  *   were asked for), served at `/metrics` by the `http` server.
  * - `http: { port }`: `/health/live` and `/health/ready` for Kubernetes probes, and `/metrics`.
  * - `health`: when the app stops being live (a consumer that has not polled, a handler that has run too long).
+ * - `tracing`: a span per attempt at a handler, child of the message's `traceparent`, and the trace context in
+ *   what the handler publishes (`@opentelemetry/api`, loaded only because tracing was asked for). The SDK here
+ *   is the repository's devDependency, exporting to memory; a service registers its own (NodeSDK, OTLP).
  *
  * The example runs a small workload on the memory broker (some handlers fail once, one message is rejected to
  * the dead-letter topic), then reads its own endpoints as Prometheus and the kubelet would. Set PORT to pick
@@ -13,6 +16,9 @@
  * Run from the repository root:
  *   node --no-warnings --loader ts-node/esm examples/observability.ts
  */
+import { context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { App, HandlerOutcome, MemoryBroker, subscriber, type Context } from '../src/index.js';
 import { silentLogger } from '../src/testing.js';
 
@@ -20,10 +26,16 @@ interface Order {
   id: number;
 }
 
+// The OpenTelemetry SDK: spans kept in memory, and a context manager so that the span is active across awaits.
+const exporter = new InMemorySpanExporter();
+const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+
 const broker = new MemoryBroker({ partitions: 2 });
 const orders = subscriber('orders', async (order: Order, ctx: Context) => {
   if (order.id === 13) return HandlerOutcome.reject('unlucky');
   if (order.id % 10 === 0 && ctx.message.attempt === 1) throw new Error('flaky the first time');
+  await ctx.publish('receipts', { id: order.id }); // carries the attempt's trace context
   return HandlerOutcome.ack();
 })
   .name('orders')
@@ -36,13 +48,19 @@ const app = new App({
   metrics: true,
   http: { port: Number(process.env.PORT ?? 0), host: '127.0.0.1' },
   health: { maxPollGapMs: 60_000, maxInFlightMs: 30_000 },
+  tracing: { tracerProvider },
 }).withBroker(broker, (b) => b.include(orders.build()));
 
 await app.start();
 const base = `http://127.0.0.1:${app.httpPort()}`;
 console.log(`serving ${base}/metrics, ${base}/health/live and ${base}/health/ready`);
 
-for (let id = 1; id <= 50; id++) await broker.publish('orders', { id });
+// Order 1 comes from a traced producer: its traceparent header names the producer's span.
+const producer = tracerProvider.getTracer('producer').startSpan('send orders');
+const { traceId, spanId } = producer.spanContext();
+await broker.publish('orders', { id: 1 }, { headers: { traceparent: `00-${traceId}-${spanId}-01` } });
+producer.end();
+for (let id = 2; id <= 50; id++) await broker.publish('orders', { id });
 await app.idle();
 
 const check = (what: string, ok: boolean): void => console.log(`  ${ok ? 'yes' : 'NO '} ${what}`);
@@ -69,6 +87,15 @@ check(
   'no lag left',
   health.subscribers.every((s) => s.lag === 0),
 );
+
+await tracerProvider.forceFlush();
+const spans = exporter.getFinishedSpans().filter((s) => s.name === 'process orders');
+const first = spans.find((s) => s.parentSpanContext?.spanId === spanId);
+console.log(`traces: ${spans.length} spans "process orders"; order 1's:`, JSON.stringify(first?.attributes));
+check('a span per attempt (50 messages, 5 retried)', spans.length === 55);
+check("order 1's span is a child of its producer's span, in its trace", first?.spanContext().traceId === traceId);
+const receipt = broker.messages('receipts').find((m) => m.headers.traceparent?.includes(traceId));
+check("order 1's receipt carries its span's trace context", receipt !== undefined);
 
 if (process.env.KEEP === '1') await new Promise((resolve) => process.once('SIGINT', resolve));
 await app.stop();

@@ -29,7 +29,14 @@
  */
 export { App, type AppOptions, type Receipt } from './app/app.js';
 export type { AppHealth, AppStatus, SubscriberHealth } from './app/health.js';
-export type { HealthOptions, HttpOptions, MetricsOptions, MetricsRegistry } from './app/telemetry-options.js';
+export type {
+  HealthOptions,
+  HttpOptions,
+  MetricsOptions,
+  MetricsRegistry,
+  TracerProviderLike,
+  TracingOptions,
+} from './app/telemetry-options.js';
 export type { AsJson, PacedEventOf, PacedStart } from './app/send.js';
 export { STRIPPED_HEADER, type DeadLetterCounts } from './app/executor.js';
 export type { Context, ContextState, RunInfo } from './core/context.js';

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { App, MemoryBroker, subscriber, type Store } from '../src/index.js';
 import { ManualClock, memoryStore, silentLogger } from '../src/testing.js';
@@ -185,18 +183,5 @@ describe('the HTTP server', () => {
     app.withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', async () => {}).build()));
     await app.start();
     expect((await get(app.httpPort()!, '/metrics')).status).toBe(404);
-  });
-});
-
-describe('prom-client', () => {
-  const run = promisify(execFile);
-  const loaded = async (mode: string) =>
-    JSON.parse((await run(process.execPath, ['test/fixtures/metrics-load-child.mjs', mode])).stdout) as {
-      promClient: boolean;
-    };
-
-  it('is not loaded by an app without metrics, and is by one with them', async () => {
-    expect(await loaded('plain')).toEqual({ promClient: false });
-    expect(await loaded('metrics')).toEqual({ promClient: true });
   });
 });

@@ -2,7 +2,13 @@ import path from 'node:path';
 import { SluiceError, show } from '../core/errors.js';
 import type { Clock, Logger, Store } from '../core/ports.js';
 import type { SharedOptions } from '../declare/options.js';
-import { checkTelemetry, type HealthOptions, type HttpOptions, type MetricsOptions } from './telemetry-options.js';
+import {
+  checkTelemetry,
+  type HealthOptions,
+  type HttpOptions,
+  type MetricsOptions,
+  type TracingOptions,
+} from './telemetry-options.js';
 
 /**
  * Settings of an {@link App}. Checked by the constructor: an unknown key or a bad value throws
@@ -63,6 +69,12 @@ export interface AppOptions {
   http?: HttpOptions;
   /** When the app stops being live. @default `{ maxPollGapMs: 300_000, maxInFlightMs: 300_000 }` */
   health?: HealthOptions;
+  /**
+   * OpenTelemetry tracing (`true`: with the API's global tracer provider): a span per attempt at a handler,
+   * the trace context read from and written to message headers. Loads the optional peer dependency
+   * `@opentelemetry/api` at `start()`. @default off
+   */
+  tracing?: TracingOptions | true;
 }
 
 /** Every setting an App takes: any other key is a misspelling. */
@@ -80,6 +92,7 @@ const APP_OPTION_NAMES: ReadonlySet<string> = new Set([
   'metrics',
   'http',
   'health',
+  'tracing',
 ]);
 
 /**

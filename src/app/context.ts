@@ -9,7 +9,7 @@ import {
   type PublishOptions,
 } from '../core/message.js';
 import type { Logger } from '../core/ports.js';
-import type { Run, Work, WorkContext } from './work.js';
+import { ATTEMPT_SPAN, type Run, type Work, type WorkContext } from './work.js';
 
 /** The header a paced run's dead letter (and `ctx.message.headers`) carries its run ID in. */
 export const RUN_HEADER = 'x-sluice-run-id';
@@ -83,6 +83,8 @@ export class HandlerContext implements WorkContext, MiddlewareContext {
   readonly #port: ContextPort;
   /** The current attempt's signal source, made when a handler first reads `signal`. */
   #controller: AbortController | undefined = undefined;
+  /** The span of its last attempt, when the app has tracing. */
+  [ATTEMPT_SPAN]: unknown = undefined;
 
   constructor(work: Work, port: ContextPort) {
     this.#work = work;

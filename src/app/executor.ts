@@ -27,6 +27,8 @@ export type Outcome =
       readonly delayMs?: number | undefined;
       /** Set when the attempt ran past the subscriber's `timeoutMs`. */
       readonly timeout?: true;
+      /** What was thrown (for a timeout, `HANDLER_TIMEOUT`; for a bad return value, `OUTCOME_INVALID`), for tracing. */
+      readonly error?: unknown;
     }
   | { readonly kind: 'rejected'; readonly reason: string }
   | { readonly kind: 'skipped' };
@@ -62,12 +64,17 @@ export interface ExecutorHost {
    * promise of it; the attempt is skipped when not. Without it, every run starts.
    */
   readonly mayStart?: (work: Run) => boolean | Promise<boolean>;
+  /**
+   * Around each attempt that starts (tracing: its span, active while it runs): calls `invoke(work)`, the
+   * middlewares and the handler, and returns what it returns. Without it, `invoke` is called as it is.
+   */
+  readonly around?: ((work: Work, invoke: (work: Work) => unknown) => unknown) | undefined;
 }
 
 /** The outcome of an attempt that ran past the subscriber's `timeoutMs`. */
 export function timedOut(timeoutMs: number): Outcome {
   const error = new SluiceError('HANDLER_TIMEOUT', `handler did not finish within ${timeoutMs} ms`);
-  return { kind: 'failed', reason: reasonOf(error), timeout: true };
+  return { kind: 'failed', reason: reasonOf(error), timeout: true, error };
 }
 
 /**
@@ -78,6 +85,8 @@ export function timedOut(timeoutMs: number): Outcome {
 export class Executor implements JobRunner<Work> {
   /** The middlewares composed around the handler, once; undefined without any (the handler is called as it is). */
   private readonly chain: Chain | undefined;
+  /** An attempt that starts: the handler under its middlewares, inside `host.around` when there is one. */
+  private readonly invoke: (work: Work) => unknown;
 
   constructor(
     private readonly sub: CompiledSubscriber,
@@ -85,6 +94,14 @@ export class Executor implements JobRunner<Work> {
     private readonly log: Logger,
   ) {
     this.chain = composeAttempt(host.middlewares, (ctx) => this.handle(ctx));
+    const around = host.around;
+    // Called as this.invoke(work), so with this executor as `this`: a method call, as before tracing.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
+    if (around === undefined) this.invoke = this.invokeChain;
+    else {
+      const invoke = (work: Work): unknown => this.invokeChain(work);
+      this.invoke = (work) => around(work, invoke);
+    }
   }
 
   /** A worker takes the work: it runs unless the subscription stops or its partitions were revoked. */
@@ -109,7 +126,7 @@ export class Executor implements JobRunner<Work> {
     return may.then((yes) => (yes && !work.context!.signal.aborted ? this.invoke(work) : NOT_STARTED));
   }
 
-  private invoke(work: Work): unknown {
+  private invokeChain(work: Work): unknown {
     const outer = calling;
     calling = this.host.owner;
     try {
@@ -140,7 +157,7 @@ export class Executor implements JobRunner<Work> {
   /** The handler threw (its promise rejected with) `error`. */
   threw(work: Work, slot: Slot<Work>, error: unknown): Promise<void> | undefined {
     this.log.warn('handler failed', { id: messageId(messageOf(work)), attempt: work.attempt, error });
-    return this.host.record(work, slot, { kind: 'failed', reason: reasonOf(error) });
+    return this.host.record(work, slot, { kind: 'failed', reason: reasonOf(error), error });
   }
 
   /** A new attempt begins on `slot`: the watchdog counts it, and the work's context gets a fresh signal. */
@@ -155,8 +172,10 @@ export class Executor implements JobRunner<Work> {
   private outcomeOf(result: unknown): Outcome {
     if (result === undefined || result === null || result === ACK) return ACKED;
     if (result === NOT_STARTED) return SKIPPED;
-    if (!(result instanceof HandlerOutcome))
-      return { kind: 'failed', reason: `handler returned ${typeof result}, not a HandlerOutcome` };
+    if (!(result instanceof HandlerOutcome)) {
+      const reason = `handler returned ${typeof result}, not a HandlerOutcome`;
+      return { kind: 'failed', reason, error: new SluiceError('OUTCOME_INVALID', reason) };
+    }
     if (result.kind === 'reject') return { kind: 'rejected', reason: result.reason ?? 'rejected' };
     if (result.kind === 'retry') return { kind: 'failed', reason: 'retry requested', delayMs: result.delayMs };
     return ACKED;

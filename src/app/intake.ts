@@ -1,5 +1,5 @@
 import { SluiceError, reasonOf } from '../core/errors.js';
-import { messageId, type InboundMessage } from '../core/message.js';
+import { messageId, type Headers, type InboundMessage } from '../core/message.js';
 import type { Clock, Consumer, Logger } from '../core/ports.js';
 import type { Workers } from '../dispatch/workers.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
@@ -50,6 +50,8 @@ export interface IntakeParts {
   readonly forward?: (key: string, m: InboundMessage, event: unknown) => Promise<void> | undefined;
   /** Told of deliveries that reach no handler (did not decode, dropped by pace), when the app has metrics. */
   readonly observer?: PipelineObserver | undefined;
+  /** Told of each paced delivery's receipt with its headers, when the app has tracing (a run's span links to them). */
+  readonly runJoined?: ((receipt: Receipt, headers: Headers) => void) | undefined;
 }
 
 /**
@@ -212,6 +214,8 @@ export class Intake {
     const key = this.keyOf(m, payload) ?? '';
     const appended = (receipt: unknown): void => {
       if ((receipt as Receipt | undefined)?.kind === 'dropped') this.parts.observer?.handled('dropped');
+      const joined = this.parts.runJoined;
+      if (joined !== undefined && receipt !== undefined) joined(receipt as Receipt, m.headers);
       this.began(m.partition, -1);
       offsets.complete(marks, m.offset);
       this.pump();

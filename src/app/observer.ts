@@ -1,5 +1,8 @@
+import type { PublishMiddleware } from '../core/middleware.js';
+import type { CompiledSubscriber } from '../declare/compile.js';
 import type { JobRunner, Slot } from '../dispatch/workers.js';
 import type { Outcome } from './executor.js';
+import type { RouteTracing } from './send-routing.js';
 import type { Work } from './work.js';
 
 /**
@@ -34,6 +37,49 @@ export interface PipelineObserver {
   readonly now: () => number;
   /** An attempt (or a delivery without one) came to `outcome`; `seconds` is the attempt's, when it ran. */
   handled(outcome: HandledOutcome, seconds?: number): void;
+}
+
+/** What tracing is told of each attempt's outcome at the `record` seam: its span ends there. */
+export interface AttemptTracer {
+  ended(work: Work, outcome: Outcome, handled: HandledOutcome | undefined): void;
+}
+
+/** One subscriber's tracing, as its subscription uses it (see `SubscriberTracing`). */
+export interface SubscriberTracer extends AttemptTracer {
+  /** Around each attempt that starts (`ExecutorHost.around`): its span, active while it runs. */
+  readonly around: (work: Work, invoke: (work: Work) => unknown) => unknown;
+}
+
+/**
+ * The app's tracing, as the subscriptions and the parts use it (see `AppTracing`): named without
+ * OpenTelemetry's types, so that the package's declarations reach none of them.
+ */
+export interface AppTracer extends RouteTracing {
+  /** The tracing of one subscriber's attempts. */
+  of(sub: CompiledSubscriber, brokerKind: string): SubscriberTracer;
+  /** The publish middleware that writes the trace context into what the subscriptions publish. */
+  readonly publish: PublishMiddleware;
+}
+
+/** What the `record` seam tells telemetry of each outcome. */
+export type AttemptEnded = (work: Work, slot: Slot<Work>, outcome: Outcome) => void;
+
+/**
+ * What the `record` seam calls with each outcome: metrics' count and tracing's end of the span, as the app
+ * has them; undefined when it has neither, so that the seam checks one `undefined` and does nothing else.
+ */
+export function attemptEnded(
+  observer: PipelineObserver | undefined,
+  tracer: AttemptTracer | undefined,
+  attempts: number,
+): AttemptEnded | undefined {
+  if (observer === undefined && tracer === undefined) return undefined;
+  return (work, slot, outcome) => {
+    const handled = handledOutcome(work, outcome, attempts);
+    if (observer !== undefined && handled !== undefined)
+      observer.handled(handled, (observer.now() - slot.startedAtMs) / 1000);
+    tracer?.ended(work, outcome, handled);
+  };
 }
 
 /**

@@ -68,6 +68,7 @@ export class Parts {
       middlewares: this.settings.middlewares,
       publishMiddlewares: this.settings.publishMiddlewares,
       observe: telemetry.observe,
+      tracing: telemetry.tracing,
       sendTimeoutMs,
       clock,
       logger: log,
@@ -101,7 +102,10 @@ export class Parts {
    */
   send(subscriber: string, appended: Appended): Promise<Receipt> {
     const routing = this.subscriptions.find((s) => s.sub.name === subscriber)?.routing;
-    return routing ? routing.send(appended) : this.pacer!.append(subscriber, appended);
+    if (routing) return routing.send(appended); // which links a run appended here, or routes the trace context
+    const receipt = this.pacer!.append(subscriber, appended);
+    const tracing = this.settings.telemetry.tracing;
+    return tracing === undefined ? receipt : tracing.sent(receipt);
   }
 
   /** Whether nothing is under way: no record of the pace stage, no delivery or run in a subscription. */

@@ -1,5 +1,5 @@
 import { ERROR_CODES, SluiceError, show, type ErrorCode } from '../core/errors.js';
-import { utf8, type InboundMessage } from '../core/message.js';
+import { utf8, type Headers, type InboundMessage, type RawHeaders } from '../core/message.js';
 import type { Broker, Clock, ConsumeRequest, Consumer, Logger, Timer } from '../core/ports.js';
 import type { Receipt } from '../pace/rules.js';
 import { checkKey, eventJson, type Appended } from './pace-event.js';
@@ -28,6 +28,20 @@ export interface SendRoutingParts {
    * has metrics.
    */
   readonly observer?: PipelineObserver | undefined;
+  /** The app's tracing, when it has tracing: requests carry the trace context, and runs link to it. */
+  readonly tracing?: RouteTracing | undefined;
+}
+
+/** What routing asks of the app's tracing (see `AppTracing`). */
+export interface RouteTracing {
+  /** The headers of the span active now (where `app.send` is called), or undefined when none is. */
+  activeHeaders(): RawHeaders | undefined;
+  /** The headers of the trace context `headers` carry (a forwarded delivery's), or undefined when they carry none. */
+  headersOf(headers: Headers): RawHeaders | undefined;
+  /** An event that came with `headers` joined a run here: the run's span links to their trace context. */
+  joined(receipt: Receipt, headers: Headers): void;
+  /** An `app.send` appended here: the run its event joins links to the span active where it was called. */
+  sent(receipt: Promise<Receipt>): Promise<Receipt>;
 }
 
 /** A request on the requests topic: which instance sent it, and the start. */
@@ -118,7 +132,8 @@ export class SendRouting {
     const partition = pacer.partitionOf(subscriber, appended.key);
     if (partition === undefined || pacer.owns(partition)) {
       try {
-        return await pacer.append(subscriber, appended);
+        const receipt = pacer.append(subscriber, appended);
+        return await (this.parts.tracing?.sent(receipt) ?? receipt);
       } catch (error) {
         // Not recorded: the shard is being handed over, or its next owner has opened it already (fenced).
         if (partition === undefined || !moved(error)) throw error;
@@ -142,7 +157,8 @@ export class SendRouting {
     const eventId = `sluice.delivery:${message.topic}/${message.partition}@${message.offset}`;
     // No reply: what is acknowledged is the delivery, once its event is on the requests topic.
     const request: Request = { id: eventId, from: '', key, event: eventJson(event), eventId };
-    return broker.publish(routes.requests, request, { key, partition });
+    const headers = this.parts.tracing?.headersOf(message.headers);
+    return broker.publish(routes.requests, request, { key, partition, ...(headers ? { headers } : {}) });
   }
 
   /** Rejects the sends still waiting (`APP_STATE`) and leaves the replies' group. */
@@ -168,6 +184,7 @@ export class SendRouting {
     if (this.closed) throw new SluiceError('APP_STATE', `subscriber ${show(subscriber)}: the app is stopping`);
     const id = this.parts.uuid();
     const request: Request = { id, from: this.from, key: appended.key, event, ...eventIdOf(appended) };
+    const headers = this.parts.tracing?.activeHeaders(); // the owner's run links to the sender's span
     const answered = new Promise<Receipt>((resolve, reject) => {
       const timer = clock.setTimer(
         timeoutMs,
@@ -185,7 +202,7 @@ export class SendRouting {
       this.waiting.set(id, { resolve, reject, timer });
     });
     try {
-      await broker.publish(routes.requests, request, { key: appended.key, partition });
+      await broker.publish(routes.requests, request, { key: appended.key, partition, ...(headers ? { headers } : {}) });
     } catch (error) {
       this.waiting.get(id)?.timer.cancel();
       this.waiting.delete(id);
@@ -232,8 +249,12 @@ export class SendRouting {
     // Without an event ID, a request handed twice (a rebalance) is recognised by its offset.
     const source = { topic: routes.requests, partition, offset: message.offset };
     const appended = pacer.append(subscriber, eventId !== undefined ? { key, event, eventId } : { key, event, source });
+    const tracing = this.parts.tracing;
     const replied = appended.then(
-      (receipt): Reply => ({ id, receipt }),
+      (receipt): Reply => {
+        tracing?.joined(receipt, message.headers); // a run that leaves here links to the sender's context
+        return { id, receipt };
+      },
       (error: unknown): Reply => {
         if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
         return { id, error: { code: error.code, message: error.message } };

@@ -12,7 +12,7 @@ import { Executor, timedOut, type Outcome } from './executor.js';
 import { Intake } from './intake.js';
 import { publishersOf, type PublishFrom } from './middlewares.js';
 import { Ledger } from './ledger.js';
-import { handledOutcome, TimedRunner, type PipelineObserver } from './observer.js';
+import { attemptEnded, TimedRunner, type AppTracer, type AttemptEnded, type PipelineObserver } from './observer.js';
 import { Offsets } from './offsets.js';
 import { randomUUID } from 'node:crypto';
 import type { Pacer } from './pacer.js';
@@ -43,6 +43,8 @@ export interface SubscriptionSettings {
   readonly publishMiddlewares: readonly PublishMiddleware[];
   /** The app's metrics for one subscriber, when it has metrics: told at the seams (see {@link PipelineObserver}). */
   readonly observe?: ((sub: CompiledSubscriber) => PipelineObserver) | undefined;
+  /** The app's tracing, when it has tracing: a span per attempt, the trace context in what it publishes. */
+  readonly tracing?: AppTracer | undefined;
 }
 
 /**
@@ -54,7 +56,9 @@ export interface SubscriptionSettings {
  * `record` on its way from the Executor to the Ledger. Nothing flows back but a freed worker's call to read
  * again. Middlewares wrap each attempt inside the Executor (composed once, here: the app's, the routers', the
  * subscriber's), and publish middlewares each publish (`ctx.publish`, dead letters). Metrics count each
- * outcome at `record` (a {@link PipelineObserver}, when the app has metrics).
+ * outcome at `record` (a {@link PipelineObserver}, when the app has metrics); tracing starts a span around
+ * each attempt (`ExecutorHost.around`), ends it at `record`, and writes the trace context into what is
+ * published by a publish middleware of its own.
  */
 export class Subscription {
   readonly log: Logger;
@@ -79,7 +83,9 @@ export class Subscription {
   routing: SendRouting | undefined;
   /** Reads the subscription's state for metrics and health, when they ask. */
   readonly probe: SubscriptionProbe;
-  /** The app's metrics of this subscriber, if it has metrics. */
+  /** What the `record` seam tells metrics and tracing, if the app has either. */
+  private readonly ended: AttemptEnded | undefined;
+  /** Told of what reaches no handler (dropped by pace, on the instance that owns the key), when the app has metrics. */
   private readonly observer: PipelineObserver | undefined;
 
   constructor(
@@ -95,12 +101,18 @@ export class Subscription {
     const pump = (): void => this.intake.pump();
     const record = this.record;
     const mayStart = (work: Run): boolean | Promise<boolean> => this.mayStart(work);
-    const { publish, deadLetter } = publishersOf(settings.publishMiddlewares, broker, sub.name);
+    const tracing = settings.tracing;
+    const traced = tracing?.of(sub, broker.kind);
+    // Tracing's publish middleware is the outermost: the ones added with app.usePublish see its headers.
+    const own = settings.publishMiddlewares;
+    const { publish, deadLetter } = publishersOf(tracing ? [tracing.publish, ...own] : own, broker, sub.name);
     const middlewares = [...settings.middlewares, ...sub.middlewares];
-    const host = { stopping, owner: this, port: this.port(publish), record, mayStart, middlewares };
+    const port = this.port(publish);
+    const host = { stopping, owner: this, port, record, mayStart, middlewares, around: traced?.around };
     this.executor = new Executor(sub, host, log);
     const observer = settings.observe?.(sub);
     this.observer = observer;
+    this.ended = attemptEnded(observer, traced, sub.retry.attempts);
     // Attempts are timed only for metrics: without them the workers call the executor itself.
     const runner = observer ? new TimedRunner(this.executor, observer.now) : this.executor;
     const workers = new Workers(this.strategy(pacer), runner, pump); // a freed worker: read again
@@ -121,7 +133,9 @@ export class Subscription {
     this.ledger = new Ledger({ ...parts, deadLetters: this.deadLetterSender, watch, pump });
     const progress = (): void => this.progress();
     const forward = (key: string, m: InboundMessage, event: unknown) => this.routing?.forward(key, m, event);
-    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch: this.dispatch, progress, forward, observer });
+    const runJoined = tracing && pacer ? tracing.joined.bind(tracing) : undefined;
+    const dispatch = this.dispatch;
+    this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch, progress, forward, observer, runJoined });
     const consumer = (): Consumer | undefined => this.consumer;
     this.probe = new SubscriptionProbe({ workers, offsets, intake: this.intake, consumer });
     this.pacer = pacer;
@@ -158,12 +172,13 @@ export class Subscription {
   private routeSends(pacer: Pacer): SendRouting | undefined {
     const routes = pacer.routes;
     if (routes === undefined) return undefined;
-    const { clock, sendTimeoutMs, revokeTimeoutMs } = this.settings;
+    const { clock, sendTimeoutMs, revokeTimeoutMs, tracing } = this.settings;
     const { name: subscriber, group } = this.sub;
     const broker = this.broker;
     const parts = { subscriber, group, broker, pacer, routes, clock, log: this.log, timeoutMs: sendTimeoutMs };
     const observer = this.observer;
-    this.routing = new SendRouting({ ...parts, shutdownTimeoutMs: revokeTimeoutMs, uuid: randomUUID, observer });
+    const settings = { shutdownTimeoutMs: revokeTimeoutMs, uuid: randomUUID, observer, tracing };
+    this.routing = new SendRouting({ ...parts, ...settings });
     return this.routing;
   }
 
@@ -230,13 +245,10 @@ export class Subscription {
     this.watchdog.watch();
   };
 
-  /** The seam between Dispatch and the Ledger: every attempt's outcome passes here (and to metrics). */
+  /** The seam between Dispatch and the Ledger: every attempt's outcome passes here (and to metrics and tracing). */
   private readonly record = (work: Work, slot: Slot<Work>, outcome: Outcome): Promise<void> | undefined => {
-    const observer = this.observer;
-    if (observer !== undefined) {
-      const handled = handledOutcome(work, outcome, this.sub.retry.attempts);
-      if (handled !== undefined) observer.handled(handled, (observer.now() - slot.startedAtMs) / 1000);
-    }
+    const ended = this.ended;
+    if (ended !== undefined) ended(work, slot, outcome);
     return this.ledger.record(work, slot, outcome);
   };
 

@@ -60,6 +60,41 @@ export interface HealthOptions {
   maxInFlightMs?: number;
 }
 
+/**
+ * Where an app's spans go: an OpenTelemetry `TracerProvider` (structurally: what the app calls of one), such
+ * as the SDK's `BasicTracerProvider` or `NodeTracerProvider`.
+ *
+ * @category Observability
+ */
+export interface TracerProviderLike {
+  /** The tracer the app starts its spans with (asked once, at `start()`, as `getTracer('sluice')`). */
+  getTracer(name: string, version?: string): object;
+}
+
+/**
+ * OpenTelemetry tracing (see docs/observability.md, "Traces"): a CONSUMER span per attempt at a handler,
+ * its parent read from the message's `traceparent`, and the context of the attempt carried in the headers of
+ * what it publishes. Tracing loads the optional peer dependency `@opentelemetry/api` at `start()`; an app
+ * without `tracing` never loads it.
+ *
+ * @category Observability
+ */
+export interface TracingOptions {
+  /**
+   * The provider of the app's tracer. @default the API's global one (`trace.getTracerProvider()`): the SDK
+   * registered in the process, or the API's no-op tracer when none is
+   */
+  tracerProvider?: TracerProviderLike;
+  /**
+   * The most span links on the span of a batch or of a paced run (one per message, or per event, that
+   * carried a trace context; the first ones). An integer from 0 to 1000. @default 32
+   */
+  linksMax?: number;
+}
+
+/** The most links on a span unless `tracing.linksMax` says otherwise. */
+export const LINKS_MAX = 32;
+
 /** The health thresholds, with their defaults applied. */
 export interface HealthThresholds {
   readonly maxPollGapMs: number;
@@ -71,6 +106,7 @@ export interface TelemetrySettings {
   readonly metrics?: MetricsOptions | true | undefined;
   readonly http?: HttpOptions | undefined;
   readonly health?: HealthOptions | undefined;
+  readonly tracing?: TracingOptions | true | undefined;
 }
 
 /** The thresholds of `health`, defaults applied. */
@@ -89,14 +125,15 @@ function onlyKnown(field: string, value: Record<string, unknown>, known: readonl
 }
 
 /**
- * Checks `metrics`, `http` and `health`: each error names the field (`http.port`, say) and the value.
- * `bad` throws the app's `CONFIG_INVALID`.
+ * Checks `metrics`, `http`, `health` and `tracing`: each error names the field (`http.port`, say) and the
+ * value. `bad` throws the app's `CONFIG_INVALID`.
  */
 export function checkTelemetry(options: TelemetrySettings, bad: Bad): void {
-  const { metrics, http, health } = options;
+  const { metrics, http, health, tracing } = options;
   if (metrics !== undefined && metrics !== true) checkMetrics(metrics, bad);
   if (http !== undefined) checkHttp(http, bad);
   if (health !== undefined) checkHealth(health, bad);
+  if (tracing !== undefined && tracing !== true) checkTracing(tracing, bad);
   const own = metrics !== undefined && (metrics === true || metrics.registry === undefined);
   if (own && http === undefined)
     bad('metrics', 'given a registry, or served by the app (with http: { port })', metrics);
@@ -127,4 +164,15 @@ function checkHealth(health: HealthOptions, bad: Bad): void {
     if (v !== undefined && !(typeof v === 'number' && v > 0 && Number.isFinite(v)))
       bad(`health.${field}`, 'a finite number > 0', v);
   }
+}
+
+function checkTracing(tracing: TracingOptions, bad: Bad): void {
+  if (!isObject(tracing)) return bad('tracing', 'true or an object { tracerProvider?, linksMax? }', tracing);
+  onlyKnown('tracing', tracing, ['tracerProvider', 'linksMax'], bad);
+  const p: unknown = tracing.tracerProvider;
+  if (p !== undefined && !(isObject(p) && typeof p.getTracer === 'function'))
+    bad('tracing.tracerProvider', 'an OpenTelemetry TracerProvider (an object with getTracer())', p);
+  const n: unknown = tracing.linksMax;
+  if (n !== undefined && !(typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= 1000))
+    bad('tracing.linksMax', 'an integer from 0 to 1000', n);
 }

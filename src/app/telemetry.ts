@@ -3,9 +3,10 @@ import type { CompiledSubscriber } from '../declare/compile.js';
 import { healthOf, lagOf, type AppHealth } from './health.js';
 import { HttpServer } from './http-server.js';
 import { AppMetrics, loadPromClient } from './metrics.js';
-import type { PipelineObserver } from './observer.js';
+import type { AppTracer, PipelineObserver } from './observer.js';
 import type { Pacer } from './pacer.js';
 import type { Subscription } from './subscription.js';
+import { AppTracing, loadOtelApi } from './tracing.js';
 import {
   thresholdsOf,
   type HealthThresholds,
@@ -23,12 +24,14 @@ export interface TelemetryHost {
 }
 
 /**
- * An app's metrics, health and HTTP server. Metrics are loaded (prom-client, by a dynamic import) and
- * registered at the first start, and kept for the app's life; the server listens from the start of each
- * start until its stop.
+ * An app's metrics, traces, health and HTTP server. Metrics are loaded (prom-client, by a dynamic import) and
+ * registered at the first start, and kept for the app's life; so is tracing (@opentelemetry/api); the server
+ * listens from the start of each start until its stop.
  */
 export class Telemetry {
   private metrics: AppMetrics | undefined;
+  /** The app's tracing, once loaded (at the first start of an app with `tracing`). */
+  tracing: AppTracer | undefined;
   private server: HttpServer | undefined;
   private readonly thresholds: HealthThresholds;
 
@@ -41,7 +44,9 @@ export class Telemetry {
 
   /** Loads and registers the metrics (once), and starts the HTTP server: the first step of a start. */
   async open(): Promise<void> {
-    const { metrics, http } = this.settings;
+    const { metrics, http, tracing } = this.settings;
+    if (tracing !== undefined && this.tracing === undefined)
+      this.tracing = new AppTracing(await loadOtelApi(), tracing);
     if (metrics !== undefined && this.metrics === undefined) {
       const client = await loadPromClient();
       const given = metrics === true ? undefined : metrics.registry;

@@ -13,11 +13,16 @@ import type { PaceRun } from '../pace/rules.js';
  */
 export type Work = Delivery | Batch | Run;
 
+/** Where tracing keeps the span of a handler context's last attempt (see `AppTracing`). */
+export const ATTEMPT_SPAN: unique symbol = Symbol('sluice.attemptSpan');
+
 /**
  * The handler's `ctx` for a piece of work (what its middlewares see too), and what the pipeline does with it
  * between attempts.
  */
 export interface WorkContext extends MiddlewareContext {
+  /** The span of its last attempt, when the app has tracing: what it publishes and dead-letters is its child. */
+  [ATTEMPT_SPAN]: unknown;
   /** A new attempt begins: it gets a signal of its own. */
   beginAttempt(): void;
   /** Aborts the current attempt's `signal` (its time ran out). */
