@@ -2,11 +2,14 @@
  * bench/dispatch: deliveries per second through App + MemoryBroker with a no-op async handler, beside a
  * bare loop over the same bytes in the same run (decode, await the same handler). Prints a table; the
  * ratio to the bare loop is the figure that counts (machines drift; ratios measured side by side do not).
- * Each case runs five times per round, in an order that turns round by round: plain, with metrics on (a
+ * Each case runs six times per round, in an order that turns round by round: plain, with metrics on (a
  * prom-client registry), with tracing on through the OpenTelemetry SDK (a BasicTracerProvider with no span
  * processor: every span is made, recorded and dropped, with an AsyncLocalStorageContextManager registered for
- * that run only), the same without the context manager (what the span costs without the async hooks), and
- * with tracing on and no SDK (the API's no-op tracer). Every message carries a sampled
+ * that run only), the same without the context manager (what the span costs without the async hooks), the
+ * SDK with the context manager and a ParentBased(TraceIdRatioBased(0.01)) sampler on messages of which 1 in
+ * 100 carries a sampled `traceparent` and the others one whose flags say not sampled (a producer upstream
+ * that samples 1% of its traces, the consumer following its decision: 1% of the spans recorded), and with
+ * tracing on and no SDK (the API's no-op tracer). In every run but the 1% one every message carries a sampled
  * `traceparent`, as from a traced producer. A second table gives each round's instrumented rate over the
  * plain one beside it, as a median.
  *
@@ -15,7 +18,7 @@
  */
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { Registry } from 'prom-client';
 import { App, MemoryBroker, silentLogger, subscriber, type AppOptions, type SubscriberBuilder } from '../src/index.js';
 
@@ -47,20 +50,34 @@ async function bareLoop(bytes: Buffer[]): Promise<number> {
 /** The last framework run's deliveries per second of this process's CPU time (user + system). */
 let lastCpuRate = 0;
 
-type Variant = 'plain' | 'metrics' | 'tracing (SDK)' | 'tracing (SDK, no context manager)' | 'tracing (no SDK)';
+type Variant =
+  | 'plain'
+  | 'metrics'
+  | 'tracing (SDK)'
+  | 'tracing (SDK, no context manager)'
+  | 'tracing (SDK, 1% sampled)'
+  | 'tracing (no SDK)';
 const VARIANTS: readonly Variant[] = [
   'plain',
   'metrics',
   'tracing (SDK)',
   'tracing (SDK, no context manager)',
+  'tracing (SDK, 1% sampled)',
   'tracing (no SDK)',
 ];
 /** A tracer provider that records every span and hands it to no processor. */
 const sdk = new BasicTracerProvider();
+/** The same, recording the spans whose parent was sampled (and 1% of the traces started here). */
+const sampled = new BasicTracerProvider({
+  sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.01) }),
+});
+/** Whether a run registers the context manager, as an app with tracing through the SDK has it. */
+const managed = (variant: Variant): boolean => variant === 'tracing (SDK)' || variant === 'tracing (SDK, 1% sampled)';
 const contextManager = new AsyncLocalStorageContextManager();
 
 function optionsOf(variant: Variant): Partial<AppOptions> {
   if (variant === 'metrics') return { metrics: { registry: new Registry() } };
+  if (variant === 'tracing (SDK, 1% sampled)') return { tracing: { tracerProvider: sampled } };
   if (variant.startsWith('tracing (SDK')) return { tracing: { tracerProvider: sdk } };
   if (variant === 'tracing (no SDK)') return { tracing: true };
   return {};
@@ -73,13 +90,14 @@ async function framework(
   variant: Variant,
 ): Promise<number> {
   const broker = new MemoryBroker({ partitions: 1 });
+  const carried = variant === 'tracing (SDK, 1% sampled)' ? parentsOnePercent : parents;
   for (let i = 0; i < N; i++)
-    broker.publishNow('bench', bytes[i], { key: keys[i], headers: { traceparent: parents[i]! } });
+    broker.publishNow('bench', bytes[i], { key: keys[i], headers: { traceparent: carried[i]! } });
   const app = new App({ name: 'bench', logger: silentLogger, ...optionsOf(variant) }).withBroker(broker, (b) =>
     b.include(configure(subscriber('bench', handler)).build()),
   );
-  // The context manager (its async hooks) only for the run traced with the SDK, as an app with tracing has it.
-  if (variant === 'tracing (SDK)') context.setGlobalContextManager(contextManager.enable());
+  // The context manager (its async hooks) only for the runs traced with it, as an app with tracing has it.
+  if (managed(variant)) context.setGlobalContextManager(contextManager.enable());
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   await app.start();
@@ -88,7 +106,7 @@ async function framework(
   const cpu = process.cpuUsage(cpu0);
   lastCpuRate = N / ((cpu.user + cpu.system) / 1e6);
   await app.stop();
-  if (variant === 'tracing (SDK)') context.disable();
+  if (managed(variant)) context.disable();
   if (broker.committed('bench', 'bench')[0] !== N) throw new Error('not every delivery was committed');
   return rate;
 }
@@ -102,7 +120,11 @@ const cases: [string, (b: SubscriberBuilder) => SubscriberBuilder][] = [
 const { bytes, keys } = payloads();
 const hex = (n: number, width: number): string => n.toString(16).padStart(width, '0');
 // Flat strings, as a broker's client decodes headers from bytes.
-const parents = keys.map((_, i) => Buffer.from(`00-${hex(i + 1, 32)}-${hex(i + 1, 16)}-01`).toString('latin1'));
+const traceparent = (i: number, flags: string): string =>
+  Buffer.from(`00-${hex(i + 1, 32)}-${hex(i + 1, 16)}-${flags}`).toString('latin1');
+const parents = keys.map((_, i) => traceparent(i, '01'));
+/** 1 in 100 sampled, the others not: what a producer sampling 1% of its traces sends. */
+const parentsOnePercent = keys.map((_, i) => traceparent(i, i % 100 === 0 ? '01' : '00'));
 const best = new Map<string, number>();
 const keep = (name: string, rate: number): void => void best.set(name, Math.max(best.get(name) ?? 0, rate));
 /** Per case and instrumented variant, each round's rate over the plain rate measured beside it. */

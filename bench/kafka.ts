@@ -4,19 +4,24 @@
  *      workers(1) and workers(16), and workers(16) again with metrics on (a prom-client registry, scraped
  *      once a second as Prometheus would) and with tracing on (the OpenTelemetry SDK's BasicTracerProvider with
  *      no span processor: every span made and dropped; an AsyncLocalStorageContextManager registered for that
- *      run only), and once more so without the context manager (the span without the async hooks' cost).
- *      Every message carries a sampled `traceparent`. Rate from the first message handled to the last.
+ *      run only), once more so without the context manager (the span without the async hooks' cost), and
+ *      once with the SDK, the context manager and a ParentBased(TraceIdRatioBased(0.01)) sampler on a second
+ *      topic like the first but for the flags of its `traceparent`s: sampled on 1 message in 100, not
+ *      sampled on the others (a producer upstream that samples 1% of its traces, the consumer following its
+ *      decision: 1% of the spans recorded). On the first topic every message carries a sampled
+ *      `traceparent`. Rate from the first message handled to the last.
  *  (b) a handler that awaits 5 ms, one partition, 20,000 messages over 1,000 keys: raw kafkajs one at a time
  *      (eachMessage, on the first 1,000 messages: at ~200/s the whole topic would take minutes) beside Sluice
  *      workersByKey(100), against the ideal 100 / 5 ms = 20,000/s and against 100 bare loops awaiting the
  *      same 5 ms timer (what this machine's timers allow).
  *
  *   npm run bench:kafka
+ *   KAFKA_BROKERS=127.0.0.1:9092 BENCH_ROUNDS=5 BENCH_PART=a npm run bench:kafka   # (a) only
  */
 import { execFileSync } from 'node:child_process';
 import { context } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { Registry } from 'prom-client';
 import { App, silentLogger, subscriber, type AppOptions, type SubscriberBuilder } from '../src/index.js';
@@ -27,6 +32,8 @@ const N_B = 20_000;
 const RAW_B = 1_000;
 const KEYS = 1_000;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+/** `a` or `b` to run one part only. */
+const PART = process.env.BENCH_PART;
 const run = `${Date.now()}`;
 
 const brokers =
@@ -38,9 +45,19 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 const hex = (n: number, width: number): string => n.toString(16).padStart(width, '0');
 /** A tracer provider that records every span and hands it to no processor. */
 const sdk = new BasicTracerProvider();
+/** The same, recording the spans whose parent was sampled (and 1% of the traces started here). */
+const sampled = new BasicTracerProvider({
+  sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.01) }),
+});
 const contextManager = new AsyncLocalStorageContextManager();
 
-async function fill(topic: string, partitions: number, n: number, key: (i: number) => string | null): Promise<void> {
+async function fill(
+  topic: string,
+  partitions: number,
+  n: number,
+  key: (i: number) => string | null,
+  flags: (i: number) => string = () => '01',
+): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({
@@ -56,7 +73,7 @@ async function fill(topic: string, partitions: number, n: number, key: (i: numbe
       messages.push({
         key: key(j),
         value: JSON.stringify({ n: j, customer: `c${j % KEYS}`, amount: 1999 }),
-        headers: { traceparent: `00-${hex(j + 1, 32)}-${hex(j + 1, 16)}-01` },
+        headers: { traceparent: `00-${hex(j + 1, 32)}-${hex(j + 1, 16)}-${flags(j)}` },
       });
     await producer.send({ topic, messages });
   }
@@ -120,19 +137,27 @@ async function rawEachMessage(topic: string, n: number): Promise<number> {
   return rate;
 }
 
+/** Metrics on; tracing on through the SDK, without the context manager (`bare`), or 1% sampled. */
+interface Telemetry {
+  registry?: Registry;
+  traced?: boolean;
+  bare?: boolean;
+  onePercent?: boolean;
+}
+
 async function sluice(
   topic: string,
   n: number,
   configure: (b: SubscriberBuilder) => SubscriberBuilder,
   work: (value: unknown) => Promise<void>,
-  telemetry: { registry?: Registry; traced?: boolean; bare?: boolean } = {},
+  telemetry: Telemetry = {},
 ): Promise<number> {
   const m = meter(n);
-  const { registry, traced, bare } = telemetry;
+  const { registry, traced, bare, onePercent } = telemetry;
   const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
   const options: Partial<AppOptions> = {
     ...(registry ? { metrics: { registry } } : {}),
-    ...(traced ? { tracing: { tracerProvider: sdk } } : {}),
+    ...(traced ? { tracing: { tracerProvider: onePercent ? sampled : sdk } } : {}),
   };
   const app = new App({
     name: `sluice-${topic}-${Math.random().toString(36).slice(2)}`,
@@ -172,86 +197,110 @@ async function bareTimers(lanes: number, each: number): Promise<number> {
 
 const fmt = (r: number) => Math.round(r).toLocaleString('en');
 const topicA = `bench-a-${run}`;
+const topicA1 = `bench-a1-${run}`;
 const topicB = `bench-b-${run}`;
-await fill(topicA, 3, N_A, (i) => `c${i % KEYS}`);
-await fill(topicB, 1, N_B, (i) => `c${i % KEYS}`);
+if (PART !== 'b') {
+  await fill(topicA, 3, N_A, (i) => `c${i % KEYS}`);
+  await fill(
+    topicA1,
+    3,
+    N_A,
+    (i) => `c${i % KEYS}`,
+    (i) => (i % 100 === 0 ? '01' : '00'),
+  );
+}
+if (PART !== 'a') await fill(topicB, 1, N_B, (i) => `c${i % KEYS}`);
 
 // Rounds alternate the consumers, each reading the whole topic with a fresh group. Throughput on a shared
 // 2-core machine (the broker included) swings from run to run, so each round's Sluice rates are divided by
 // that round's raw rate, measured right beside them, and the median of those ratios is the figure.
-const rounds: { raw: number; w1: number; w16: number; w16m: number; w16t: number; w16b: number }[] = [];
-for (let round = 0; round < ROUNDS; round++) {
+const rounds: { raw: number; w1: number; w16: number; w16m: number; w16t: number; w16b: number; w16s: number }[] = [];
+for (let round = 0; round < (PART === 'b' ? 0 : ROUNDS); round++) {
   const raw = await rawBatch(topicA, N_A);
   const w1 = await sluice(topicA, N_A, (b) => b.workers(1), noop);
   // workers(16) plain, with metrics and with tracing, the order turning round by round.
-  const w16Of = (telemetry: { registry?: Registry; traced?: boolean; bare?: boolean }) => () =>
-    sluice(topicA, N_A, (b) => b.workers(16), noop, telemetry);
+  const w16Of = (telemetry: Telemetry) => () =>
+    sluice(telemetry.onePercent ? topicA1 : topicA, N_A, (b) => b.workers(16), noop, telemetry);
   const variants = [
     w16Of({}),
     w16Of({ registry: new Registry() }),
     w16Of({ traced: true }),
     w16Of({ traced: true, bare: true }),
+    w16Of({ traced: true, onePercent: true }),
   ];
   const rates: number[] = [];
   for (let i = 0; i < variants.length; i++) {
     const v = (round + i) % variants.length;
     rates[v] = await variants[v]!();
   }
-  const [w16, w16m, w16t, w16b] = rates as [number, number, number, number];
-  rounds.push({ raw, w1, w16, w16m, w16t, w16b });
+  const [w16, w16m, w16t, w16b, w16s] = rates as [number, number, number, number, number];
+  rounds.push({ raw, w1, w16, w16m, w16t, w16b, w16s });
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ratios = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => pick(r) / r.raw);
 const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
-console.log(
-  `bench/kafka (a): ${N_A.toLocaleString('en')} messages, 3 partitions, no-op handler, ${ROUNDS} alternating rounds, node ${process.version}, kafka at ${brokers}`,
-);
-console.log('| consumer | median messages/s | median ratio to raw (same round) | range of ratios |');
-console.log('|---|---:|---:|---:|');
-console.log(`| raw kafkajs eachBatch | ${fmt(median(rounds.map((r) => r.raw)))} | 1.00 | |`);
-console.log(
-  `| Sluice workers(1) | ${fmt(median(rounds.map((r) => r.w1)))} | ${median(ratios((r) => r.w1)).toFixed(2)} | ${range(ratios((r) => r.w1))} |`,
-);
-console.log(
-  `| Sluice workers(16) | ${fmt(median(rounds.map((r) => r.w16)))} | ${median(ratios((r) => r.w16)).toFixed(2)} | ${range(ratios((r) => r.w16))} |`,
-);
-console.log(
-  `| Sluice workers(16), metrics on | ${fmt(median(rounds.map((r) => r.w16m)))} | ${median(ratios((r) => r.w16m)).toFixed(2)} | ${range(ratios((r) => r.w16m))} |`,
-);
-console.log(
-  `| Sluice workers(16), tracing on | ${fmt(median(rounds.map((r) => r.w16t)))} | ${median(ratios((r) => r.w16t)).toFixed(2)} | ${range(ratios((r) => r.w16t))} |`,
-);
-console.log(
-  `| Sluice workers(16), tracing on, no context manager | ${fmt(median(rounds.map((r) => r.w16b)))} | ${median(ratios((r) => r.w16b)).toFixed(2)} | ${range(ratios((r) => r.w16b))} |`,
-);
-const onOff = rounds.map((r) => r.w16m / r.w16);
-console.log(
-  `\nworkers(16) with metrics on / plain, same round: median ${median(onOff).toFixed(2)}, range ${range(onOff)}`,
-);
-const tracedOff = rounds.map((r) => r.w16t / r.w16);
-console.log(
-  `workers(16) with tracing on / plain, same round: median ${median(tracedOff).toFixed(2)}, range ${range(tracedOff)}`,
-);
-const bareOff = rounds.map((r) => r.w16b / r.w16);
-console.log(
-  `workers(16) with tracing on, no context manager / plain, same round: median ${median(bareOff).toFixed(2)}, range ${range(bareOff)}`,
-);
+if (PART !== 'b') {
+  console.log(
+    `bench/kafka (a): ${N_A.toLocaleString('en')} messages, 3 partitions, no-op handler, ${ROUNDS} alternating rounds, node ${process.version}, kafka at ${brokers}`,
+  );
+  console.log('| consumer | median messages/s | median ratio to raw (same round) | range of ratios |');
+  console.log('|---|---:|---:|---:|');
+  console.log(`| raw kafkajs eachBatch | ${fmt(median(rounds.map((r) => r.raw)))} | 1.00 | |`);
+  console.log(
+    `| Sluice workers(1) | ${fmt(median(rounds.map((r) => r.w1)))} | ${median(ratios((r) => r.w1)).toFixed(2)} | ${range(ratios((r) => r.w1))} |`,
+  );
+  console.log(
+    `| Sluice workers(16) | ${fmt(median(rounds.map((r) => r.w16)))} | ${median(ratios((r) => r.w16)).toFixed(2)} | ${range(ratios((r) => r.w16))} |`,
+  );
+  console.log(
+    `| Sluice workers(16), metrics on | ${fmt(median(rounds.map((r) => r.w16m)))} | ${median(ratios((r) => r.w16m)).toFixed(2)} | ${range(ratios((r) => r.w16m))} |`,
+  );
+  console.log(
+    `| Sluice workers(16), tracing on | ${fmt(median(rounds.map((r) => r.w16t)))} | ${median(ratios((r) => r.w16t)).toFixed(2)} | ${range(ratios((r) => r.w16t))} |`,
+  );
+  console.log(
+    `| Sluice workers(16), tracing on, 1% sampled | ${fmt(median(rounds.map((r) => r.w16s)))} | ${median(ratios((r) => r.w16s)).toFixed(2)} | ${range(ratios((r) => r.w16s))} |`,
+  );
+  console.log(
+    `| Sluice workers(16), tracing on, no context manager | ${fmt(median(rounds.map((r) => r.w16b)))} | ${median(ratios((r) => r.w16b)).toFixed(2)} | ${range(ratios((r) => r.w16b))} |`,
+  );
+  const onOff = rounds.map((r) => r.w16m / r.w16);
+  console.log(
+    `\nworkers(16) with metrics on / plain, same round: median ${median(onOff).toFixed(2)}, range ${range(onOff)}`,
+  );
+  const tracedOff = rounds.map((r) => r.w16t / r.w16);
+  console.log(
+    `workers(16) with tracing on / plain, same round: median ${median(tracedOff).toFixed(2)}, range ${range(tracedOff)}`,
+  );
+  const bareOff = rounds.map((r) => r.w16b / r.w16);
+  console.log(
+    `workers(16) with tracing on, no context manager / plain, same round: median ${median(bareOff).toFixed(2)}, range ${range(bareOff)}`,
+  );
+  const sampledOff = rounds.map((r) => r.w16s / r.w16);
+  console.log(
+    `workers(16) with tracing on, 1% sampled / plain, same round: median ${median(sampledOff).toFixed(2)}, range ${range(sampledOff)}`,
+  );
+}
 
-const rawB = await rawEachMessage(topicB, RAW_B);
-const keyed = await sluice(
-  topicB,
-  N_B,
-  (b) => b.workersByKey(100),
-  () => sleep(5),
-);
-const bare = await bareTimers(100, 200);
-console.log(`\nbench/kafka (b): ${N_B.toLocaleString('en')} messages, 1 partition, ${KEYS} keys, handler awaits 5 ms`);
-console.log('| consumer | messages/s | ratio to ideal 20,000/s | ratio to 100 bare timer loops |');
-console.log('|---|---:|---:|---:|');
-console.log(`| 100 bare loops awaiting 5 ms (no Kafka) | ${fmt(bare)} | ${(bare / 20_000).toFixed(2)} | 1.00 |`);
-console.log(
-  `| raw kafkajs eachMessage, one at a time (first ${RAW_B}) | ${fmt(rawB)} | ${(rawB / 20_000).toFixed(3)} | ${(rawB / bare).toFixed(3)} |`,
-);
-console.log(
-  `| Sluice workersByKey(100) | ${fmt(keyed)} | ${(keyed / 20_000).toFixed(2)} | ${(keyed / bare).toFixed(2)} |`,
-);
+if (PART !== 'a') {
+  const rawB = await rawEachMessage(topicB, RAW_B);
+  const keyed = await sluice(
+    topicB,
+    N_B,
+    (b) => b.workersByKey(100),
+    () => sleep(5),
+  );
+  const bare = await bareTimers(100, 200);
+  console.log(
+    `\nbench/kafka (b): ${N_B.toLocaleString('en')} messages, 1 partition, ${KEYS} keys, handler awaits 5 ms`,
+  );
+  console.log('| consumer | messages/s | ratio to ideal 20,000/s | ratio to 100 bare timer loops |');
+  console.log('|---|---:|---:|---:|');
+  console.log(`| 100 bare loops awaiting 5 ms (no Kafka) | ${fmt(bare)} | ${(bare / 20_000).toFixed(2)} | 1.00 |`);
+  console.log(
+    `| raw kafkajs eachMessage, one at a time (first ${RAW_B}) | ${fmt(rawB)} | ${(rawB / 20_000).toFixed(3)} | ${(rawB / bare).toFixed(3)} |`,
+  );
+  console.log(
+    `| Sluice workersByKey(100) | ${fmt(keyed)} | ${(keyed / 20_000).toFixed(2)} | ${(keyed / bare).toFixed(2)} |`,
+  );
+}
