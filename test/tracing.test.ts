@@ -7,6 +7,7 @@ import {
   context,
   propagation,
   ROOT_CONTEXT,
+  SamplingDecision,
   SpanKind,
   SpanStatusCode,
   trace,
@@ -351,6 +352,64 @@ describe('tracing: propagators and settings', () => {
     await app.idle();
     expect(broker.messages('receipts').map((m) => m.headers.traceparent)).toEqual([incoming, undefined]);
     expect(await spans()).toEqual([]);
+  });
+
+  it('starts recording once an SDK is registered with the API after the app started', async () => {
+    const broker = new MemoryBroker();
+    const app = appOf({ tracing: true }).withBroker(broker, (b) =>
+      b.include(subscriber('orders', (_v: unknown, ctx) => ctx.publish('receipts', 'r')).build()),
+    );
+    await app.start();
+    await broker.publish('orders', 1, { headers: { traceparent: traceparent(parent(7, 7)) } });
+    await app.idle();
+    expect(await spans()).toEqual([]);
+    trace.setGlobalTracerProvider(provider);
+    try {
+      await broker.publish('orders', 2, { headers: { traceparent: traceparent(parent(7, 8)) } });
+      await app.idle();
+      const [span] = await spans();
+      expect(span!.parentSpanContext?.spanId).toBe(parent(7, 8).spanId);
+      expect(span!.attributes['sluice.attempt']).toBe(1);
+      expect(broker.messages('receipts')[1]!.headers.traceparent).toBe(
+        `00-${parent(7, 8).traceId}-${span!.spanContext().spanId}-01`,
+      );
+    } finally {
+      trace.disable();
+    }
+  });
+
+  it("records nothing of a span its sampler drops, which sees the subscriber's attributes; publishes carry it on", async () => {
+    const seen: Record<string, unknown>[] = [];
+    const dropping = new BasicTracerProvider({
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+      sampler: {
+        shouldSample: (_c, _t, _n, _k, attributes) => {
+          seen.push({ ...attributes });
+          return { decision: SamplingDecision.NOT_RECORD };
+        },
+      },
+    });
+    const broker = new MemoryBroker();
+    const app = appOf({ tracing: { tracerProvider: dropping } }).withBroker(broker, (b) =>
+      b.include(subscriber('orders', (_v: unknown, ctx) => ctx.publish('receipts', 'r')).build()),
+    );
+    await app.start();
+    await broker.publish('orders', 1, { headers: { traceparent: traceparent(parent(3, 4)) } });
+    await app.idle();
+    expect(await spans()).toEqual([]);
+    expect(seen).toEqual([
+      {
+        'messaging.system': 'sluice-memory',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.destination.name': 'orders',
+        'messaging.consumer.group.name': 'tracing',
+        'sluice.subscriber': 'orders',
+      },
+    ]);
+    const onward = broker.messages('receipts')[0]!.headers.traceparent as string;
+    expect(onward).toMatch(new RegExp(`^00-${parent(3, 4).traceId}-[0-9a-f]{16}-00$`));
+    expect(onward).not.toContain(parent(3, 4).spanId);
   });
 
   it.each([

@@ -61,7 +61,14 @@ export class AppTracing implements AppTracer {
   /** The contexts of the events that joined each paced run (see {@link RunLinks}). */
   readonly runs: RunLinks<Otel.Link>;
   /** True when a propagator is registered with the API: it reads and writes the headers. */
-  private readonly propagated: boolean;
+  readonly propagated: boolean;
+  /** The API's global provider when it is the app's and had no SDK behind it as the app started, else undefined. */
+  private readonly proxy: Otel.ProxyTracerProvider | undefined;
+  /** What `proxy` delegates to while no SDK is registered (the API's no-op provider). */
+  private readonly noop: Otel.TracerProvider | undefined;
+  /** The span of no trace, what the API's no-op tracer makes without a parent, and the context with it. */
+  readonly invalidSpan: Otel.Span;
+  readonly invalidContext: Otel.Context;
   /** The headers the propagator writes: a `ctx.publish` that sets one of them keeps its own. */
   private readonly fields: readonly string[];
 
@@ -72,11 +79,30 @@ export class AppTracing implements AppTracer {
     const given = options === true ? undefined : options;
     const provider = (given?.tracerProvider as Otel.TracerProvider | undefined) ?? api.trace.getTracerProvider();
     this.tracer = provider.getTracer(TRACER_NAME);
+    // With no SDK registered (yet), the tracer is the API's proxy of its no-op tracer: see `sdkless`.
+    if (
+      api.ProxyTracerProvider !== undefined &&
+      provider instanceof api.ProxyTracerProvider &&
+      provider.getDelegateTracer(TRACER_NAME) === undefined
+    ) {
+      this.proxy = provider;
+      this.noop = provider.getDelegate();
+    }
+    this.invalidSpan = api.trace.wrapSpanContext(api.INVALID_SPAN_CONTEXT);
+    this.invalidContext = api.trace.setSpan(api.ROOT_CONTEXT, this.invalidSpan);
     this.linksMax = given?.linksMax ?? LINKS_MAX;
     this.runs = new RunLinks(this.linksMax);
     const fields = api.propagation.fields();
     this.propagated = fields.length > 0;
     this.fields = this.propagated ? fields : [TRACEPARENT, TRACESTATE];
+  }
+
+  /**
+   * True while the tracer is the API's no-op one (no SDK registered, now or since the app started): the
+   * attempt's span is then the incoming trace context as it is, made without a call of the tracer.
+   */
+  sdkless(): boolean {
+    return this.proxy !== undefined && this.proxy.getDelegate() === this.noop;
   }
 
   /** The tracing of one subscriber's attempts. */
@@ -206,11 +232,12 @@ export class AppTracing implements AppTracer {
  */
 export class SubscriberTracing implements SubscriberTracer {
   private readonly name: string;
-  private readonly system: string;
-  private readonly topic: string;
-  private readonly group: string;
-  private readonly subscriber: string;
   private readonly attempts: number;
+  /**
+   * The span's kind and the attributes a sampler sees, the subscriber's own (shared by its attempts, copied by
+   * the SDK): the per-attempt ones are set after the span starts, and only on a span that records.
+   */
+  private readonly start: Otel.SpanOptions;
 
   constructor(
     private readonly app: AppTracing,
@@ -218,55 +245,70 @@ export class SubscriberTracing implements SubscriberTracer {
     brokerKind: string,
   ) {
     this.name = `process ${sub.topic}`;
-    this.system = messagingSystem(brokerKind);
-    this.topic = sub.topic;
-    this.group = sub.group;
-    this.subscriber = sub.name;
     this.attempts = sub.retry.attempts;
+    const attributes: Otel.Attributes = {
+      'messaging.system': messagingSystem(brokerKind),
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.destination.name': sub.topic,
+      'messaging.consumer.group.name': sub.group,
+      'sluice.subscriber': sub.name,
+    };
+    this.start = Object.freeze({ kind: app.api.SpanKind.CONSUMER, attributes: Object.freeze(attributes) });
   }
 
   /** Starts the attempt's span and calls `invoke` (the middlewares, then the handler) with it active. */
   readonly around = (work: Work, invoke: (work: Work) => unknown): unknown => {
     const { app } = this;
     const { api } = app;
-    let parent = api.ROOT_CONTEXT;
-    let links: Otel.Link[] | undefined;
-    let attributes: Otel.Attributes;
-    // Each an object literal of its own: a copy of shared attributes with more added costs a microsecond.
-    if (work.kind === 'delivery') {
-      const m = work.message;
-      parent = app.parentOf(m.headers);
-      attributes = {
-        'messaging.system': this.system,
-        'messaging.operation.type': 'process',
-        'messaging.operation.name': 'process',
-        'messaging.destination.name': this.topic,
-        'messaging.consumer.group.name': this.group,
-        'messaging.destination.partition.id': String(m.partition),
-        'messaging.kafka.offset': m.offset,
-        'messaging.kafka.message.key': m.key,
-        'sluice.subscriber': this.subscriber,
-        'sluice.attempt': work.attempt,
-      };
-    } else {
-      const batch = work.kind === 'batch';
-      links = batch ? app.linksOf(work.messages) : app.runs.of(work.run.id)?.slice();
-      attributes = {
-        'messaging.system': this.system,
-        'messaging.operation.type': 'process',
-        'messaging.operation.name': 'process',
-        'messaging.destination.name': this.topic,
-        'messaging.consumer.group.name': this.group,
-        'messaging.batch.message_count': batch ? work.messages.length : work.run.size,
-        'sluice.subscriber': this.subscriber,
-        'sluice.attempt': work.attempt,
-        'sluice.run.id': batch ? undefined : work.run.id,
-      };
+    const delivery = work.kind === 'delivery';
+    const parent = delivery ? app.parentOf(work.message.headers) : api.ROOT_CONTEXT;
+    if (app.sdkless()) return this.untraced(work, invoke, parent);
+    let start = this.start;
+    // A batch's links are read before the span starts, for the sampler: one batch's cost, not one message's.
+    if (!delivery) {
+      const links = work.kind === 'batch' ? app.linksOf(work.messages) : app.runs.of(work.run.id)?.slice();
+      if (links !== undefined && links.length > 0) start = { ...start, links };
     }
-    const span = app.tracer.startSpan(this.name, { kind: api.SpanKind.CONSUMER, attributes, links }, parent);
-    work.context![ATTEMPT_SPAN] = span; // what it publishes, and its dead letters, are its children
+    const span = app.tracer.startSpan(this.name, start, parent);
+    const context = work.context!;
+    context[ATTEMPT_SPAN] = span; // what it publishes, and its dead letters, are its children
+    if (span.isRecording()) {
+      if (delivery) {
+        const m = work.message;
+        span.setAttribute('messaging.destination.partition.id', String(m.partition));
+        span.setAttribute('messaging.kafka.offset', m.offset);
+        if (m.key !== undefined) span.setAttribute('messaging.kafka.message.key', m.key);
+      } else if (work.kind === 'batch') span.setAttribute('messaging.batch.message_count', work.messages.length);
+      else {
+        span.setAttribute('messaging.batch.message_count', work.run.size);
+        span.setAttribute('sluice.run.id', work.run.id);
+      }
+      span.setAttribute('sluice.attempt', work.attempt);
+    }
     return api.context.with(api.trace.setSpan(parent, span), invoke, undefined, work);
   };
+
+  /**
+   * An attempt with no SDK registered: what the API's no-op tracer would make — a non-recording span of the
+   * incoming trace context, so that what the handler publishes carries it on — without calling it, building
+   * no attributes or links. With no trace context incoming and none active, nothing is made active.
+   */
+  private untraced(work: Work, invoke: (work: Work) => unknown, parent: Otel.Context): unknown {
+    const { app } = this;
+    const { api } = app;
+    const span = parent === api.ROOT_CONTEXT ? undefined : api.trace.getSpan(parent);
+    if (span !== undefined && (!app.propagated || api.trace.isSpanContextValid(span.spanContext()))) {
+      work.context![ATTEMPT_SPAN] = span;
+      return api.context.with(parent, invoke, undefined, work);
+    }
+    work.context![ATTEMPT_SPAN] = app.invalidSpan;
+    if (parent === api.ROOT_CONTEXT) {
+      if (api.context.active() === api.ROOT_CONTEXT) return invoke(work);
+      return api.context.with(app.invalidContext, invoke, undefined, work);
+    }
+    return api.context.with(api.trace.setSpan(parent, app.invalidSpan), invoke, undefined, work);
+  }
 
   /** The attempt came to `outcome`: its span ends, with the outcome and, for a failure, the error. */
   ended(work: Work, outcome: Outcome, handled: HandledOutcome | undefined): void {
