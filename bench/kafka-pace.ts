@@ -38,9 +38,10 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
-import { App, ManualClock, MemoryBroker, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
+import { App, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
 import { PRODUCER_RETRY, type KafkaShardLog } from '../src/brokers/kafka/kafka-shard-log.js';
+import { NAME, buildRestoreStore, checkBuild, restoreApp, sendRestoreStore } from './pace-restore-setup.js';
 import { fmt, median, range } from './stats.js';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
@@ -48,16 +49,15 @@ const P = Number(process.env.BENCH_PARTITIONS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const KEYS_A = Number(process.env.BENCH_KEYS_A ?? 10_000);
 const RAW_BATCH = Number(process.env.BENCH_RAW_BATCH ?? 1_000);
-const RESTORE_KEYS = (process.env.BENCH_KEYS ?? '100000,300000').split(',').map(Number);
+const RESTORE_KEYS = (process.env.BENCH_KEYS ?? '100000,1000000').split(',').map(Number);
+/** How (b)'s store is filled: `build` (bench/pace-restore-setup.ts) or `sends` (`app.send`, slow past 100,000 keys). */
+const RESTORE_SETUP = process.env.BENCH_RESTORE_SETUP ?? 'build';
 const RESTORE_ROUNDS = Number(process.env.BENCH_RESTORE_ROUNDS ?? ROUNDS);
 const FAILOVER_ROUNDS = Number(process.env.BENCH_FAILOVER_ROUNDS ?? ROUNDS);
 const SESSION_TIMEOUT_MS = Number(process.env.BENCH_SESSION_TIMEOUT_MS ?? 6_000);
 const PARTS = process.env.BENCH_PARTS ?? 'abc';
 /** `raw` or `sluice`: (a) measures that side only (for a profile). */
 const ONLY = process.env.BENCH_ONLY;
-const SENDERS = 1_000;
-const NAME = 'p';
-const T0 = 1_800_000_000_000;
 
 const brokers =
   process.env.KAFKA_BROKERS ??
@@ -369,31 +369,6 @@ function restoreStore(prefix: string): Store {
   });
 }
 
-function restoreApp(store: Store): App {
-  const app = new App({ name: 'bench-restore', logger: silentLogger, store, clock: new ManualClock(T0) });
-  return app.withBroker(new MemoryBroker(), (r) =>
-    r.include(
-      subscriber('t', () => {
-        throw new Error('no window may close');
-      })
-        .name(NAME)
-        .pace({ debounce: '1 hour' })
-        .build(),
-    ),
-  );
-}
-
-/** `SENDERS` loops sending one event to each of keys `from`..`to`. */
-async function sendAll(app: App, from: number, to: number, pass: number): Promise<void> {
-  let next = from;
-  await Promise.all(
-    Array.from({ length: SENDERS }, async () => {
-      for (let i = next++; i < to; i = next++)
-        await app.send(NAME, { key: `customer-${i}`, event: { n: i, pass, amount: 1999 } });
-    }),
-  );
-}
-
 const rawRestore = (topics: string[]): Promise<number> => readAll(topics);
 
 async function sluiceRestore(prefix: string, keys: number): Promise<number> {
@@ -416,25 +391,22 @@ async function sluiceRestore(prefix: string, keys: number): Promise<number> {
 }
 
 async function partB(): Promise<void> {
-  console.log(`\n(b) restore: coordinator states per second, 4 shards, median of ${RESTORE_ROUNDS} rounds\n`);
+  console.log(
+    `\n(b) restore: coordinator states per second, 4 shards, median of ${RESTORE_ROUNDS} rounds, setup by ${RESTORE_SETUP}, node ${process.version}\n`,
+  );
+  if (RESTORE_SETUP === 'build') await checkBuild(4_000); // the built contents are the sent ones
   const rows: string[] = [];
   for (const keys of RESTORE_KEYS) {
     const prefix = unique('restore');
     const topics = [`${prefix}.changelog`, `${prefix}.snapshots`];
-    const app = restoreApp(restoreStore(prefix));
-    await app.start();
-    const t0 = performance.now();
-    await sendAll(app, 0, keys, 1);
-    await sendAll(app, 0, keys, 2);
-    await app.idle();
-    await sleep(500); // the snapshots, begun when the last appends of the pass became durable
-    await sendAll(app, 0, Math.ceil(keys / 10), 3);
-    const setup = (performance.now() - t0) / 1000;
-    await app.stop(); // waits for the snapshots under way
+    const setup =
+      RESTORE_SETUP === 'sends'
+        ? await sendRestoreStore(restoreStore(prefix), keys)
+        : await buildRestoreStore(restoreStore(prefix), keys);
     const changelog = await offsetsOf(topics[0]!);
     const snapshots = await offsetsOf(topics[1]!);
     console.log(
-      `  ${fmt(keys)} keys: ${fmt(2 * keys + Math.ceil(keys / 10))} sends in ${setup.toFixed(1)} s (${fmt((2 * keys + keys / 10) / setup)}/s); changelog ${fmt(changelog.messages)} messages left, snapshots ${fmt(snapshots.messages)} messages`,
+      `  ${fmt(keys)} keys: ${fmt(2 * keys + Math.ceil(keys / 10))} ${RESTORE_SETUP === 'sends' ? 'sends' : 'records built'} in ${setup.toFixed(1)} s (${fmt((2 * keys + keys / 10) / setup)}/s); changelog ${fmt(changelog.messages)} messages left, snapshots ${fmt(snapshots.messages)} messages`,
     );
     const raw: number[] = [];
     const sluice: number[] = [];
