@@ -41,7 +41,7 @@ import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { App, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
 import { PRODUCER_RETRY, type KafkaShardLog } from '../src/brokers/kafka/kafka-shard-log.js';
-import { NAME, buildRestoreStore, checkBuild, restoreApp, sendRestoreStore } from './pace-restore-setup.js';
+import { NAME, buildShards, checkBuild, restoreApp, sendRestoreStore, writeShards } from './pace-restore-setup.js';
 import { fmt, median, range } from './stats.js';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
@@ -369,6 +369,19 @@ function restoreStore(prefix: string): Store {
   });
 }
 
+/** Fills the store of `prefix` by bench/pace-restore-setup.ts; returns the seconds taken. */
+async function build(prefix: string, keys: number): Promise<number> {
+  const t0 = performance.now();
+  const shards = await buildShards(keys, 4, 1_000);
+  const built = (performance.now() - t0) / 1000;
+  await writeShards({ kafka, prefix, maxMessageBytes: 1_000_000, store: () => restoreStore(prefix) }, shards);
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(
+    `  ${fmt(keys)} keys: states built in ${built.toFixed(1)} s, written to Kafka in ${(seconds - built).toFixed(1)} s`,
+  );
+  return seconds;
+}
+
 const rawRestore = (topics: string[]): Promise<number> => readAll(topics);
 
 async function sluiceRestore(prefix: string, keys: number): Promise<number> {
@@ -400,9 +413,7 @@ async function partB(): Promise<void> {
     const prefix = unique('restore');
     const topics = [`${prefix}.changelog`, `${prefix}.snapshots`];
     const setup =
-      RESTORE_SETUP === 'sends'
-        ? await sendRestoreStore(restoreStore(prefix), keys)
-        : await buildRestoreStore(restoreStore(prefix), keys);
+      RESTORE_SETUP === 'sends' ? await sendRestoreStore(restoreStore(prefix), keys) : await build(prefix, keys);
     const changelog = await offsetsOf(topics[0]!);
     const snapshots = await offsetsOf(topics[1]!);
     console.log(
