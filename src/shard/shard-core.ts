@@ -197,7 +197,7 @@ export class ShardCore<S, O> {
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);
         if (timer !== null) this.timers.set(key, timer, nowMs);
-      } else this.parked.parkEncoded(key, json, timer ?? undefined, text); // as the snapshot holds it, not encoded again
+      } else this.parked.parkEncoded(key, json, timer ?? undefined, text); // as the snapshot holds it
     }
   }
 

@@ -54,7 +54,8 @@ function* entries(text: string, start: number): Generator<SnapshotEntry<unknown>
       if (text.slice(end).trim() !== '') throw new Error(`snapshot: text after the closing "]}" of line ${line}`);
       return;
     }
-    if (!more) throw new Error(`snapshot: line ${line - 1} ends without a comma, and line ${line} is not the closing "]}"`);
+    if (!more)
+      throw new Error(`snapshot: line ${line - 1} ends without a comma, and line ${line} is not the closing "]}"`);
     if (newline < 0) throw new Error(`snapshot: cut short at line ${line} (no closing "]}")`);
     more = text.charCodeAt(end - 1) === 44; // ','
     const json = text.slice(at, more ? end - 1 : end);

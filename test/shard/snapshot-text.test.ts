@@ -9,7 +9,13 @@ type Entry = readonly [string, unknown, number | null];
 /** A snapshot's text as ShardHost writes it: entries in chunks, a line each. */
 function written(lsn: number, at: number | undefined, chunks: readonly (readonly Entry[])[]): string {
   let text = snapshotOpening(lsn, at);
-  chunks.forEach((chunk, i) => (text += snapshotLines(chunk.map((e) => JSON.stringify(e)), i === 0)));
+  chunks.forEach(
+    (chunk, i) =>
+      (text += snapshotLines(
+        chunk.map((e) => JSON.stringify(e)),
+        i === 0,
+      )),
+  );
   return text + SNAPSHOT_CLOSE;
 }
 
@@ -81,7 +87,11 @@ describe('snapshot text', () => {
       },
       retired: (s) => s.count === 0,
     };
-    const keys: Entry[] = Array.from({ length: 50 }, (_, i) => [`k${i}`, { count: i + 1, note: `n,"${i}"]` }, 2_000 + i]);
+    const keys: Entry[] = Array.from({ length: 50 }, (_, i) => [
+      `k${i}`,
+      { count: i + 1, note: `n,"${i}"]` },
+      2_000 + i,
+    ]);
     for (const text of [
       written(50, 1_500, [keys.slice(0, 20), keys.slice(20)]),
       `{"lsn":50,"at":1500,"keys":${JSON.stringify(keys)}}`,
