@@ -39,6 +39,12 @@ export class ParkedStates<S> {
       this.earliestCache = timerAtMs;
   }
 
+  /** Makes room at once for `keys` more parked keys whose states take about `bytes` bytes of JSON. */
+  reserve(keys: number, bytes: number): void {
+    this.table.reserve(keys);
+    this.arena.reserve(bytes + 4 * keys);
+  }
+
   /** Takes a key out, returning its state and timer; undefined when it is not parked. */
   unpark(key: string): { state: S; timer: number | undefined } | undefined {
     const ref = this.table.ref(key);

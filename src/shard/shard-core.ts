@@ -189,6 +189,9 @@ export class ShardCore<S, O> {
     this.lastLsn = snapshot.lsn;
     this.lastAt = snapshot.at;
     const codec = this.rules.codec;
+    const size = snapshot.size;
+    const parking = size === undefined ? 0 : size.keys - Math.max(0, this.maxLoaded - this.states.size);
+    if (parking > 0) this.parked.reserve(parking, Math.ceil((size!.bytes / size!.keys) * parking));
     for (const [key, json, saved, text] of snapshot.keys) {
       const state = codec ? codec.decode(json) : json; // decoded even to be parked: what does not read is refused now
       each?.(key, state);

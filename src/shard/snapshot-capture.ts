@@ -12,6 +12,8 @@ export interface ShardSnapshot<S> {
   readonly lsn: number;
   readonly at?: number;
   readonly keys: Iterable<SnapshotEntry<S>>;
+  /** When known, how many entries `keys` gives, and about how many bytes of JSON their states take. */
+  readonly size?: { readonly keys: number; readonly bytes: number };
 }
 
 /** The parked keys as they were when a snapshot began, read a few at a time (`ParkedTable.frozenKeys`). */

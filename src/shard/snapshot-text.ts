@@ -40,7 +40,10 @@ export function readSnapshotText(text: string): ShardSnapshot<unknown> {
     return JSON.parse(text) as ShardSnapshot<unknown>; // not this code's layout: whatever it is, read it whole
   }
   const keys = entries(text, from + 1);
-  return head.at === undefined ? { lsn: head.lsn, keys } : { lsn: head.lsn, at: head.at, keys };
+  let lines = 0;
+  for (let at = text.indexOf('\n', from + 1); at >= 0; at = text.indexOf('\n', at + 1)) lines++;
+  const size = { keys: lines, bytes: text.length - from }; // an entry a line; the closing's line has none
+  return head.at === undefined ? { lsn: head.lsn, keys, size } : { lsn: head.lsn, at: head.at, keys, size };
 }
 
 /** The entries from `start` (the first line's), a line each, until the line `]}` that ends the text. */

@@ -143,12 +143,16 @@ export class ShardHost<S, O> {
   private async importSnapshot(owing: Set<string>): Promise<void> {
     const snapshot = await this.options.log.readSnapshot();
     if (!snapshot) return;
-    const { lsn, at, keys } = readSnapshotText(utf8(snapshot.state)) as ShardSnapshot<S>;
+    const { lsn, at, keys, size } = readSnapshotText(utf8(snapshot.state)) as ShardSnapshot<S>;
     if (lsn !== snapshot.lsn)
       throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
     const resume = this.options.resume;
     const each = resume && ((key: string, state: S) => void (resume(key, state).length > 0 && owing.add(key)));
-    this.core.importState(at === undefined ? { lsn, keys } : { lsn, at, keys }, this.options.clock.now(), each);
+    this.core.importState(
+      at === undefined ? { lsn, keys, size } : { lsn, at, keys, size },
+      this.options.clock.now(),
+      each,
+    );
     this.snapshotLsn = lsn;
   }
 
