@@ -40,7 +40,7 @@ export const PACE = { debounce: '1 hour' } as const;
 export const T0 = 1_800_000_000_000;
 /**
  * Records a shard's transaction of the tail carries: the app's 1,000 concurrent senders over 4 shards left
- * about 150 (134 to 140 changelog messages, a pack and a commit marker each, for 10,000 records at 100,000 keys).
+ * about 150 (134 to 136 changelog messages, a pack and a commit marker each, for 10,000 records at 100,000 keys).
  */
 export const TAIL_PER_TRANSACTION = 150;
 /** Records given to a host at once (one group commit of its memory log) in the two passes. */
