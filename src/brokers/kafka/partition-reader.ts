@@ -18,7 +18,10 @@ export interface PartitionRead {
   readonly admin: Admin;
   readonly topic: string;
   readonly partition: number;
-  /** The start of the name of the throw-away consumer group the read uses (a random suffix follows). */
+  /**
+   * The start of the name of the throw-away consumer group the read joins when it cannot read without one (a
+   * random suffix follows).
+   */
   readonly groupPrefix: string;
   /**
    * When to stop: `'end'` at the partition's end as it is when the read begins (call it when no transaction
