@@ -14,14 +14,17 @@
  *      (its events are taken once by their offsets). Also printed: the records per transaction on each side
  *      (the raw loop's: changelog end offsets less messages, one commit marker per transaction; Sluice's: its
  *      logs' count).
- *  (b) restore: coordinator states restored per second. An App (MemoryBroker, ManualClock, `debounce: '1 hour'`)
- *      on a `kafkaStore({ ownership: 'all', shards: 4, snapshotEvery: 1_000 })` is given 2 events per key over
- *      K keys with `app.send` (the second pass makes each shard snapshot: a host snapshots once its records
- *      since the last are twice its keys), then one more event for a tenth of the keys (a tail after the
- *      snapshot), and stops. The figure: K / the time of a fresh App's `start()` (opens the store, reads
- *      every shard's snapshot and changelog tail, rebuilds the states). Baseline: a raw read_committed
- *      kafkajs consumer reading every partition of the same changelog and snapshots topics from start to end
- *      (eachBatch, nothing decoded), as K / its time.
+ *  (b) restore: coordinator states restored per second. The store of an App (MemoryBroker, ManualClock,
+ *      `debounce: '1 hour'`) on a `kafkaStore({ ownership: 'all', shards: 4, snapshotEvery: 1_000 })` as it is
+ *      left after 2 events per key over K keys (the second pass makes each shard snapshot: a host snapshots once
+ *      its records since the last are twice its keys) and one more event for a tenth of the keys (a tail after
+ *      the snapshot): built by bench/pace-restore-setup.ts (the app's records through ShardHosts with its pace
+ *      rules, then the snapshots and the tails written by the store's own code; checked against a build by
+ *      `app.send` at 4,000 keys on a memoryStore first), or with `BENCH_RESTORE_SETUP=sends` by the app itself
+ *      (`app.send` from 1,000 senders: minutes at 1,000,000 keys). The figure: K / the time of a fresh App's
+ *      `start()` (opens the store, reads every shard's snapshot and changelog tail, rebuilds the states).
+ *      Baseline: a raw read_committed kafkajs consumer reading every partition of the same changelog and
+ *      snapshots topics from start to end (eachBatch, nothing decoded), as K / its time.
  *  (c) failover: two child processes (bench/pace-failover-child.mjs, from dist/) of one app, a batch-paced
  *      subscriber (`batch: { wait: 200 }`) on a topic of P partitions, events flowing to every partition;
  *      the one owning partition 0 is SIGKILLed; the figure is the time from the kill to the first run, on the
@@ -31,6 +34,9 @@
  *
  *   npm run bench:kafka-pace            (builds dist/ first, for the children of (c))
  *   BENCH_N=100000 BENCH_ROUNDS=5 BENCH_KEYS=100000,1000000 BENCH_PARTS=ab npm run bench:kafka-pace
+ *   BENCH_PARTS=b BENCH_KEYS=1000000 BENCH_RESTORE_KEEP=1 BENCH_RESTORE_ROUNDS=0 npm run bench:kafka-pace   (prints the prefix kept)
+ *   BENCH_PARTS=b BENCH_KEYS=1000000 BENCH_RESTORE_PREFIX=<it> BENCH_ONLY=sluice BENCH_ROUNDS=1 \
+ *     node --cpu-prof --loader ts-node/esm bench/kafka-pace.ts   (a restore's profile, the setup not in it)
  *   BENCH_PARTS=c BENCH_DEBUG=1 npm run bench:kafka-pace   (prints the children's lines)
  *   BENCH_PARTS=a BENCH_ONLY=sluice node --cpu-prof --loader ts-node/esm bench/kafka-pace.ts   (a profile)
  */
@@ -38,9 +44,10 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
-import { App, ManualClock, MemoryBroker, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
+import { App, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
 import { PRODUCER_RETRY, type KafkaShardLog } from '../src/brokers/kafka/kafka-shard-log.js';
+import { NAME, buildShards, checkBuild, restoreApp, sendRestoreStore, writeShards } from './pace-restore-setup.js';
 import { fmt, median, range } from './stats.js';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
@@ -48,16 +55,18 @@ const P = Number(process.env.BENCH_PARTITIONS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const KEYS_A = Number(process.env.BENCH_KEYS_A ?? 10_000);
 const RAW_BATCH = Number(process.env.BENCH_RAW_BATCH ?? 1_000);
-const RESTORE_KEYS = (process.env.BENCH_KEYS ?? '100000,300000').split(',').map(Number);
+const RESTORE_KEYS = (process.env.BENCH_KEYS ?? '100000,1000000').split(',').map(Number);
+/** How (b)'s store is filled: `build` (bench/pace-restore-setup.ts) or `sends` (`app.send`, slow past 100,000 keys). */
+const RESTORE_SETUP = process.env.BENCH_RESTORE_SETUP ?? 'build';
+/** (b) restores the store of this prefix, kept by an earlier run (`BENCH_RESTORE_KEEP=1`), instead of making one. */
+const RESTORE_PREFIX = process.env.BENCH_RESTORE_PREFIX;
+const RESTORE_KEEP = process.env.BENCH_RESTORE_KEEP === '1';
 const RESTORE_ROUNDS = Number(process.env.BENCH_RESTORE_ROUNDS ?? ROUNDS);
 const FAILOVER_ROUNDS = Number(process.env.BENCH_FAILOVER_ROUNDS ?? ROUNDS);
 const SESSION_TIMEOUT_MS = Number(process.env.BENCH_SESSION_TIMEOUT_MS ?? 6_000);
 const PARTS = process.env.BENCH_PARTS ?? 'abc';
-/** `raw` or `sluice`: (a) measures that side only (for a profile). */
+/** `raw` or `sluice`: (a) measures that side only, (b) Sluice's only (for a profile). */
 const ONLY = process.env.BENCH_ONLY;
-const SENDERS = 1_000;
-const NAME = 'p';
-const T0 = 1_800_000_000_000;
 
 const brokers =
   process.env.KAFKA_BROKERS ??
@@ -369,34 +378,23 @@ function restoreStore(prefix: string): Store {
   });
 }
 
-function restoreApp(store: Store): App {
-  const app = new App({ name: 'bench-restore', logger: silentLogger, store, clock: new ManualClock(T0) });
-  return app.withBroker(new MemoryBroker(), (r) =>
-    r.include(
-      subscriber('t', () => {
-        throw new Error('no window may close');
-      })
-        .name(NAME)
-        .pace({ debounce: '1 hour' })
-        .build(),
-    ),
+/** Fills the store of `prefix` by bench/pace-restore-setup.ts; returns the seconds taken. */
+async function build(prefix: string, keys: number): Promise<number> {
+  const t0 = performance.now();
+  const shards = await buildShards(keys, 4, 1_000);
+  const built = (performance.now() - t0) / 1000;
+  await writeShards({ kafka, prefix, maxMessageBytes: 1_000_000, store: () => restoreStore(prefix) }, shards);
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(
+    `  ${fmt(keys)} keys: states built in ${built.toFixed(1)} s, written to Kafka in ${(seconds - built).toFixed(1)} s`,
   );
-}
-
-/** `SENDERS` loops sending one event to each of keys `from`..`to`. */
-async function sendAll(app: App, from: number, to: number, pass: number): Promise<void> {
-  let next = from;
-  await Promise.all(
-    Array.from({ length: SENDERS }, async () => {
-      for (let i = next++; i < to; i = next++)
-        await app.send(NAME, { key: `customer-${i}`, event: { n: i, pass, amount: 1999 } });
-    }),
-  );
+  return seconds;
 }
 
 const rawRestore = (topics: string[]): Promise<number> => readAll(topics);
 
-async function sluiceRestore(prefix: string, keys: number): Promise<number> {
+/** A fresh App's `start()` on the store of `prefix`: its seconds, and those of the store's `open()` within it. */
+async function sluiceRestore(prefix: string, keys: number): Promise<{ seconds: number; open: number }> {
   let replayed = 0;
   const store = restoreStore(prefix);
   const log = store.log.bind(store);
@@ -406,42 +404,50 @@ async function sluiceRestore(prefix: string, keys: number): Promise<number> {
     l.replay = (from, visit) => replay(from, (lsn, record) => (replayed++, visit(lsn, record)));
     return l;
   };
+  const open = store.open.bind(store);
+  let opened = 0;
+  store.open = (owner) => open(owner).then(() => void (opened = performance.now()));
   const app = restoreApp(store);
   const t0 = performance.now();
   await app.start();
-  const seconds = (performance.now() - t0) / 1000;
+  const t1 = performance.now();
   await app.stop();
   if (replayed !== Math.ceil(keys / 10)) console.log(`  (replayed ${fmt(replayed)} tail records)`);
-  return seconds;
+  return { seconds: (t1 - t0) / 1000, open: (opened - t0) / 1000 };
 }
 
 async function partB(): Promise<void> {
-  console.log(`\n(b) restore: coordinator states per second, 4 shards, median of ${RESTORE_ROUNDS} rounds\n`);
+  console.log(
+    `\n(b) restore: coordinator states per second, 4 shards, median of ${RESTORE_ROUNDS} rounds, setup by ${RESTORE_SETUP}, node ${process.version}\n`,
+  );
+  if (RESTORE_SETUP === 'build' && RESTORE_PREFIX === undefined) await checkBuild(4_000); // built as sent
   const rows: string[] = [];
   for (const keys of RESTORE_KEYS) {
-    const prefix = unique('restore');
+    const prefix = RESTORE_PREFIX ?? unique('restore');
     const topics = [`${prefix}.changelog`, `${prefix}.snapshots`];
-    const app = restoreApp(restoreStore(prefix));
-    await app.start();
-    const t0 = performance.now();
-    await sendAll(app, 0, keys, 1);
-    await sendAll(app, 0, keys, 2);
-    await app.idle();
-    await sleep(500); // the snapshots, begun when the last appends of the pass became durable
-    await sendAll(app, 0, Math.ceil(keys / 10), 3);
-    const setup = (performance.now() - t0) / 1000;
-    await app.stop(); // waits for the snapshots under way
+    if (RESTORE_PREFIX === undefined) {
+      const setup =
+        RESTORE_SETUP === 'sends' ? await sendRestoreStore(restoreStore(prefix), keys) : await build(prefix, keys);
+      console.log(
+        `  ${fmt(keys)} keys: ${fmt(2 * keys + Math.ceil(keys / 10))} ${RESTORE_SETUP === 'sends' ? 'sends' : 'records built'} in ${setup.toFixed(1)} s (${fmt((2 * keys + keys / 10) / setup)}/s)`,
+      );
+    }
     const changelog = await offsetsOf(topics[0]!);
     const snapshots = await offsetsOf(topics[1]!);
     console.log(
-      `  ${fmt(keys)} keys: ${fmt(2 * keys + Math.ceil(keys / 10))} sends in ${setup.toFixed(1)} s (${fmt((2 * keys + keys / 10) / setup)}/s); changelog ${fmt(changelog.messages)} messages left, snapshots ${fmt(snapshots.messages)} messages`,
+      `  ${prefix}: changelog ${fmt(changelog.messages)} messages, snapshots ${fmt(snapshots.messages)} messages`,
     );
     const raw: number[] = [];
     const sluice: number[] = [];
     const ratios: number[] = [];
     for (let round = 0; round < RESTORE_ROUNDS; round++) {
+      if (ONLY === 'sluice') {
+        const s = await sluiceRestore(prefix, keys);
+        console.log(`  round ${round + 1}: Sluice start() ${s.seconds.toFixed(2)} s (open ${s.open.toFixed(2)} s)`);
+        continue;
+      }
       let r: number;
-      let s: number;
+      let s: { seconds: number; open: number };
       if (round % 2 === 0) {
         r = await rawRestore(topics);
         s = await sluiceRestore(prefix, keys);
@@ -450,16 +456,18 @@ async function partB(): Promise<void> {
         r = await rawRestore(topics);
       }
       raw.push(keys / r);
-      sluice.push(keys / s);
-      ratios.push(r / s);
+      sluice.push(keys / s.seconds);
+      ratios.push(r / s.seconds);
       console.log(
-        `  round ${round + 1}: raw read ${r.toFixed(2)} s, Sluice start() ${s.toFixed(2)} s, ratio ${(r / s).toFixed(2)}`,
+        `  round ${round + 1}: raw read ${r.toFixed(2)} s, Sluice start() ${s.seconds.toFixed(2)} s (open ${s.open.toFixed(2)} s), ratio ${(r / s.seconds).toFixed(2)}`,
       );
     }
+    if (RESTORE_KEEP || RESTORE_PREFIX !== undefined) console.log(`  kept ${prefix}`);
+    else await deleteTopics(topics);
+    if (ONLY === 'sluice' || ratios.length === 0) continue;
     rows.push(
       `| ${fmt(keys)} | ${fmt(median(raw))} | ${fmt(median(sluice))} | ${median(ratios).toFixed(2)} | ${range(ratios)} |`,
     );
-    await deleteTopics(topics);
   }
   console.log(
     '\n| keys | raw read_committed read of the same partitions, keys/s | Sluice start() (restore), states/s | ratio (median, same round) | range of ratios |',

@@ -22,7 +22,6 @@
 import { SluiceError, show } from '../core/errors.js';
 import type { StateCodec } from '../shard/rules.js';
 import {
-  QUIET,
   type Held,
   type OpenWindow,
   type PaceEvent,
@@ -106,18 +105,34 @@ export function decodeEvent(data: unknown): PaceEvent {
   return event;
 }
 
+// Object literals, not spreads: a restore decodes every key of a snapshot, and a spread costs ten times as much.
 const runJson = (r: PendingRun): RunJson =>
   r.order !== 0
     ? { id: r.runId, events: r.events, size: r.size, o: r.order }
     : { id: r.runId, events: r.events, size: r.size };
+const windowJson = (w: OpenWindow): WindowJson =>
+  w.order !== 0
+    ? { id: w.runId, events: w.events, size: w.size, o: w.order, first: w.openedAt, due: w.closesAt }
+    : { id: w.runId, events: w.events, size: w.size, first: w.openedAt, due: w.closesAt };
+const startedJson = (r: StartedRun): StartedJson =>
+  r.order !== 0
+    ? { id: r.runId, events: r.events, size: r.size, o: r.order, at: r.startedAt }
+    : { id: r.runId, events: r.events, size: r.size, at: r.startedAt };
 const runOf = (j: RunJson): PendingRun => ({ runId: j.id, events: j.events, size: j.size, order: j.o ?? 0 });
+const startedOf = (j: StartedJson): StartedRun => ({
+  runId: j.id,
+  events: j.events,
+  size: j.size,
+  order: j.o ?? 0,
+  startedAt: j.at,
+});
 
 /** A state as a snapshot keeps it. */
 export function encodeState(s: PaceState): StateJson {
   const json: { -readonly [K in keyof StateJson]: StateJson[K] } = { v: PACE_CODEC_VERSION };
-  if (s.stage === 'gathering') json.w = { ...runJson(s.window), first: s.window.openedAt, due: s.window.closesAt };
+  if (s.stage === 'gathering') json.w = windowJson(s.window);
   if (s.waiting.length > 0) json.q = s.waiting.map(runJson);
-  if (s.running.length > 0) json.runs = s.running.map((r) => ({ ...runJson(r), at: r.startedAt }));
+  if (s.running.length > 0) json.runs = s.running.map(startedJson);
   if (s.history.length > 0) json.starts = s.history;
   if (s.ids !== undefined) {
     json.ids = s.ids;
@@ -136,15 +151,21 @@ export function encodeState(s: PaceState): StateJson {
 export function decodeState(data: unknown): PaceState {
   const json = data as StateJson;
   checkVersion(json.v, 'a coordinator state');
-  const held = {
-    waiting: json.q?.map(runOf) ?? [],
-    running: json.runs?.map((r): StartedRun => ({ ...runOf(r), startedAt: r.at })) ?? [],
-    history: json.starts ?? [],
-    ...remembered(json),
-  };
-  if (json.w === undefined) return { ...QUIET, ...held };
-  const window: OpenWindow = { ...runOf(json.w), openedAt: json.w.first, closesAt: json.w.due };
-  return { stage: 'gathering', window, ...held };
+  const waiting = json.q?.map(runOf) ?? [];
+  const running = json.runs?.map(startedOf) ?? [];
+  const history = json.starts ?? [];
+  const w = json.w;
+  const state: PaceState =
+    w === undefined
+      ? { stage: 'quiet', waiting, running, history }
+      : {
+          stage: 'gathering',
+          window: { runId: w.id, events: w.events, size: w.size, order: w.o ?? 0, openedAt: w.first, closesAt: w.due },
+          waiting,
+          running,
+          history,
+        };
+  return json.ids === undefined && json.seen === undefined ? state : Object.assign(state, remembered(json));
 }
 
 /**

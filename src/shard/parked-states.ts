@@ -28,14 +28,21 @@ export class ParkedStates<S> {
 
   /**
    * Parks a key whose state is at hand as its codec encodes it (read from a snapshot, which the codec decodes
-   * as it decodes what it encodes): kept as that JSON.
+   * as it decodes what it encodes): kept as that JSON, or as `json` when it is given (the JSON text that
+   * `encoded` was parsed from, as a snapshot holds it).
    */
-  parkEncoded(key: string, encoded: unknown, timerAtMs: number | undefined): void {
+  parkEncoded(key: string, encoded: unknown, timerAtMs: number | undefined, json?: string): void {
     // Compacted here, not as keys leave: a mass wake unparks many and should not pay for it then.
     if (this.arena.wasteful) this.arena.compact((move) => this.table.remapRefs(move));
-    this.table.set(key, this.arena.put(JSON.stringify(encoded)), timerAtMs ?? Number.NaN);
+    this.table.set(key, this.arena.put(json ?? JSON.stringify(encoded)), timerAtMs ?? Number.NaN);
     if (timerAtMs !== undefined && this.earliestCache !== null && !(this.earliestCache! <= timerAtMs))
       this.earliestCache = timerAtMs;
+  }
+
+  /** Makes room at once for `keys` more parked keys whose states take about `bytes` bytes of JSON. */
+  reserve(keys: number, bytes: number): void {
+    this.table.reserve(keys);
+    this.arena.reserve(bytes + 4 * keys);
   }
 
   /** Takes a key out, returning its state and timer; undefined when it is not parked. */

@@ -182,14 +182,17 @@ export class ShardCore<S, O> {
 
   /**
    * Starts from a snapshot instead of from nothing: before any record is applied. `each`, if given, sees each
-   * key's state as it is imported.
+   * key's state as it is imported. An entry's state text, when it has one, is what a key parked here keeps.
    */
   importState(snapshot: ShardSnapshot<S>, nowMs: number, each?: (key: string, state: S) => void): void {
     if (this.lastLsn !== 0) throw new RangeError('ShardCore.importState: the core has applied records already');
     this.lastLsn = snapshot.lsn;
     this.lastAt = snapshot.at;
     const codec = this.rules.codec;
-    for (const [key, json, saved] of snapshot.keys) {
+    const size = snapshot.size;
+    const parking = size === undefined ? 0 : size.keys - Math.max(0, this.maxLoaded - this.states.size);
+    if (parking > 0) this.parked.reserve(parking, Math.ceil((size!.bytes / size!.keys) * parking));
+    for (const [key, json, saved, text] of snapshot.keys) {
       const state = codec ? codec.decode(json) : json; // decoded even to be parked: what does not read is refused now
       each?.(key, state);
       const timer = this.loseTimers ? null : saved;
@@ -197,7 +200,7 @@ export class ShardCore<S, O> {
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);
         if (timer !== null) this.timers.set(key, timer, nowMs);
-      } else this.parked.parkEncoded(key, json, timer ?? undefined); // as the snapshot holds it, not encoded again
+      } else this.parked.parkEncoded(key, json, timer ?? undefined, text); // as the snapshot holds it
     }
   }
 

@@ -1,11 +1,19 @@
 /**
+ * A key's entry in a snapshot: its state as the rules' codec encodes it, its timer (null for none), and, when the
+ * snapshot's text is at hand (see snapshot-text.ts), that state's JSON text as the snapshot holds it.
+ */
+export type SnapshotEntry<S> = readonly [key: string, state: S, timer: number | null, stateJson?: string];
+
+/**
  * A shard snapshot: every key's state and timer (null for none) as of `lsn`, and the time of the last record applied
  * (`at`).
  */
 export interface ShardSnapshot<S> {
   readonly lsn: number;
   readonly at?: number;
-  readonly keys: readonly (readonly [string, S, number | null])[];
+  readonly keys: Iterable<SnapshotEntry<S>>;
+  /** When known, how many entries `keys` gives, and about how many bytes of JSON their states take. */
+  readonly size?: { readonly keys: number; readonly bytes: number };
 }
 
 /** The parked keys as they were when a snapshot began, read a few at a time (`ParkedTable.frozenKeys`). */

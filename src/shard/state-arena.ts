@@ -24,6 +24,14 @@ export class StateArena {
     return at;
   }
 
+  /** Makes room for `bytes` more bytes of entries at once (a restore that knows about how many), not by doubling. */
+  reserve(bytes: number): void {
+    if (this.used + bytes <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(this.used + bytes);
+    this.buf.copy(bigger, 0, 0, this.used);
+    this.buf = bigger;
+  }
+
   /** The JSON text stored at `offset`. */
   text(offset: number): string {
     return this.buf.toString('utf8', offset + 4, offset + 4 + this.buf.readUInt32LE(offset));

@@ -4,6 +4,7 @@ import type { Clock, Faults, ShardLog, Timer } from '../core/ports.js';
 import { MAX_RECORD_BYTES } from '../core/records.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
+import { SNAPSHOT_CLOSE, readSnapshotText, snapshotLines, snapshotOpening } from '../shard/snapshot-text.js';
 
 /** Settings of a {@link ShardHost}. */
 export interface ShardHostOptions<S, O> {
@@ -142,12 +143,16 @@ export class ShardHost<S, O> {
   private async importSnapshot(owing: Set<string>): Promise<void> {
     const snapshot = await this.options.log.readSnapshot();
     if (!snapshot) return;
-    const { lsn, at, keys } = JSON.parse(utf8(snapshot.state)) as ShardSnapshot<S>;
+    const { lsn, at, keys, size } = readSnapshotText(utf8(snapshot.state)) as ShardSnapshot<S>;
     if (lsn !== snapshot.lsn)
       throw new SluiceError('STORE_CORRUPT', `snapshot says LSN ${lsn}, its file ${snapshot.lsn}`);
     const resume = this.options.resume;
     const each = resume && ((key: string, state: S) => void (resume(key, state).length > 0 && owing.add(key)));
-    this.core.importState(at === undefined ? { lsn, keys } : { lsn, at, keys }, this.options.clock.now(), each);
+    this.core.importState(
+      at === undefined ? { lsn, keys, size } : { lsn, at, keys, size },
+      this.options.clock.now(),
+      each,
+    );
     this.snapshotLsn = lsn;
   }
 
@@ -300,20 +305,20 @@ export class ShardHost<S, O> {
       // Serialised a chunk per turn of the event loop, so that a large shard never holds it for long.
       const { lsn, at } = this.core.beginSnapshot();
       const atBytes = this.appendedBytes;
-      const parts: Buffer[] = [Buffer.from(`{"lsn":${lsn},${at === undefined ? '' : `"at":${at},`}"keys":[`)];
+      const parts: Buffer[] = [Buffer.from(snapshotOpening(lsn, at))];
       try {
         for (
           let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK);
           chunk.length > 0;
           chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)
         ) {
-          parts.push(Buffer.from((parts.length > 1 ? ',' : '') + chunk.join(',')));
+          parts.push(Buffer.from(snapshotLines(chunk, parts.length === 1)));
           await new Promise<void>((resolve) => setImmediate(resolve));
         }
       } finally {
         this.core.endSnapshot();
       }
-      parts.push(Buffer.from(']}'));
+      parts.push(Buffer.from(SNAPSHOT_CLOSE));
       const state = Buffer.concat(parts);
       await log.writeSnapshot(lsn, state);
       this.snapshotLsn = lsn;

@@ -39,6 +39,12 @@ describe('pace codec', () => {
       v: 1,
       w: { id: 'k@u1', events: [{ n: 1 }], size: 1, o: 5, first: 1, due: 2 },
     });
+    // The text, field order included, is what snapshots and parked keys hold.
+    expect(JSON.stringify(encodeState({ ...states[2]!, running: [{ ...run, order: 4, startedAt: 3 }] }))).toBe(
+      '{"v":1,"q":[{"id":"k@u1","events":[{"n":1}],"size":1,"o":-2},{"id":"k@u1","events":[{"n":1}],"size":1}],' +
+        '"runs":[{"id":"k@u1","events":[{"n":1}],"size":1,"o":4,"at":3}],"starts":[3,4],"ids":{"a":"k@u1","b":""},' +
+        '"idOrder":["a","b"],"idUntil":[10,11],"idHead":0,"seen":{"orders/0":7},"seenUntil":12}',
+    );
   });
 
   it('reads the snapshot a store written before the version mark holds, and writes it back the same but for the mark', () => {

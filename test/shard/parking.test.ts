@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ParkedStates } from '../../src/shard/parked-states.js';
 import { TIMER, type Rules, type ShardRecord } from '../../src/shard/rules.js';
 import { ShardCore } from '../../src/shard/shard-core.js';
@@ -222,6 +222,20 @@ describe('ParkedStates and StateArena', () => {
       }
       expect(p.size).toBe(0);
     }
+  });
+
+  it('makes room at once for the keys a restore parks, keeping those parked already', () => {
+    const p = new ParkedStates<{ i: number }>();
+    for (let i = 0; i < 100; i++) p.park(`k${i}`, { i }, i);
+    p.reserve(20_000, 20_000 * 12); // {"i":20099} is 11 bytes
+    const internals = p as unknown as { table: { resize(): void }; arena: { bytes(): number } };
+    const resize = vi.spyOn(internals.table, 'resize');
+    const arenaBytes = internals.arena.bytes();
+    for (let i = 100; i < 20_100; i++) p.parkEncoded(`k${i}`, { i }, i, JSON.stringify({ i }));
+    expect(resize).not.toHaveBeenCalled();
+    expect(internals.arena.bytes()).toBe(arenaBytes);
+    expect(p.size).toBe(20_100);
+    for (let i = 0; i < 20_100; i += 997) expect(p.unpark(`k${i}`)).toEqual({ state: { i }, timer: i });
   });
 
   it('keeps live entries readable at their new offsets after compact', () => {

@@ -20,7 +20,7 @@ export interface KafkaShardLogSettings {
   readonly transactionalId: string;
   /** The largest batch of messages one request may carry (under the topics' `max.message.bytes`). */
   readonly maxMessageBytes: number;
-  /** Names the throw-away groups reads use. */
+  /** Names the throw-away groups reads use with a kafkajs that cannot read without one (see partition-reader.ts). */
   readonly groupPrefix: string;
   readonly log: Logger;
 }

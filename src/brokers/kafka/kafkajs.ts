@@ -39,3 +39,81 @@ function isMissing(error: unknown): boolean {
 export const { AssignerProtocol, Kafka, PartitionAssigners, Partitioners, logLevel } = loadKafkajs();
 /** The kafkajs client class's instance type, beside the class itself. */
 export type Kafka = kafkajs.Kafka;
+
+/** What a read of one partition gets back of a fetch: kafkajs's decoded messages and what it says of the partition. */
+export interface FetchedPartition {
+  readonly partition: number;
+  readonly highWatermark: string;
+  readonly messages: readonly kafkajs.KafkaMessage[];
+}
+
+/** kafkajs's `Batch` of one fetched partition: its messages less aborted transactions' and control records. */
+export interface FetchedBatch {
+  readonly messages: readonly kafkajs.KafkaMessage[];
+  /** The offset of its last message, control records and aborted ones included (see kafkajs). */
+  lastOffset(): string;
+}
+
+/** A broker connection of kafkajs's cluster, as far as a fetch goes. */
+export interface InternalBroker {
+  fetch(request: {
+    replicaId: number;
+    isolationLevel: number;
+    maxWaitTime: number;
+    minBytes: number;
+    maxBytes: number;
+    topics: { topic: string; partitions: { partition: number; fetchOffset: string; maxBytes: number }[] }[];
+  }): Promise<{ responses: { topicName: string; partitions: FetchedPartition[] }[] }>;
+}
+
+/** kafkajs's cluster of broker connections (metadata and leaders), as far as a fetch goes. */
+export interface InternalCluster {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  addTargetTopic(topic: string): Promise<void>;
+  refreshMetadata(): Promise<void>;
+  findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
+  findBroker(node: { nodeId: string }): Promise<InternalBroker>;
+}
+
+/** What reading a partition without a consumer group takes of kafkajs (see {@link kafkajsInternals}). */
+export interface KafkajsInternals {
+  readonly cluster: () => InternalCluster;
+  readonly batch: (topic: string, fetchedOffset: string, partition: FetchedPartition) => FetchedBatch;
+}
+
+/** kafkajs's READ_COMMITTED isolation level, as its fetch takes it. */
+export const READ_COMMITTED = 1;
+
+/**
+ * What reading a partition without a consumer group takes of kafkajs, whose public API reads only through a
+ * group (and a new group's first join waits the broker's `group.initial.rebalance.delay.ms`, 3 s by Kafka's
+ * default): the client's own cluster of broker connections, made by the function the client keeps for its
+ * consumers and producers under a private symbol, and its `Batch`, which drops aborted transactions'
+ * messages and control records as a consumer does. Neither is kafkajs's public API (this is written against
+ * 2.2.4): undefined when `kafka` or this kafkajs lacks either, and reads then join a group of their own.
+ */
+export function kafkajsInternals(
+  kafka: Kafka,
+  load: (id: string) => unknown = createRequire(import.meta.url),
+): KafkajsInternals | undefined {
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === 'private:Kafka:createCluster');
+  const make = symbol === undefined ? undefined : (kafka as unknown as Record<symbol, unknown>)[symbol];
+  if (typeof make !== 'function') return undefined;
+  let Batch: unknown;
+  try {
+    Batch = load('kafkajs/src/consumer/batch.js');
+  } catch {
+    return undefined;
+  }
+  if (typeof Batch !== 'function') return undefined;
+  const BatchClass = Batch as new (topic: string, fetchedOffset: string, partition: FetchedPartition) => FetchedBatch;
+  return {
+    cluster: () =>
+      (make as (options: object) => InternalCluster).call(kafka, {
+        allowAutoTopicCreation: false,
+        isolationLevel: READ_COMMITTED,
+      }),
+    batch: (topic, fetchedOffset, partition) => new BatchClass(topic, fetchedOffset, partition),
+  };
+}
