@@ -3,7 +3,6 @@ import { utf8, type Headers, type InboundMessage, type RawHeaders } from '../cor
 import type { Broker, Clock, ConsumeRequest, Consumer, Logger, Timer } from '../core/ports.js';
 import type { Receipt } from '../pace/rules.js';
 import { checkKey, eventJson, type Appended } from './pace-event.js';
-import type { PipelineObserver } from './observer.js';
 import type { Pacer } from './pacer.js';
 
 /** What {@link SendRouting} works with. */
@@ -27,7 +26,7 @@ export interface SendRoutingParts {
    * Told of a forwarded delivery that pace dropped (the instance that read it only forwarded it), when the app
    * has metrics.
    */
-  readonly observer?: PipelineObserver | undefined;
+  readonly observer?: { handled(outcome: 'dropped'): void } | undefined;
   /** The app's tracing, when it has tracing: requests carry the trace context, and runs link to it. */
   readonly tracing?: RouteTracing | undefined;
 }
