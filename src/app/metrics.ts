@@ -6,6 +6,7 @@ import type { CompiledSubscriber } from '../declare/compile.js';
 import { HistogramMetric, type HistogramSeries } from './metric-histogram.js';
 import { StoreCounts, SubscriberCounts } from './metric-counts.js';
 import { HANDLED_OUTCOMES } from './observer.js';
+import { loadOptionalPeer } from './optional-peer.js';
 import type { Pacer } from './pacer.js';
 import type { Subscription } from './subscription.js';
 import type { MetricsRegistry } from './telemetry-options.js';
@@ -24,20 +25,11 @@ export interface MetricsSource {
 }
 
 /** Loads prom-client (an optional peer dependency), or says how to install it. */
-export async function loadPromClient(load: () => Promise<unknown> = () => import('prom-client')): Promise<Client> {
-  try {
-    const loaded = (await load()) as Client & { default?: Client };
-    return loaded.Registry === undefined && loaded.default !== undefined ? loaded.default : loaded;
-  } catch (error) {
-    const { code } = (error ?? {}) as { code?: unknown };
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
-      throw new SluiceError(
-        'DEPENDENCY_MISSING',
-        `App metrics need the package prom-client (${PROM_CLIENT_RANGE}), an optional peer dependency of sluice that is not installed: run \`npm install prom-client@${PROM_CLIENT_RANGE}\` in your project`,
-        { cause: error },
-      );
-    throw error;
-  }
+export function loadPromClient(load: () => Promise<unknown> = () => import('prom-client')): Promise<Client> {
+  return loadOptionalPeer<Client>(
+    { name: 'prom-client', range: PROM_CLIENT_RANGE, neededBy: 'App metrics need', export: 'Registry' },
+    load,
+  );
 }
 
 /**

@@ -11,6 +11,7 @@ import type { CompiledSubscriber } from '../declare/compile.js';
 import type { Receipt } from '../pace/rules.js';
 import type { Outcome } from './executor.js';
 import type { AppTracer, HandledOutcome, SubscriberTracer } from './observer.js';
+import { loadOptionalPeer } from './optional-peer.js';
 import { RunLinks } from './run-links.js';
 import { LINKS_MAX, type TracingOptions } from './telemetry-options.js';
 import { formatTraceparent, parseTraceparent, TRACEPARENT, TRACESTATE } from './trace-context.js';
@@ -25,20 +26,11 @@ export const OTEL_API_RANGE = '^1.9.0';
 export const TRACER_NAME = 'sluice';
 
 /** Loads @opentelemetry/api (an optional peer dependency), or says how to install it. */
-export async function loadOtelApi(load: () => Promise<unknown> = () => import('@opentelemetry/api')): Promise<Api> {
-  try {
-    const loaded = (await load()) as Api & { default?: Api };
-    return loaded.trace === undefined && loaded.default !== undefined ? loaded.default : loaded;
-  } catch (error) {
-    const { code } = (error ?? {}) as { code?: unknown };
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND')
-      throw new SluiceError(
-        'DEPENDENCY_MISSING',
-        `App tracing needs the package @opentelemetry/api (${OTEL_API_RANGE}), an optional peer dependency of sluice that is not installed: run \`npm install @opentelemetry/api@${OTEL_API_RANGE}\` in your project`,
-        { cause: error },
-      );
-    throw error;
-  }
+export function loadOtelApi(load: () => Promise<unknown> = () => import('@opentelemetry/api')): Promise<Api> {
+  return loadOptionalPeer<Api>(
+    { name: '@opentelemetry/api', range: OTEL_API_RANGE, neededBy: 'App tracing needs', export: 'trace' },
+    load,
+  );
 }
 
 /** `messaging.system` of a broker: `kafka` for Kafka, `sluice-<kind>` for the others (`sluice-memory`). */
