@@ -5,6 +5,7 @@ import { MAX_RECORD_BYTES } from '../core/records.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
 import { SNAPSHOT_CLOSE, readSnapshotText, snapshotLines, snapshotOpening } from '../shard/snapshot-text.js';
+import { decodeRecord, encodeRecord } from './journal-record.js';
 
 /** Settings of a {@link ShardHost}. */
 export interface ShardHostOptions<S, O> {
@@ -49,12 +50,6 @@ export type ShardHostPhase = 'new' | 'recovering' | 'recovered' | 'serving' | 'c
 
 /** Keys serialised per turn of the event loop while a snapshot is written. */
 const SNAPSHOT_CHUNK = 1_000;
-
-const encode = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
-const decode = (bytes: Uint8Array): ShardRecord => {
-  const [key, at, type, data] = JSON.parse(utf8(bytes)) as [string, number, string, unknown];
-  return data === undefined ? { key, at, type } : { key, at, type, data };
-};
 
 /**
  * The I/O around a pure {@link ShardCore}: appends each record to the shard's log and applies it at once
@@ -129,10 +124,10 @@ export class ShardHost<S, O> {
     const owing = new Set<string>();
     await this.importSnapshot(owing);
     await this.options.log.replay(this.core.appliedLsn + 1, (lsn, bytes) => {
-      const record = decode(bytes);
+      const record = decodeRecord(bytes);
       owing.add(record.key);
       this.core.apply(lsn, record);
-      if (this.options.faults?.applyTwice) this.core.apply(lsn + 0.5, decode(bytes));
+      if (this.options.faults?.applyTwice) this.core.apply(lsn + 0.5, decodeRecord(bytes));
     });
     this.owing = owing;
     this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
@@ -221,7 +216,7 @@ export class ShardHost<S, O> {
     // (synchronously) and leaves no trace.
     let bytes: Buffer;
     try {
-      bytes = encode(stamped);
+      bytes = encodeRecord(stamped);
     } catch (error) {
       if (error instanceof RangeError)
         throw new SluiceError(
