@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, MemoryBroker, SluiceError, fileStore, subscriber, type Context } from '../src/index.js';
+import { App, HandlerOutcome, MemoryBroker, fileStore, subscriber, type Context } from '../src/index.js';
 import { ManualClock, memoryStore, silentLogger } from '../src/testing.js';
 import { Counter, Gate } from './helpers.js';
+import { expectError } from './expect-error.js';
 import { valueOf } from './metrics-text.js';
 
 const apps: App[] = [];
@@ -193,16 +194,8 @@ describe('metrics in a prom-client registry', () => {
 });
 
 describe('metrics, http and health settings', () => {
-  const bad = (options: Record<string, unknown>, message: RegExp) => {
-    const make = () => new App({ name: 'x', ...options });
-    expect(make).toThrow(SluiceError);
-    expect(make).toThrow(message);
-    try {
-      make();
-    } catch (error) {
-      expect((error as SluiceError).code).toBe('CONFIG_INVALID');
-    }
-  };
+  const bad = (options: Record<string, unknown>, message: RegExp) =>
+    expectError(() => new App({ name: 'x', ...options }), 'CONFIG_INVALID', message);
 
   it('throws CONFIG_INVALID naming the field and the value', () => {
     bad({ http: { port: 70_000 } }, /http\.port must be an integer from 0 to 65535, got 70000/);

@@ -21,10 +21,11 @@ import {
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, MemoryBroker, SluiceError, subscriber, type AppOptions } from '../src/index.js';
+import { App, HandlerOutcome, MemoryBroker, subscriber, type AppOptions } from '../src/index.js';
 import { ManualClock, memoryStore, silentLogger } from '../src/testing.js';
 import { loadOtelApi } from '../src/app/tracing.js';
 import { Counter } from './helpers.js';
+import { expectError } from './expect-error.js';
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -419,14 +420,7 @@ describe('tracing: propagators and settings', () => {
     [{ tracerProvider: {} }, 'tracing.tracerProvider must be an OpenTelemetry TracerProvider'],
     [{ sampler: 1 }, 'tracing.sampler must be a known setting (tracerProvider, linksMax), got 1'],
   ])('refuses tracing: %j with CONFIG_INVALID naming the field and value', (tracing, message) => {
-    const make = () => new App({ name: 'bad', tracing: tracing as AppOptions['tracing'] });
-    expect(make).toThrow(SluiceError);
-    expect(make).toThrow(message);
-    try {
-      make();
-    } catch (error) {
-      expect((error as SluiceError).code).toBe('CONFIG_INVALID');
-    }
+    expectError(() => new App({ name: 'bad', tracing: tracing as AppOptions['tracing'] }), 'CONFIG_INVALID', message);
   });
 
   it('says how to install @opentelemetry/api when it is missing (DEPENDENCY_MISSING)', async () => {
