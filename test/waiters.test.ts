@@ -41,4 +41,13 @@ describe('Waiters', () => {
     waiters.wake();
     expect(waiters.waiting).toBe(false);
   });
+
+  it('counts its wakes, whether anyone waited or not', () => {
+    const waiters = new Waiters();
+    const before = waiters.wakes;
+    waiters.wake();
+    void waiters.next();
+    waiters.wake();
+    expect(waiters.wakes - before).toBe(2);
+  });
 });

@@ -29,12 +29,9 @@ export async function waitIdle(app: IdleSource): Promise<void> {
     if (!app.quiet()) continue;
     // Work taken and finished while the brokers answer makes their answer stale: a handler may have read a
     // message and published another after its topic's end was read. Then the answer does not count.
-    let moved = false;
-    void app.progress.next().then(() => {
-      moved = true;
-    });
+    const wakes = app.progress.wakes;
     const lags = await app.lags();
-    if (moved) continue;
+    if (app.progress.wakes !== wakes) continue;
     if (app.quiet() && lags.every((l) => l === 0)) return;
     // Something is on its way: wait for progress, or look again shortly (a remote fetch is under way).
     await progressOrAfter(app.progress, LOOK_AGAIN_MS);

@@ -10,6 +10,12 @@
 export class Waiters {
   private pending: Promise<void> | undefined = undefined;
   private resolve: (() => void) | undefined = undefined;
+  private woken = 0;
+
+  /** How many times {@link Waiters.wake} was called: a caller compares two readings to know whether it was. */
+  get wakes(): number {
+    return this.woken;
+  }
 
   /** True while a caller waits for the next {@link Waiters.wake}. */
   get waiting(): boolean {
@@ -28,6 +34,7 @@ export class Waiters {
 
   /** Wakes every caller waiting now; those that call `next()` meanwhile wait for the wake after. */
   wake(): void {
+    this.woken++;
     const resolve = this.resolve;
     this.pending = undefined;
     this.resolve = undefined;
