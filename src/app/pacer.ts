@@ -89,6 +89,11 @@ export class Pacer {
     return this.ownedByPartition ? this.store.routes : undefined;
   }
 
+  /** The ID of the cluster that holds the store's topics, if the store tells (see `Store.clusterId`). */
+  clusterId(): Promise<string | undefined> {
+    return this.store.clusterId?.() ?? Promise.resolve(undefined);
+  }
+
   /** The store's shard count. */
   get shards(): number {
     return this.store.shards;

@@ -111,6 +111,21 @@ export class SendRouting {
       );
   }
 
+  /**
+   * The store keeps its topics on the broker's cluster, where the subscriber's group member reads the requests
+   * beside its topic, else `CONFIG_INVALID` (checked before anything joins; a broker or store that cannot tell is
+   * taken at its word).
+   */
+  async checkCluster(): Promise<void> {
+    const { broker, pacer, subscriber, routes } = this.parts;
+    const [brokers, stores] = await Promise.all([broker.clusterId?.(), pacer.clusterId()]);
+    if (brokers === undefined || stores === undefined || brokers === stores) return;
+    throw new SluiceError(
+      'CONFIG_INVALID',
+      `subscriber ${show(subscriber)}: the store keeps its topics (${show(routes.requests)} among them) on Kafka cluster ${show(stores)}, and the subscriber reads cluster ${show(brokers)}; give the store the brokers of the subscriber's cluster, where its requests are read beside the subscriber's topic`,
+    );
+  }
+
   /** Joins the replies' group of this instance; resolves once joined (before any send is routed). */
   async start(): Promise<void> {
     const { broker, routes, group } = this.parts;

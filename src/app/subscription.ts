@@ -148,6 +148,7 @@ export class Subscription {
     // (the broker may create the topic as it joins).
     const checked = owning !== undefined && (await this.checkPartitions(owning, false));
     const routing = owning && this.routeSends(owning);
+    await routing?.checkCluster(); // before anything joins
     await routing?.start(); // joined before the app runs: no reply to a send of this instance is missed
     this.consumer = await this.broker.consume({
       topic: this.sub.topic,

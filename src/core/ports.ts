@@ -56,6 +56,11 @@ export interface Broker {
   partitionOf?(key: string, partitions: number): number;
   /** How many partitions `topic` has (Kafka asks the broker). Optional, like `partitionOf`. */
   partitionCount?(topic: string): Promise<number>;
+  /**
+   * The ID of the cluster the broker is part of (Kafka's cluster ID), connecting first if need be. Optional:
+   * a paced subscriber whose store routes `app.send` checks that the store keeps its topics on this cluster.
+   */
+  clusterId?(): Promise<string>;
   /** Releases what `connect` opened (the app calls it last in `stop()`, after its consumers closed). */
   close(): Promise<void>;
 }

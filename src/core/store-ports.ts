@@ -110,6 +110,12 @@ export interface Store {
    */
   open(owner?: StoreOwner): Promise<void>;
   /**
+   * The ID of the cluster that holds the store's topics (Kafka's cluster ID), once the store is open. Optional;
+   * a store with `routes` that has it is checked to be on the paced subscriber's broker's cluster, where the
+   * requests are read beside the subscriber's topic (`CONFIG_INVALID` otherwise).
+   */
+  clusterId?(): Promise<string>;
+  /**
    * The log of shard `shard`.
    *
    * @throws RangeError when there is no such shard.

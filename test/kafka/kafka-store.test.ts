@@ -156,6 +156,15 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
     }
   }, 600_000);
 
+  it('tells the cluster it keeps its topics on, once open: the broker’s, when both name the same brokers', async () => {
+    const store = testKafkaStore(uniquePrefix('cluster'));
+    await expect(store.clusterId!()).rejects.toMatchObject({ code: 'APP_STATE' });
+    await opened(store);
+    const id = await store.clusterId!();
+    expect(id).toMatch(/^\S+$/);
+    expect(await testKafka().clusterId()).toBe(id);
+  });
+
   it('checks its settings, naming the field and the value', () => {
     const base = { brokers: ['127.0.0.1:1'], prefix: 'p' };
     const refused = (options: object, field: RegExp) =>

@@ -286,4 +286,21 @@ describe('app.send routed to the owner of the key’s partition (memory broker, 
     expect(receipts.filter((r) => r.kind === 'dropped')).toHaveLength(8);
     await Promise.all([a.stop(), b.stop()]);
   });
+  it('a store on another Kafka cluster than the subscriber’s is refused at start, before anything joins', async () => {
+    const { clock, broker, store, seen } = setup();
+    const on = (cluster: string) => Object.assign(store, { clusterId: () => Promise.resolve(cluster) });
+    Object.assign(broker, { clusterId: () => Promise.resolve('cluster-a') });
+    const elsewhere = instance('a', broker, on('cluster-b'), clock, seen);
+    const refused = await elsewhere.start().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(SluiceError);
+    expect((refused as SluiceError).code).toBe('CONFIG_INVALID');
+    expect((refused as SluiceError).message).toMatch(/cluster "cluster-b".*reads cluster "cluster-a"/);
+    const same = instance('b', broker, on('cluster-a'), clock, seen);
+    await same.start();
+    expect(await same.send('ev', { key: keyIn(broker, 0), event: {} })).toMatchObject({ kind: 'run' });
+    await same.stop();
+  });
 });

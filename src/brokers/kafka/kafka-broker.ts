@@ -205,6 +205,12 @@ export class KafkaBroker implements Broker {
     return topics[0]?.partitions.length ?? 0;
   }
 
+  /** The cluster's ID, as the broker tells (connecting first if need be). */
+  async clusterId(): Promise<string> {
+    await this.connect();
+    return (await this.admin!.describeCluster()).clusterId;
+  }
+
   /**
    * Creates a topic with `partitions` partitions and `replicationFactor` replicas (connecting first if need be); an
    * existing topic is left as it is.

@@ -206,6 +206,12 @@ class KafkaStore implements Store {
     this.opened = true;
   }
 
+  /** The ID of the cluster that holds the store's topics (the store must be open). */
+  async clusterId(): Promise<string> {
+    if (!this.opened) throw new SluiceError('APP_STATE', 'kafkaStore: the cluster is known once the store is open');
+    return (await this.admin.describeCluster()).clusterId;
+  }
+
   log(shard: number): ShardLog {
     this.check(shard);
     const log = this.logs[shard];
