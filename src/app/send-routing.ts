@@ -133,6 +133,7 @@ export class SendRouting {
       topic: routes.replies,
       group: `${group}.replies.${this.from}`,
       fromEnd: true,
+      forgetOnClose: true,
       onReadable: () => this.readReplies(),
       onRevoke: async () => {},
       shutdownTimeoutMs: this.parts.shutdownTimeoutMs,

@@ -110,6 +110,13 @@ export interface ConsumeRequest {
    */
   readonly fromEnd?: boolean;
   /**
+   * The group is made for this one member: once the member has left it at `close()`, the group is deleted,
+   * its committed offsets with it (Kafka: `DeleteGroups`, within the close's deadline; a member that never
+   * closes leaves its group to expire with the broker's `offsets.retention.minutes`). Optional; for the
+   * replies of `app.send`, a group of each instance's own.
+   */
+  readonly forgetOnClose?: boolean;
+  /**
    * A second topic the same member reads, co-partitioned with `topic` (same partition count): partition p of
    * it is always owned by the member that owns partition p of `topic`. Optional; a paced subscriber whose
    * store routes `app.send` (see `Store.routes`) reads its requests topic so. Its messages never go through

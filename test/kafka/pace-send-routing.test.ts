@@ -79,6 +79,20 @@ describe.skipIf(!kafkaBrokers)('app.send routed to the owner on Kafka', { timeou
     const runOf = new Map(seen.map((r) => [r.key, r.id]));
     expect(runOf.size).toBe(KEYS);
     receipts.forEach(([first], k) => expect(runOf.get(`key-${k}`)).toBe(runIdOf(first)));
+    // Each instance read the replies in a group of its own, deleted as it stops.
+    const admin = testKafka().kafka.admin();
+    await admin.connect();
+    try {
+      const replies = async () =>
+        (await admin.listGroups()).groups.filter(
+          (g) => g.groupId.startsWith(`${name}`) && g.groupId.includes('.replies.'),
+        );
+      expect(await replies()).toHaveLength(2);
+      await Promise.all(both.map((a) => a.stop()));
+      expect(await replies()).toEqual([]);
+    } finally {
+      await admin.disconnect();
+    }
   });
 
   it('starts sent at once, each twice (a retry read in the same batch): the second is the first’s duplicate, each key runs once', async () => {

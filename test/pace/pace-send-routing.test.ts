@@ -159,7 +159,11 @@ describe('app.send routed to the owner of the key’s partition (memory broker, 
     await Promise.all([a.idle(), b.idle()]);
     expect(seen.map((s) => [s.run.key, s.run.id]).sort()).toEqual([...runs].sort());
     expect(seen.every((s) => s.events.length === 1)).toBe(true);
+    // Each instance read the replies in a group of its own, deleted as it stops.
+    const replies = () => broker.groupNames().filter((g) => g.includes('.replies.'));
+    expect(replies()).toHaveLength(2);
     await Promise.all([a.stop(), b.stop()]);
+    expect(replies()).toEqual([]);
   });
 
   it('without an eventId, starts sent to either instance join one run per key', async () => {

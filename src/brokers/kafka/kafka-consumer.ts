@@ -339,7 +339,7 @@ export class KafkaConsumer implements Consumer {
     const within: Within = (work) => Promise.race([work.then(() => true), timedOut]);
     try {
       await this.finalCommit(within, timeoutMs);
-      await this.leave(within, timeoutMs);
+      if ((await this.leave(within, timeoutMs)) && this.request.forgetOnClose === true) await this.forget(within);
     } finally {
       timer?.cancel();
       this.partitions.clear();
@@ -360,16 +360,35 @@ export class KafkaConsumer implements Consumer {
       );
   }
 
-  /** Leaves the group (after a join under way) within the close's deadline, else in the background. */
-  private async leave(within: Within, timeoutMs: number): Promise<void> {
+  /**
+   * Leaves the group (after a join under way) within the close's deadline, else in the background; true once
+   * it has left.
+   */
+  private async leave(within: Within, timeoutMs: number): Promise<boolean> {
     const consumer = this.consumer;
     const leave = (this.starting ?? Promise.resolve()).catch(() => {}).then(() => consumer?.disconnect());
-    const left = leave.catch((error: unknown) => this.log.warn('leaving the group failed', { error }));
-    if (!(await within(left)))
-      this.log.warn(
-        'leaving the group: the broker did not answer within the shutdown timeout; it goes on in the background',
-        { timeoutMs },
-      );
+    const left = leave.then(
+      () => true,
+      (error: unknown) => {
+        this.log.warn('leaving the group failed', { error });
+        return false;
+      },
+    );
+    if (await within(left)) return left;
+    this.log.warn(
+      'leaving the group: the broker did not answer within the shutdown timeout; it goes on in the background',
+      { timeoutMs },
+    );
+    return false;
+  }
+
+  /** Deletes the group this member has left (`ConsumeRequest.forgetOnClose`), within the close's deadline. */
+  private async forget(within: Within): Promise<void> {
+    const { group } = this.request;
+    const deleted = this.admin
+      .deleteGroups([group])
+      .catch((error: unknown) => this.log.debug('the group was not deleted; it expires', { group, error }));
+    if (!(await within(deleted))) this.log.debug('the group was not deleted in time; it expires', { group });
   }
 
   /** Calls the request's `onAssign` once the revoke before it (if any) is done; batches wait for it. */

@@ -152,9 +152,20 @@ export class MemoryBroker implements Broker {
     if (named !== undefined && !this.topicLogs.has(named))
       await this.createTopic(named, this.topic(request.topic).partitions.length);
     const requests = named === undefined ? undefined : this.group(request.group, named);
-    const consumer = new MemoryConsumer(group, request, requests);
+    const forget = request.forgetOnClose === true ? () => this.forgetGroup(request.group) : undefined;
+    const consumer = new MemoryConsumer(group, request, requests, forget);
     await group.join(consumer);
     return consumer;
+  }
+
+  /** Deletes a group left by every member, with its offsets (`ConsumeRequest.forgetOnClose`). */
+  private forgetGroup(group: string): void {
+    for (const [id, g] of this.groups) if (g.group === group && g.members.length === 0) this.groups.delete(id);
+  }
+
+  /** The consumer groups the broker knows: joined once, and not deleted since. */
+  groupNames(): string[] {
+    return [...new Set([...this.groups.values()].map((g) => g.group))];
   }
 
   /** The group's state for `topic` (creating both on first use). */

@@ -28,6 +28,8 @@ export class MemoryConsumer implements Consumer {
     private readonly request: ConsumeRequest,
     /** The group's offsets of the requests topic, when the request names one. */
     private readonly requestsGroup?: GroupTopic,
+    /** Deletes the group once this member has left it (`ConsumeRequest.forgetOnClose`). */
+    private readonly forget?: () => void,
   ) {
     const handler = request.requests;
     if (handler !== undefined && requestsGroup !== undefined) {
@@ -110,6 +112,7 @@ export class MemoryConsumer implements Consumer {
     this.closed = true;
     await this.groupTopic.leave(this);
     this.requestsGroup?.requestReaders.delete(this);
+    this.forget?.();
   }
 
   /** Called by the broker when a message was appended to a partition of the requests topic. */
