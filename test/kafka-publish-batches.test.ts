@@ -85,4 +85,50 @@ describe('kafka: publishes gathered by partition', () => {
     await Promise.all(Array.from({ length: 4 }, () => batches.publish('t', message(third, { partition: 0 }))));
     expect(sends.map((s) => s.values.length)).toEqual([3, 1]);
   });
+  it('one send in flight per partition: publishes made meanwhile, over several turns, go next, together and in order', async () => {
+    const answers: (() => void)[] = [];
+    const sends: string[][] = [];
+    const batches = new PublishBatches((topic, messages) => {
+      sends.push(messages.map((m) => String(m.value)));
+      return new Promise((resolve) => answers.push(() => resolve([{ topicName: topic, partition: 0, errorCode: 0 }])));
+    });
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const published = [batches.publish('t', message('a', { partition: 0 }))];
+    await turn();
+    expect(sends).toEqual([['a']]);
+    published.push(batches.publish('t', message('b', { partition: 0 })));
+    await turn();
+    published.push(
+      batches.publish('t', message('c', { key: 'k' })),
+      batches.publish('t', message('d', { partition: 0 })),
+    );
+    await turn();
+    expect(sends).toEqual([['a'], ['c']]); // partition 0's next batch waits; another partition's does not
+    answers.shift()!();
+    await turn();
+    expect(sends).toEqual([['a'], ['c'], ['b', 'd']]);
+    answers.splice(0).forEach((answer) => answer());
+    await Promise.all(published);
+    expect(sends).toHaveLength(3);
+  });
+
+  it('a batch in pieces sends them one after the other', async () => {
+    const answers: (() => void)[] = [];
+    const sends: number[] = [];
+    const batches = new PublishBatches((topic, messages) => {
+      sends.push(messages.length);
+      return new Promise((resolve) => answers.push(() => resolve([{ topicName: topic, partition: 0, errorCode: 0 }])));
+    });
+    const third = 'x'.repeat(Math.floor(BATCH_BYTES / 3));
+    const published = Promise.all(
+      Array.from({ length: 4 }, () => batches.publish('t', message(third, { partition: 0 }))),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sends).toEqual([3]);
+    answers.shift()!();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sends).toEqual([3, 1]);
+    answers.shift()!();
+    await published;
+  });
 });

@@ -41,6 +41,8 @@ export class KafkaBroker implements Broker {
   private connecting: Promise<void> | undefined;
   private readonly consumers = new Set<KafkaConsumer>();
   private readonly known = new Set<string>();
+  /** Per topic published to: its one check (see `checked`), which every publish to it awaits. */
+  private readonly checks = new Map<string, Promise<void>>();
   private log: Logger;
   /** The clock of the consumers' own timers: the app's, once an app has connected this broker. */
   private clock: Clock = new SystemClock();
@@ -119,7 +121,8 @@ export class KafkaBroker implements Broker {
    * text, anything else as JSON; `{ tombstone: true }` sends a null value. Keys and header values may be
    * strings or bytes; a header given an array of values is sent once per value. Resolves once the
    * in-sync replicas have it. Publishes made in one turn of the event loop to one partition (pinned, or by
-   * one key) are sent in one request (see `PublishBatches`).
+   * one key) are sent in one request (see `PublishBatches`). Publishes made one after another without
+   * waiting go out in the order they were made, those to a topic not published to before included.
    *
    * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the
    *   message
@@ -130,10 +133,7 @@ export class KafkaBroker implements Broker {
    *   error; other errors are kafkajs's own.
    */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
-    await this.connect();
-    await this.ensureTopic(topic);
-    // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
-    if (isLegalTopic(topic)) await this.mustExist(topic, '(publishing)');
+    await this.checked(topic);
     const partition = options?.partition;
     const sent = await this.batches.publish(topic, recordOf(value, options)).catch((error: unknown) => {
       throw publishError(topic, error);
@@ -141,6 +141,30 @@ export class KafkaBroker implements Broker {
     // kafkajs sends nothing, and reports no error, for a pinned partition its metadata does not list.
     if (partition !== undefined && !sent.some((r) => r.partition === partition))
       await this.unknownPartition(topic, partition);
+  }
+
+  /**
+   * Connects, creates the topic where `createTopics` allows, and refuses one the broker does not have: once
+   * per topic, the promise kept (a failure is forgotten, so that a later publish asks again). Every publish
+   * awaits its topic's one promise, so that publishes made together reach the batches in the order they were
+   * made: each awaiting a check of its own, the first publishes to a topic could overtake one another (two
+   * `app.send`s of one event ID, routed, would reach the key's owner in the other order).
+   */
+  private checked(topic: string): Promise<void> {
+    let check = this.checks.get(topic);
+    if (check === undefined) {
+      const made = (async () => {
+        await this.connect();
+        await this.ensureTopic(topic);
+        // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
+        if (isLegalTopic(topic)) await this.mustExist(topic, '(publishing)');
+      })();
+      made.catch(() => {
+        if (this.checks.get(topic) === made) this.checks.delete(topic);
+      });
+      this.checks.set(topic, (check = made));
+    }
+    return check;
   }
 
   /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
@@ -229,6 +253,7 @@ export class KafkaBroker implements Broker {
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.close()));
     this.consumers.clear();
+    this.checks.clear(); // a publish after close connects again
     if (this.connecting) {
       await this.connecting.catch(() => {});
       await Promise.all([this.producer?.disconnect(), this.admin?.disconnect()]);

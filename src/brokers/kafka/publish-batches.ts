@@ -26,12 +26,20 @@ interface Batch {
  * small concurrent publishes (routed `app.send`s, their replies) cost a request each. A message with no key
  * and no partition (the partitioner spreads those) goes on its own.
  *
+ * A partition has one send in flight at a time: publishes made meanwhile gather into its next batch, sent
+ * once the one in flight is answered. Two sends of kafkajs to one partition at once may reach the broker in
+ * either order (the first to a topic, or after the metadata expired, refreshes it first), and publishes
+ * made one after another must land in that order.
+ *
  * A batch the broker refuses for good (a message in it too large, invalid) is sent again message by message,
  * so that each publish gets the answer to its own message: none of it was appended. Any other failure is
  * every publish's of the batch (it may pass on a later try, as a publish's may).
  */
 export class PublishBatches {
+  /** Batches waiting to be sent, by partition (see `groupOf`). */
   private queued = new Map<string, Batch>();
+  /** Partitions with a send in flight: their next batch waits for it. */
+  private readonly sending = new Set<string>();
   private scheduled = false;
 
   constructor(private readonly send: SendMessages) {}
@@ -45,21 +53,39 @@ export class PublishBatches {
       let batch = this.queued.get(group);
       if (batch === undefined) this.queued.set(group, (batch = { topic, waiting: [] }));
       batch.waiting.push({ message, bytes, resolve, reject });
-      if (!this.scheduled) {
+      if (!this.scheduled && !this.sending.has(group)) {
         this.scheduled = true;
         setImmediate(() => this.flush());
       }
     });
   }
 
+  /** Sends the batch of every partition that has no send in flight; the others go when theirs is answered. */
   private flush(): void {
     this.scheduled = false;
-    const queued = this.queued;
-    this.queued = new Map();
-    for (const { topic, waiting } of queued.values())
-      for (const piece of piecesOf(waiting)) void this.sendPiece(topic, piece);
+    for (const [group, batch] of this.queued) {
+      if (this.sending.has(group)) continue;
+      this.queued.delete(group);
+      void this.sendBatch(group, batch);
+    }
   }
 
+  /** Sends a partition's batch, its pieces one after the other; then the batch that gathered meanwhile. */
+  private async sendBatch(group: string, { topic, waiting }: Batch): Promise<void> {
+    this.sending.add(group);
+    try {
+      for (const piece of piecesOf(waiting)) await this.sendPiece(topic, piece);
+    } finally {
+      this.sending.delete(group);
+      const next = this.queued.get(group);
+      if (next !== undefined) {
+        this.queued.delete(group);
+        void this.sendBatch(group, next);
+      }
+    }
+  }
+
+  /** Sends a piece; a piece refused for good is sent again message by message, in order. Never rejects. */
   private async sendPiece(topic: string, piece: Waiting[]): Promise<void> {
     try {
       const sent = await this.send(
@@ -68,7 +94,7 @@ export class PublishBatches {
       );
       for (const w of piece) w.resolve(sent);
     } catch (error) {
-      if (piece.length > 1 && isRefusal(error)) for (const w of piece) void this.sendPiece(topic, [w]);
+      if (piece.length > 1 && isRefusal(error)) for (const w of piece) await this.sendPiece(topic, [w]);
       else for (const w of piece) w.reject(error);
     }
   }
