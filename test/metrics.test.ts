@@ -127,32 +127,37 @@ describe('metrics in a prom-client registry', () => {
     expect(valueOf(text, 'sluice_handled_total', { ...orders, outcome: 'ack' })).toBe(1);
   });
 
-  it("reads the pace stage's open windows per shard, and times the file store's group commits", async () => {
+  it("reads the pace stage's open windows per subscriber and shard, and times the file store's group commits", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'sluice-metrics-'));
     try {
       const clock = new ManualClock(1_000_000);
       const registry = new Registry();
-      const paced = subscriber('rows', async () => {})
-        .name('rows')
-        .pace({ debounce: 5_000 });
+      const paced = (name: string) =>
+        subscriber(name, async () => {})
+          .name(name)
+          .pace({ debounce: 5_000 })
+          .build();
       const store = fileStore({ dir, shards: 2 });
       const app = appOf({ clock, store, metrics: { registry } });
-      app.withBroker(new MemoryBroker(), (b) => b.include(paced.build()));
+      app.withBroker(new MemoryBroker(), (b) => b.include(paced('rows'), paced('cells')));
       await app.start();
       for (const key of ['a', 'b', 'c']) await app.send('rows', { key, event: { key } });
+      for (const key of ['a', 'b']) await app.send('cells', { key, event: { key } });
       const text = await registry.metrics();
-      const open = [0, 1].map((shard) => valueOf(text, 'sluice_pace_open_windows', { shard }) ?? 0);
-      expect(open[0]! + open[1]!).toBe(3);
-      expect(valueOf(text, 'sluice_pace_waiting_starts', { shard: 0 })).toBe(0);
+      const open = (t: string, name: string) =>
+        [0, 1].map((shard) => valueOf(t, 'sluice_pace_open_windows', { subscriber: name, shard }) ?? 0);
+      expect(open(text, 'rows').reduce((a, b) => a + b)).toBe(3);
+      expect(open(text, 'cells').reduce((a, b) => a + b)).toBe(2);
+      expect(valueOf(text, 'sluice_pace_waiting_starts', { subscriber: 'rows', shard: 0 }) ?? 0).toBe(0);
       expect(valueOf(text, 'sluice_pace_parked_keys', { shard: 0 })).toBe(0);
       const commits = [0, 1].map((shard) => valueOf(text, 'sluice_store_fsync_seconds_count', { shard }) ?? 0);
       expect(commits[0]! + commits[1]!).toBeGreaterThanOrEqual(1);
       const records = [0, 1].map((shard) => valueOf(text, 'sluice_store_records_per_fsync_sum', { shard }) ?? 0);
-      expect(records[0]! + records[1]!).toBe(3);
+      expect(records[0]! + records[1]!).toBe(5);
       await clock.advance(5_000); // the windows close: their runs go
       await app.idle();
       const after = await registry.metrics();
-      expect([0, 1].map((shard) => valueOf(after, 'sluice_pace_open_windows', { shard }))).toEqual([0, 0]);
+      expect([...open(after, 'rows'), ...open(after, 'cells')]).toEqual([0, 0, 0, 0]);
       await app.stop();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -169,11 +169,14 @@ export class AppMetrics {
   /** The pace stage's gauges, per shard hosted here. */
   private registerPace(): void {
     const shards = () => this.source.pacer()?.shardGauges() ?? [];
-    this.gauge('sluice_pace_open_windows', 'Pace coordinators gathering a window', ['shard'], (set) => {
-      for (const g of shards()) set({ shard: g.shard }, g.openWindows);
+    const labels = ['subscriber', 'shard'];
+    this.gauge('sluice_pace_open_windows', 'Pace coordinators gathering a window', labels, (set) => {
+      for (const g of shards())
+        for (const s of g.subscribers) set({ subscriber: s.subscriber, shard: g.shard }, s.openWindows);
     });
-    this.gauge('sluice_pace_waiting_starts', "Pace starts waiting for their key's rate", ['shard'], (set) => {
-      for (const g of shards()) set({ shard: g.shard }, g.waitingStarts);
+    this.gauge('sluice_pace_waiting_starts', "Pace starts waiting for their key's rate", labels, (set) => {
+      for (const g of shards())
+        for (const s of g.subscribers) set({ subscriber: s.subscriber, shard: g.shard }, s.waitingStarts);
     });
     this.gauge('sluice_pace_parked_keys', 'Idle pace keys parked in the shard table', ['shard'], (set) => {
       for (const g of shards()) set({ shard: g.shard }, g.parkedKeys);

@@ -35,10 +35,14 @@ type Host = ShardHost<PaceState, PaceOutput>;
 /** What metrics read of one shard of the pace stage. */
 export interface ShardGauges {
   readonly shard: number;
-  /** Coordinators gathering a window. */
-  readonly openWindows: number;
-  /** Starts waiting for their key's rate (`perMinute`). */
-  readonly waitingStarts: number;
+  /** Per paced subscriber with keys in the shard (now or before). */
+  readonly subscribers: readonly {
+    readonly subscriber: string;
+    /** Coordinators gathering a window. */
+    readonly openWindows: number;
+    /** Starts waiting for their key's rate (`perMinute`). */
+    readonly waitingStarts: number;
+  }[];
   /** Idle keys parked in the shard's table. */
   readonly parkedKeys: number;
 }
@@ -271,13 +275,22 @@ export class Pacer {
     return this.owned === undefined || this.owned.holds(run);
   }
 
-  /** Per shard hosted here: its open windows, starts waiting for their rate, and parked keys (for metrics). */
+  /**
+   * Per shard hosted here: its open windows and starts waiting for their rate per subscriber, and its parked
+   * keys (for metrics).
+   */
   shardGauges(): ShardGauges[] {
     const hosts = this.owned ? this.owned.all() : this.hosts;
-    return hosts.map((h) => {
-      const [openWindows = 0, waitingStarts = 0] = h.core.tallies; // in the order of PACE_TALLIES
-      return { shard: h.shard, openWindows, waitingStarts, parkedKeys: h.core.parkedCount };
-    });
+    return hosts.map((h) => ({
+      shard: h.shard,
+      // In the order of PACE_TALLIES.
+      subscribers: [...h.core.tallies].map(([subscriber, [openWindows = 0, waitingStarts = 0]]) => ({
+        subscriber,
+        openWindows,
+        waitingStarts,
+      })),
+      parkedKeys: h.core.parkedCount,
+    }));
   }
 
   /** True when no record waits to become durable and no shard is being restored or handed over. */

@@ -183,6 +183,12 @@ export function splitKey(key: string): [string, string] {
   return at < 0 ? ['', key] : [key.slice(0, at), key.slice(at + 1)];
 }
 
+/** The subscriber's name of a coordinator's key (without the user's key, which it does not copy). */
+export function subscriberOf(key: string): string {
+  const at = key.indexOf(SEP);
+  return at < 0 ? '' : key.slice(0, at);
+}
+
 /** A started run as its subscriber's dispatch gets it. */
 export const runOf = (subscriber: string, key: string, r: StartedRun): PaceRun => ({
   subscriber,

@@ -52,6 +52,11 @@ export interface Rules<S, O> {
    * is a pure function of a state; a key without state counts 0.
    */
   tallies?: readonly ((state: S) => number)[];
+  /**
+   * The group a key's tallies count under (pace: the key's subscriber), so that metrics read them per
+   * group; every key counts under `''` without it. Pure, and cheap: it is asked once per record.
+   */
+  tallyGroup?(key: string): string;
 }
 
 /** A state to and from the JSON value a snapshot holds: `decode(encode(s))` is a state equal to `s`. */

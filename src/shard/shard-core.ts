@@ -54,8 +54,8 @@ export class ShardCore<S, O> {
   private readonly listeners: ((event: ShardEvent) => void)[] = [];
   /** A snapshot being written in chunks: the states it must see, as of its LSN, for keys changed since. */
   private capture: SnapshotCapture | undefined;
-  /** The rules' tallies summed over every key with state (see `Rules.tallies`). */
-  private readonly sums: number[];
+  /** The rules' tallies summed over every key with state, per group (see `Rules.tallies`, `Rules.tallyGroup`). */
+  private readonly sums = new Map<string, number[]>();
 
   constructor(
     private readonly rules: Rules<S, O>,
@@ -66,7 +66,6 @@ export class ShardCore<S, O> {
     this.timers = new LoadedTimers(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
     this.maxLoaded = options.maxLoadedKeys ?? 10_000;
     this.loseTimers = options.loseTimers === true;
-    this.sums = (rules.tallies ?? []).map(() => 0);
     if (!(Number.isInteger(this.maxLoaded) && this.maxLoaded >= 1))
       throw new RangeError(`ShardCore: maxLoadedKeys must be an integer from 1 up, got ${this.maxLoaded}`);
   }
@@ -99,7 +98,8 @@ export class ShardCore<S, O> {
     fx.changed = record.type === TIMER;
     fx.at = fx.changed ? undefined : this.timers.get(key);
     const prior = this.states.get(key);
-    if (prior !== undefined) this.tally(prior, -1); // before apply, which may change it in place
+    const sums = this.sumsOf(key);
+    if (prior !== undefined) this.tally(sums, prior, -1); // before apply, which may change it in place
     const next = this.rules.apply(prior ?? this.rules.initial(key), record, fx);
     const timer = fx.at;
     const reply = fx.replied;
@@ -110,22 +110,35 @@ export class ShardCore<S, O> {
       if (had) this.emit({ type: 'retired', key });
     } else {
       this.states.set(key, next);
-      this.tally(next, 1);
+      this.tally(sums, next, 1);
       this.parkIdle();
     }
     return reply;
   }
 
-  /** The rules' tallies over every key with state, in their order (see `Rules.tallies`). */
-  get tallies(): readonly number[] {
+  /**
+   * The rules' tallies over every key with state, in their order (see `Rules.tallies`), per group of keys
+   * (`Rules.tallyGroup`; `''` without it). A group once seen stays, at zeros when its keys are gone.
+   */
+  get tallies(): ReadonlyMap<string, readonly number[]> {
     return this.sums;
   }
 
-  /** Adds a state's tallies to the sums (`sign` 1), or takes them away (-1). */
-  private tally(state: S, sign: number): void {
+  /** The sums of the key's group (made at its first key), or undefined when the rules tally nothing. */
+  private sumsOf(key: string): number[] | undefined {
     const tallies = this.rules.tallies;
-    if (tallies === undefined) return;
-    for (let i = 0; i < tallies.length; i++) this.sums[i]! += sign * tallies[i]!(state);
+    if (tallies === undefined) return undefined;
+    const group = this.rules.tallyGroup?.(key) ?? '';
+    let sums = this.sums.get(group);
+    if (sums === undefined) this.sums.set(group, (sums = tallies.map(() => 0)));
+    return sums;
+  }
+
+  /** Adds a state's tallies to its group's `sums` (`sign` 1), or takes them away (-1). */
+  private tally(sums: number[] | undefined, state: S, sign: number): void {
+    const tallies = this.rules.tallies;
+    if (sums === undefined || tallies === undefined) return;
+    for (let i = 0; i < tallies.length; i++) sums[i]! += sign * tallies[i]!(state);
   }
 
   /** Outputs whose records are durable (LSN <= `durableLsn`), in LSN order; each is handed out once. */
@@ -196,7 +209,7 @@ export class ShardCore<S, O> {
       const state = codec ? codec.decode(json) : json; // decoded even to be parked: what does not read is refused now
       each?.(key, state);
       const timer = this.loseTimers ? null : saved;
-      this.tally(state, 1);
+      this.tally(this.sumsOf(key), state, 1);
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);
         if (timer !== null) this.timers.set(key, timer, nowMs);
