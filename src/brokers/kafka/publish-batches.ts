@@ -37,7 +37,7 @@ interface Batch {
  */
 export class PublishBatches {
   /** Batches waiting to be sent, by partition (see `groupOf`). */
-  private queued = new Map<string, Batch>();
+  private readonly queued = new Map<string, Batch>();
   /** Partitions with a send in flight: their next batch waits for it. */
   private readonly sending = new Set<string>();
   private scheduled = false;
