@@ -7,6 +7,7 @@ import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } fro
 import { Waiters } from '../../core/waiters.js';
 import { BatchReader, SESSION_CLOCK } from './batch-reader.js';
 import { askAgain } from './catching-up.js';
+import { CLOSE_TIMEOUT_MS, closeDeadline, forgetGroup, leaveGroup, type Within } from './close-deadline.js';
 import { CrashRestarts } from './crash-restarts.js';
 import type { KafkaConsumerSettings } from './options.js';
 import { groupLag, partitionLags } from './group-lag.js';
@@ -14,12 +15,6 @@ import { OwnedPartitions } from './owned-partitions.js';
 import { PartitionEnds } from './partition-ends.js';
 import { OffsetCommits, pending } from './offset-commits.js';
 import { RequestBatches } from './request-batches.js';
-
-/** How long a stop waits for the broker (the final commit, leaving the group) when the app does not say. */
-const CLOSE_TIMEOUT_MS = 30_000;
-
-/** Races work against a close's deadline: true when the work ended first. */
-type Within = (work: Promise<unknown>) => Promise<boolean>;
 
 /**
  * One member of a Kafka consumer group reading one topic, through kafkajs's eachBatch (see
@@ -330,18 +325,14 @@ export class KafkaConsumer implements Consumer {
     this.restarts.cancel();
     this.partitions.wakeAll();
     const timeoutMs = this.request.shutdownTimeoutMs ?? CLOSE_TIMEOUT_MS;
-    let timer: Timer | undefined;
-    const timedOut = deadline
-      ? deadline.then(() => false as const)
-      : new Promise<false>((resolve) => {
-          timer = this.clock.setTimer(timeoutMs, () => resolve(false), { keepAlive: true });
-        });
-    const within: Within = (work) => Promise.race([work.then(() => true), timedOut]);
+    const { within, cancel } = closeDeadline(deadline, timeoutMs, this.clock);
     try {
       await this.finalCommit(within, timeoutMs);
-      if ((await this.leave(within, timeoutMs)) && this.request.forgetOnClose === true) await this.forget(within);
+      const left = await leaveGroup(this.consumer, this.starting, within, timeoutMs, this.log);
+      if (left && this.request.forgetOnClose === true)
+        await forgetGroup(this.admin, this.request.group, within, this.log);
     } finally {
-      timer?.cancel();
+      cancel();
       this.partitions.clear();
     }
   }
@@ -358,37 +349,6 @@ export class KafkaConsumer implements Consumer {
         'final commit failed: these offsets were not committed; what is above them will be delivered again',
         { offsets: unsent },
       );
-  }
-
-  /**
-   * Leaves the group (after a join under way) within the close's deadline, else in the background; true once
-   * it has left.
-   */
-  private async leave(within: Within, timeoutMs: number): Promise<boolean> {
-    const consumer = this.consumer;
-    const leave = (this.starting ?? Promise.resolve()).catch(() => {}).then(() => consumer?.disconnect());
-    const left = leave.then(
-      () => true,
-      (error: unknown) => {
-        this.log.warn('leaving the group failed', { error });
-        return false;
-      },
-    );
-    if (await within(left)) return left;
-    this.log.warn(
-      'leaving the group: the broker did not answer within the shutdown timeout; it goes on in the background',
-      { timeoutMs },
-    );
-    return false;
-  }
-
-  /** Deletes the group this member has left (`ConsumeRequest.forgetOnClose`), within the close's deadline. */
-  private async forget(within: Within): Promise<void> {
-    const { group } = this.request;
-    const deleted = this.admin
-      .deleteGroups([group])
-      .catch((error: unknown) => this.log.debug('the group was not deleted; it expires', { group, error }));
-    if (!(await within(deleted))) this.log.debug('the group was not deleted in time; it expires', { group });
   }
 
   /** Calls the request's `onAssign` once the revoke before it (if any) is done; batches wait for it. */
