@@ -1,9 +1,11 @@
 /**
- * The one-way direction of imports: core <- declare, shard <- dispatch, pace, store <- app.
+ * The one-way direction of imports, room by room (docs/architecture.md draws them):
+ *   core <- declare, shard <- dispatch, pace <- pace-stage <- pipeline <- telemetry <- app;
+ *   store (the log backends) and brokers import core only, and are handed to the app.
  * Brokers and testing depend on core only; only declare/ uses reflect-metadata; only brokers/kafka/ uses kafkajs,
  * and only brokers/kafka/kafkajs.ts loads it at run time (an optional peer dependency: nothing the entry points
  * other than sluice/kafka, src/index.ts, src/testing.ts and src/adapter.ts, reach may load it or the Kafka broker);
- * only src/app/tracing.ts loads @opentelemetry/api (an optional peer dependency, by a dynamic import).
+ * only src/telemetry/tracing/tracing.ts loads @opentelemetry/api (an optional peer dependency, by a dynamic import).
  * `npm test` fails on any cycle or any import against these arrows.
  */
 const layer = (name, mayImport) => ({
@@ -21,10 +23,16 @@ module.exports = {
     layer('shard', ['core']),
     layer('dispatch', ['core', 'declare', 'shard']),
     layer('pace', ['core', 'declare', 'shard']),
-    layer('store', ['core', 'declare', 'shard']),
+    // The log backends: records in, records out; what a record means is the pace stage's.
+    layer('store', ['core']),
     layer('brokers', ['core']),
     layer('testing', ['core']),
-    layer('app', ['core', 'declare', 'shard', 'dispatch', 'pace', 'store']),
+    // The pace stage never imports the delivery pipeline: runs leave it through a target the pipeline hands in.
+    layer('pace-stage', ['core', 'declare', 'shard', 'pace', 'store']),
+    // The pipeline never imports telemetry: it tells what happened through the events of delivery-events.ts.
+    layer('pipeline', ['core', 'declare', 'shard', 'dispatch', 'pace', 'pace-stage']),
+    layer('telemetry', ['core', 'declare', 'shard', 'dispatch', 'pace', 'pace-stage', 'pipeline']),
+    layer('app', ['core', 'declare', 'shard', 'dispatch', 'pace', 'store', 'pace-stage', 'pipeline', 'telemetry']),
     {
       name: 'reflect-metadata-only-in-declare',
       severity: 'error',
@@ -46,7 +54,7 @@ module.exports = {
     {
       name: 'opentelemetry-loaded-by-tracing-ts-only',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/app/tracing\\.ts$' },
+      from: { path: '^src/', pathNot: '^src/telemetry/tracing/tracing\\.ts$' },
       to: { path: '(^|/)node_modules/@opentelemetry/', dependencyTypesNot: ['type-only'] },
     },
     {

@@ -30,8 +30,8 @@ export default defineConfig({
       'test/sim/**',
       'test/**/*crash*.test.ts',
       'test/store/lock.test.ts', // 100 processes opening a store at once: minutes on a loaded machine
-      'test/examples.test.ts',
-      'test/standard-decorators.test.ts',
+      'test/project/examples.test.ts',
+      'test/declare/standard-decorators.test.ts',
       'test/**/*-scale.test.ts',
       '**/node_modules/**',
     ],

@@ -25,14 +25,14 @@
 import { randomUUID } from 'node:crypto';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { App, ManualClock, MemoryBroker, memoryStore, silentLogger, subscriber, type Store } from '../src/index.js';
-import { eventOf } from '../src/app/pace-event.js';
-import { PRODUCER_RETRY } from '../src/brokers/kafka/kafka-shard-log.js';
-import { HEAD_KEY, snapshotMessages } from '../src/brokers/kafka/kafka-snapshots.js';
+import { eventOf } from '../src/pace-stage/pace-event.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
+import { HEAD_KEY, snapshotMessages } from '../src/brokers/kafka/store/kafka-snapshots.js';
 import { parsePace } from '../src/declare/pace.js';
 import { encodeEvent } from '../src/pace/codec.js';
 import { EVENT, coordinatorKey, opensRun, paceRules, type PaceOutput, type PaceState } from '../src/pace/rules.js';
 import { shardOf } from '../src/shard/shard-of.js';
-import { ShardHost } from '../src/store/shard-host.js';
+import { ShardHost } from '../src/pace-stage/shard-host.js';
 
 /** The paced subscriber's name and pace, and the clock's time, as the app of (b) has them. */
 export const NAME = 'p';

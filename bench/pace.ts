@@ -73,7 +73,7 @@ const freshDir = (): string => path.join(root, `d${dirs++}`);
 
 const keyOf = (i: number): string => `customer-${i}`;
 const eventOf = (i: number): { n: number; amount: number } => ({ n: i, amount: 1999 });
-/** Bytes of a record as ShardHost encodes it (src/store/shard-host.ts `encode`). */
+/** Bytes of a record as ShardHost encodes it (src/pace-stage/shard-host.ts `encode`). */
 const encode = (key: string, at: number, type: string, data: unknown): Buffer =>
   Buffer.from(JSON.stringify([key, at, type, data]));
 

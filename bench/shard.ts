@@ -19,7 +19,7 @@ import { SystemClock, memoryStore } from '../src/index.js';
 import { ParkedTable } from '../src/shard/parked-table.js';
 import { ShardCore } from '../src/shard/shard-core.js';
 import { TIMER, type Rules } from '../src/shard/rules.js';
-import { ShardHost } from '../src/store/shard-host.js';
+import { ShardHost } from '../src/pace-stage/shard-host.js';
 
 const N = Number(process.env.BENCH_N ?? 1_000_000);
 const CHUNK = Number(process.env.BENCH_CHUNK ?? 1_000);

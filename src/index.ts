@@ -28,7 +28,7 @@
  * @module sluice
  */
 export { App, type AppOptions, type Receipt } from './app/app.js';
-export type { AppHealth, AppStatus, SubscriberHealth } from './app/health.js';
+export type { AppHealth, AppStatus, SubscriberHealth } from './telemetry/health.js';
 export type {
   HealthOptions,
   HttpOptions,
@@ -36,9 +36,9 @@ export type {
   MetricsRegistry,
   TracerProviderLike,
   TracingOptions,
-} from './app/telemetry-options.js';
+} from './telemetry/telemetry-options.js';
 export type { AsJson, PacedEventOf, PacedStart } from './app/send.js';
-export { STRIPPED_HEADER, type DeadLetterCounts } from './app/executor.js';
+export { STRIPPED_HEADER, type DeadLetterCounts } from './pipeline/executor.js';
 export type { Context, ContextState, RunInfo } from './core/context.js';
 export type {
   LifecycleHook,

@@ -1,5 +1,5 @@
 /**
- * A real Prometheus server, for test/prometheus/scrape.test.ts and scripts/observability/picture.ts: the binary
+ * A real Prometheus server, for test/telemetry/prometheus-scrape.test.ts and scripts/observability/picture.ts: the binary
  * found (or fetched) by scripts/prometheus/fetch.mjs, run as a child process with a generated config on a free
  * loopback port and a temporary data directory.
  */

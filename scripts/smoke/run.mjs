@@ -2,7 +2,7 @@
 /**
  * The package smoke test from the command line (after `npm run build`): node scripts/smoke/run.mjs.
  * Prints each check with the time its steps took, and the total; exits 1 if any failed. `npm test` runs the same checks through
- * test/smoke.test.ts.
+ * test/project/smoke.test.ts.
  */
 import { PROJECTS, attw, pack, project, publint, testOnlyFiles, workspace } from './smoke.mjs';
 

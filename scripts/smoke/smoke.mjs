@@ -9,7 +9,7 @@
  * repository's own `npm ci` filled. `typescript`, `@types/node` and (for the fixture that uses
  * `sluice/kafka`) `kafkajs` are linked from the repository's node_modules rather than downloaded.
  *
- * Used by test/smoke.test.ts (run by `npm test`) and by `node scripts/smoke/run.mjs`.
+ * Used by test/project/smoke.test.ts (run by `npm test`) and by `node scripts/smoke/run.mjs`.
  */
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';

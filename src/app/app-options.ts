@@ -8,7 +8,7 @@ import {
   type HttpOptions,
   type MetricsOptions,
   type TracingOptions,
-} from './telemetry-options.js';
+} from '../telemetry/telemetry-options.js';
 
 /**
  * Settings of an {@link App}. Checked by the constructor: an unknown key or a bad value throws

@@ -3,7 +3,7 @@ import { SluiceError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import type { Hooks } from './hooks.js';
 import type { Mount } from './mounts.js';
-import type { Parts } from './parts.js';
+import type { Parts } from './start-parts.js';
 
 /** Where an app is in its life: see the table on {@link App}. */
 export type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';

@@ -5,8 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { App, SluiceError, silentLogger, subscriber, type ShardLog, type Store } from '../../src/index.js';
 import { kafkaStore } from '../../src/brokers/kafka/index.js';
-import type { KafkaShardLog } from '../../src/brokers/kafka/kafka-shard-log.js';
-import { snapshotMessages } from '../../src/brokers/kafka/kafka-snapshots.js';
+import type { KafkaShardLog } from '../../src/brokers/kafka/store/kafka-shard-log.js';
+import { snapshotMessages } from '../../src/brokers/kafka/store/kafka-snapshots.js';
 import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';

@@ -4,7 +4,7 @@ import { App, subscriber } from '../../src/index.js';
 import { silentLogger } from '../../src/testing.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate } from '../helpers.js';
-import { valueOf } from '../metrics-text.js';
+import { valueOf } from '../telemetry/metrics-text.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 
 describe.skipIf(!kafkaBrokers)('metrics and health on Kafka', () => {

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { App, ManualClock, jsonLogger, subscriber, type Receipt, type RunInfo } from '../../src/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { runIdOf } from '../helpers.js';
-import { valueOf } from '../metrics-text.js';
+import { valueOf } from '../telemetry/metrics-text.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 import { testKafkaStore, uniquePrefix } from './store-fixture.js';
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/index.js';
 import { Kafka, Partitioners, kafkajsInternals, logLevel } from '../../src/brokers/kafka/kafkajs.js';
-import { readPartition, type PartitionRead } from '../../src/brokers/kafka/partition-reader.js';
+import { readPartition, type PartitionRead } from '../../src/brokers/kafka/store/partition-reader.js';
 import { kafkaBrokers } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 

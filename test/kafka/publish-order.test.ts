@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
-import { readPartition } from '../../src/brokers/kafka/partition-reader.js';
+import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 

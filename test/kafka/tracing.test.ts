@@ -9,7 +9,7 @@ import { Kafka, Partitioners, logLevel, type KafkaMessage } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { App, subscriber } from '../../src/index.js';
 import { silentLogger } from '../../src/testing.js';
-import { parseTraceparent } from '../../src/app/trace-context.js';
+import { parseTraceparent } from '../../src/telemetry/tracing/trace-context.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 

@@ -19,7 +19,7 @@ import {
   type PaceReply,
   type PaceState,
 } from '../../src/pace/rules.js';
-import { ShardHost } from '../../src/store/shard-host.js';
+import { ShardHost } from '../../src/pace-stage/shard-host.js';
 import { runIdOf } from '../helpers.js';
 import { paceCore } from './core.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, memoryStore } from '../../src/index.js';
 import { TIMER, type Rules } from '../../src/shard/rules.js';
 import { SNAPSHOT_CLOSE, readSnapshotText, snapshotLines, snapshotOpening } from '../../src/shard/snapshot-text.js';
-import { ShardHost } from '../../src/store/shard-host.js';
+import { ShardHost } from '../../src/pace-stage/shard-host.js';
 
 type Entry = readonly [string, unknown, number | null];
 

@@ -19,4 +19,4 @@
  */
 export { KafkaBroker } from './kafka-broker.js';
 export type { KafkaBrokerOptions, KafkaConsumerSettings } from './options.js';
-export { kafkaStore, type KafkaStoreOptions } from './kafka-store.js';
+export { kafkaStore, type KafkaStoreOptions } from './store/kafka-store.js';

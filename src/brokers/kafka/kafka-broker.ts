@@ -5,13 +5,13 @@ import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
 import type { PublishOptions } from '../../core/message.js';
 import type { Broker, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
-import { SESSION_CLOCK } from './batch-reader.js';
+import { SESSION_CLOCK } from './consumer/batch-reader.js';
 import { askAgain } from './catching-up.js';
-import { KafkaConsumer } from './kafka-consumer.js';
+import { KafkaConsumer } from './consumer/kafka-consumer.js';
 import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
-import { PublishBatches } from './publish-batches.js';
-import { isLegalTopic, publishError, recordOf } from './publishing.js';
+import { PublishBatches } from './publish/publish-batches.js';
+import { isLegalTopic, publishError, recordOf } from './publish/publishing.js';
 
 /** kafkajs's default partitioner, for `partitionOf`: a key's partition does not depend on the topic. */
 const KEY_PARTITIONER = Partitioners.DefaultPartitioner();

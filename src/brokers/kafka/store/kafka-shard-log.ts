@@ -1,0 +1,393 @@
+import type { Admin, Producer, Transaction } from 'kafkajs';
+import { SluiceError } from '../../../core/errors.js';
+import type { Logger, ShardLog, StoreObserver } from '../../../core/ports.js';
+import { checkRecord } from '../../../core/records.js';
+import { RecordAssembler, changelogValues } from './changelog-records.js';
+import { HEAD_KEY, SnapshotReader, snapshotMessages, type SnapshotHead } from './kafka-snapshots.js';
+import { Partitioners, type Kafka } from '../kafkajs.js';
+import { readPartition } from './partition-reader.js';
+
+/** What a {@link KafkaShardLog} is made with (by `kafkaStore`, which checked it). */
+export interface KafkaShardLogSettings {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly shard: number;
+  /** The changelog topic: partition `shard` holds the shard's records. */
+  readonly changelog: string;
+  /** The compacted snapshots topic: partition `shard` holds the shard's snapshot. */
+  readonly snapshots: string;
+  /** The shard's transactional id: whoever opens the shard with it fences the one that had it. */
+  readonly transactionalId: string;
+  /** The largest batch of messages one request may carry (under the topics' `max.message.bytes`). */
+  readonly maxMessageBytes: number;
+  /** Names the throw-away groups reads use with a kafkajs that cannot read without one (see partition-reader.ts). */
+  readonly groupPrefix: string;
+  readonly log: Logger;
+}
+
+/**
+ * The producer's retries: for ever (kafkajs's default for an idempotent producer), the first after 10 ms.
+ * A transaction begun right after a commit is answered CONCURRENT_TRANSACTIONS until the commit's markers are
+ * written, a few milliseconds; kafkajs's default first retry, 300 ms, would hold every group commit that long.
+ */
+export const PRODUCER_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 10, maxRetryTime: 1_000 };
+
+/** Room kept in each request for Kafka's own batch and record headers. */
+const OVERHEAD_BYTES = 1024;
+/** Room counted for each message's own header in a request. */
+const MESSAGE_OVERHEAD_BYTES = 32;
+/** Snapshot bytes per transaction at most: appends wait behind a snapshot's transaction no longer than this takes. */
+const SNAPSHOT_BYTES_PER_TRANSACTION = 4 * 1024 * 1024;
+
+interface Pending {
+  readonly lsn: number;
+  readonly record: Uint8Array;
+  readonly resolve: (lsn: number) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** Messages for the snapshots partition that ride in a transaction of their own, beside appends. */
+interface SnapshotWork {
+  readonly messages: { key: string; value: Buffer | null }[];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * One shard's log in Kafka, as Kafka Streams keeps a state store: the records in partition `shard` of the
+ * changelog topic, the snapshot in the same partition of a compacted snapshots topic, written by one
+ * transactional producer whose `transactionalId` names the shard, so that opening the shard fences the
+ * process that had it before. Appends made in one turn of the event loop share one transaction (group
+ * commit); an append resolves once its transaction is committed, and a record is read back only from
+ * committed transactions (`read_committed`). A failed transaction is fatal, as a failed fsync is to the
+ * file store: the log refuses every later append (`STORE_FENCED` when another owner fenced it,
+ * `STORE_CORRUPT` otherwise), and only a reopen goes on.
+ */
+export class KafkaShardLog implements ShardLog {
+  readonly shard: number;
+  /** Transactions committed with appends in them since the log was made (bench/kafka-pace reports records per
+   * transaction). */
+  appendTransactions = 0;
+  private producer: Producer | undefined;
+  private nextLsn = 1;
+  private durable = 0;
+  private pending: Pending[] = [];
+  private snapshotWork: SnapshotWork[] = [];
+  private flushing: Promise<void> | undefined;
+  private failed: SluiceError | undefined;
+  /** Told of each transaction of appends and each snapshot (metrics), when the store is observed. */
+  observer: StoreObserver | undefined = undefined;
+  /** Offsets just past a transaction's last record, by that record's LSN, oldest first: where deletes may cut. */
+  private boundaries: { lsn: number; offset: number }[] = [];
+  private head: SnapshotHead | undefined;
+  private stale: string[] = [];
+  private snapshotAtOpen: { lsn: number; state: Uint8Array } | undefined;
+  /** The records read at open past the snapshot, until the first replay takes them. */
+  private tail: { first: number; records: Buffer[] } | undefined;
+  private snapshotting: Promise<void> = Promise.resolve();
+  private readonly where: string;
+
+  constructor(private readonly settings: KafkaShardLogSettings) {
+    this.shard = settings.shard;
+    this.where = `kafka store ${settings.changelog}[${settings.shard}]`;
+  }
+
+  /**
+   * Takes the shard: starts its transactional producer (which fences the previous owner and ends its open
+   * transaction), then reads the snapshot and the records after it.
+   *
+   * @throws {@link SluiceError} `STORE_CORRUPT` when the snapshot does not read, or records are missing.
+   */
+  async open(): Promise<void> {
+    const s = this.settings;
+    const producer = s.kafka.producer({
+      transactionalId: s.transactionalId,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      retry: PRODUCER_RETRY,
+      // Unused (every message names its partition), but kafkajs warns without one.
+      createPartitioner: Partitioners.DefaultPartitioner,
+    });
+    this.producer = producer;
+    await producer.connect();
+    await (await producer.transaction()).abort(); // InitProducerId: the previous owner is fenced from here on
+    const [snapshot] = await Promise.all([this.readSnapshotPartition(), this.readChangelog()]);
+    this.head = snapshot.head;
+    this.stale = snapshot.stale;
+    this.snapshotAtOpen = snapshot.snapshot;
+    const snapLsn = snapshot.head?.lsn ?? 0;
+    const tail = this.tail!;
+    const last = tail.first + tail.records.length - 1;
+    if (tail.records.length > 0 && tail.first > snapLsn + 1)
+      throw new SluiceError(
+        'STORE_CORRUPT',
+        `${this.where}: records ${snapLsn + 1} to ${tail.first - 1} are missing (${snapLsn > 0 ? `the snapshot ends at LSN ${snapLsn}` : 'there is no snapshot'}, the records start at LSN ${tail.first})`,
+      );
+    if (tail.first <= snapLsn) tail.records.splice(0, snapLsn + 1 - tail.first);
+    tail.first = snapLsn + 1;
+    this.durable = Math.max(last, snapLsn);
+    this.nextLsn = this.durable + 1;
+  }
+
+  durableLsn(): number {
+    return this.durable;
+  }
+
+  assignedLsn(): number {
+    return this.nextLsn - 1;
+  }
+
+  append(record: Uint8Array): Promise<number> {
+    if (this.failed !== undefined) throw this.failed;
+    if (this.producer === undefined)
+      throw new SluiceError('APP_STATE', `${this.where}: appends are taken once the store is open`);
+    checkRecord(record);
+    const lsn = this.nextLsn++;
+    return new Promise((resolve, reject) => {
+      this.pending.push({ lsn, record, resolve, reject });
+      this.startFlush();
+    });
+  }
+
+  async replay(fromLsn: number, visit: (lsn: number, record: Uint8Array) => void): Promise<void> {
+    const target = this.durable;
+    let from = Math.max(1, fromLsn);
+    const tail = this.tail;
+    this.tail = undefined; // read once, at recovery; not kept
+    if (tail && from >= tail.first) {
+      for (let lsn = from; lsn < tail.first + tail.records.length; lsn++) visit(lsn, tail.records[lsn - tail.first]!);
+      from = Math.max(from, tail.first + tail.records.length);
+    }
+    if (from > target) return;
+    const assembler = new RecordAssembler(this.where, (lsn, record) => {
+      if (lsn >= from && lsn <= target) visit(lsn, record);
+    });
+    await readPartition(
+      { ...this.readOf(this.settings.changelog), until: () => assembler.whole && assembler.lastLsn >= target },
+      (m) => assembler.read(m.value, m.offset),
+    );
+  }
+
+  /**
+   * Writes the snapshot: its chunks in transactions of their own (between appends' transactions), then its
+   * head; then tombstones the chunks of the snapshot before, and deletes the changelog records it covers.
+   */
+  writeSnapshot(lsn: number, state: Uint8Array): Promise<void> {
+    const timed = async (): Promise<void> => {
+      const startedAt = performance.now();
+      await this.snapshotNow(lsn, state);
+      this.observer?.snapshotWritten(this.shard, (performance.now() - startedAt) / 1000);
+    };
+    const run = this.snapshotting.then(timed);
+    this.snapshotting = run.catch(() => undefined);
+    return run;
+  }
+
+  private async snapshotNow(lsn: number, state: Uint8Array): Promise<void> {
+    if (!(lsn <= this.durable))
+      throw new RangeError(`ShardLog.writeSnapshot: LSN ${lsn} is not durable yet (durable: ${this.durable})`);
+    if (this.failed !== undefined) throw this.failed;
+    const { head, chunks, headValue } = snapshotMessages(lsn, state, this.settings.maxMessageBytes - OVERHEAD_BYTES);
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < chunks.length;) {
+      const piece: SnapshotWork['messages'] = [];
+      for (let bytes = 0; i < chunks.length && (piece.length === 0 || bytes < SNAPSHOT_BYTES_PER_TRANSACTION); i++) {
+        piece.push(chunks[i]!);
+        bytes += chunks[i]!.value.length;
+      }
+      writes.push(this.writeSnapshotMessages(piece));
+    }
+    await Promise.all(writes);
+    await this.writeSnapshotMessages([{ key: HEAD_KEY, value: headValue }]);
+    const old = this.head;
+    this.head = head;
+    this.snapshotAtOpen = undefined;
+    const dead = [
+      ...this.stale,
+      ...(old ? Array.from({ length: old.chunks }, (_, i) => `chunk/${old.lsn}/${old.id}/${i}`) : []),
+    ];
+    this.stale = [];
+    if (dead.length > 0) await this.writeSnapshotMessages(dead.map((key) => ({ key, value: null })));
+    await this.deleteCovered(lsn);
+  }
+
+  async readSnapshot(): Promise<{ lsn: number; state: Uint8Array } | undefined> {
+    const read = this.snapshotAtOpen ?? (await this.readSnapshotPartition()).snapshot;
+    this.snapshotAtOpen = undefined; // read once at open; not kept
+    return read;
+  }
+
+  /** Waits for the appends and snapshot under way, then lets the producer go (the shard stays fenced-free). */
+  async close(): Promise<void> {
+    await this.snapshotting;
+    while (this.flushing) await this.flushing;
+    await this.producer?.disconnect();
+    this.producer = undefined;
+  }
+
+  private writeSnapshotMessages(messages: SnapshotWork['messages']): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.snapshotWork.push({ messages, resolve, reject });
+      this.startFlush();
+    });
+  }
+
+  /** Starts a flush a turn later, so that the appends made in this turn share its transaction. */
+  private startFlush(): void {
+    if (this.flushing || this.failed) return;
+    this.flushing = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.flush())
+      .finally(() => {
+        this.flushing = undefined;
+        // Appends made while the last transaction's appends heard back, after the loop looked: flush them too.
+        if (this.pending.length > 0 || this.snapshotWork.length > 0) this.startFlush();
+      });
+  }
+
+  /** Transactions one after another, each with every append waiting and at most one piece of a snapshot. */
+  private async flush(): Promise<void> {
+    while ((this.pending.length > 0 || this.snapshotWork.length > 0) && this.failed === undefined) {
+      const batch = this.pending;
+      this.pending = [];
+      const work = this.snapshotWork.shift();
+      let boundary: { lsn: number; offset: number } | undefined;
+      let txn: Transaction | undefined;
+      try {
+        const startedAt = this.observer === undefined ? 0 : performance.now();
+        txn = await this.producer!.transaction();
+        if (batch.length > 0) boundary = await this.sendRecords(txn, batch);
+        if (work) await this.sendSlices(txn, this.settings.snapshots, work.messages);
+        await txn.commit();
+        if (batch.length > 0) this.observer?.flushed(this.shard, batch.length, (performance.now() - startedAt) / 1000);
+      } catch (error) {
+        this.fail(error, batch, work, txn);
+        return;
+      }
+      if (boundary) this.boundaries.push(boundary);
+      if (batch.length > 0) {
+        this.durable = batch[batch.length - 1]!.lsn;
+        this.appendTransactions++;
+      }
+      for (const p of batch) p.resolve(p.lsn);
+      work?.resolve();
+    }
+  }
+
+  /** Sends a batch's records (packed, see `changelogValues`); returns the offset just past the last one. */
+  private async sendRecords(txn: Transaction, batch: Pending[]): Promise<{ lsn: number; offset: number }> {
+    const room = this.settings.maxMessageBytes - OVERHEAD_BYTES - MESSAGE_OVERHEAD_BYTES;
+    const messages = changelogValues(batch, room).map((value) => ({ key: null, value }));
+    const next = await this.sendSlices(txn, this.settings.changelog, messages);
+    return { lsn: batch[batch.length - 1]!.lsn, offset: next };
+  }
+
+  /**
+   * Sends `messages` to the shard's partition of `topic` in requests of at most `maxMessageBytes` (Kafka's
+   * limit is on a batch, not a message), one after another; returns the offset just past the last.
+   */
+  private async sendSlices(
+    txn: Transaction,
+    topic: string,
+    messages: { key: string | null; value: Buffer | null }[],
+  ): Promise<number> {
+    const limit = this.settings.maxMessageBytes - OVERHEAD_BYTES;
+    let next = 0;
+    for (let i = 0; i < messages.length;) {
+      const slice: { key: string | null; value: Buffer | null; partition: number }[] = [];
+      let bytes = 0;
+      for (; i < messages.length; i++) {
+        const m = messages[i]!;
+        const size = (m.value?.length ?? 0) + (m.key?.length ?? 0) + MESSAGE_OVERHEAD_BYTES;
+        if (slice.length > 0 && bytes + size > limit) break;
+        slice.push({ ...m, partition: this.shard });
+        bytes += size;
+      }
+      const [meta] = await txn.send({ topic, messages: slice, acks: -1 });
+      next = Number(meta!.baseOffset) + slice.length;
+    }
+    return next;
+  }
+
+  /** Deletes the changelog records the snapshot of `lsn` covers, up to the last transaction it covers whole. */
+  private async deleteCovered(lsn: number): Promise<void> {
+    let cut: { lsn: number; offset: number } | undefined;
+    while (this.boundaries.length > 0 && this.boundaries[0]!.lsn <= lsn) cut = this.boundaries.shift();
+    if (!cut) return;
+    await this.settings.admin.deleteTopicRecords({
+      topic: this.settings.changelog,
+      partitions: [{ partition: this.shard, offset: String(cut.offset) }],
+    });
+  }
+
+  private fail(error: unknown, batch: Pending[], work: SnapshotWork | undefined, txn: Transaction | undefined): void {
+    const fenced = isFenced(error);
+    this.failed = fenced
+      ? new SluiceError(
+          'STORE_FENCED',
+          `${this.where}: another owner opened the shard and fenced this one; the log refuses further appends`,
+          { cause: error },
+        )
+      : new SluiceError(
+          'STORE_CORRUPT',
+          `${this.where}: a transaction failed; the log refuses further appends (reopen to recover)`,
+          { cause: error },
+        );
+    if (!fenced) void txn?.abort().catch(() => undefined); // best effort: the next owner's open aborts it anyway
+    for (const p of [...batch, ...this.pending.splice(0)]) p.reject(this.failed);
+    for (const w of [...(work ? [work] : []), ...this.snapshotWork.splice(0)]) w.reject(this.failed);
+  }
+
+  private readOf(topic: string) {
+    const s = this.settings;
+    return { kafka: s.kafka, admin: s.admin, topic, partition: this.shard, groupPrefix: s.groupPrefix, log: s.log };
+  }
+
+  private async readSnapshotPartition(): Promise<ReturnType<SnapshotReader['result']>> {
+    const where = `kafka store ${this.settings.snapshots}[${this.shard}]`;
+    const reader = new SnapshotReader(where);
+    await readPartition({ ...this.readOf(this.settings.snapshots), until: 'end' }, (m) => reader.visit(m));
+    return reader.result();
+  }
+
+  /** Reads every committed record into `tail`, and notes where transactions may have ended. */
+  private async readChangelog(): Promise<void> {
+    const records: Buffer[] = [];
+    let first = 0;
+    const assembler = new RecordAssembler(this.where, (lsn, record) => {
+      if (records.length === 0) first = lsn;
+      records.push(record);
+    });
+    let lastOffset = -1;
+    let cutAt = 0;
+    await readPartition({ ...this.readOf(this.settings.changelog), until: 'end' }, (m) => {
+      assembler.read(m.value, m.offset);
+      lastOffset = Number(m.offset);
+      if (assembler.whole && assembler.lastLsn >= cutAt + 1024) {
+        cutAt = assembler.lastLsn;
+        this.boundaries.push({ lsn: cutAt, offset: lastOffset + 1 });
+      }
+    });
+    if (!assembler.whole)
+      throw new SluiceError(
+        'STORE_CORRUPT',
+        `${this.where}: the last record, LSN ${assembler.lastLsn + 1}, is cut short`,
+      );
+    if (records.length > 0) this.boundaries.push({ lsn: assembler.lastLsn, offset: lastOffset + 1 });
+    this.tail = { first: records.length > 0 ? first : 1, records };
+  }
+}
+
+/** True when kafkajs failed because a newer producer with the same transactional id fenced this one. */
+export function isFenced(error: unknown): boolean {
+  for (
+    let e = error as { type?: unknown; cause?: unknown; originalError?: unknown } | undefined, depth = 0;
+    e && depth < 8;
+    depth++
+  ) {
+    if (e.type === 'INVALID_PRODUCER_EPOCH' || e.type === 'PRODUCER_FENCED') return true;
+    if (/Unknown error code 90\b/.test(String((e as { message?: unknown }).message))) return true; // PRODUCER_FENCED: kafkajs 2.2 has no name for it
+    e = (e.cause ?? e.originalError) as typeof e;
+  }
+  return false;
+}
