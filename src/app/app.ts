@@ -17,7 +17,7 @@ import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
 import type { AppHealth } from '../telemetry/health.js';
-import { Parts } from './start-parts.js';
+import { StartParts } from './start-parts.js';
 import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
 import { serveUntilStopped } from './signals.js';
 import type { Subscription } from '../pipeline/subscription.js';
@@ -110,7 +110,7 @@ export class App {
       log: this.log,
       version: this.version,
       mounts: () => this.mounts.all,
-      makeParts: () => this.makeParts(),
+      makeStartParts: () => this.makeStartParts(),
       onProgress: () => this.progress.wake(),
     });
   }
@@ -375,9 +375,9 @@ export class App {
     return this.lifecycle.parts?.subscriptions ?? [];
   }
 
-  private makeParts(): Parts {
+  private makeStartParts(): StartParts {
     const { options } = this;
-    return new Parts({
+    return new StartParts({
       name: this.name,
       clock: this.clock,
       log: this.log,

@@ -3,7 +3,7 @@ import { SluiceError } from '../core/errors.js';
 import type { Logger } from '../core/ports.js';
 import type { Hooks } from './hooks.js';
 import type { Mount } from './mounts.js';
-import type { Parts } from './start-parts.js';
+import type { StartParts } from './start-parts.js';
 
 /** Where an app is in its life: see the table on {@link App}. */
 export type State = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -16,7 +16,7 @@ export interface LifecycleHost {
   /** The mounts to open, read at each start. */
   mounts(): readonly Mount[];
   /** Makes the parts of one start (it may throw: the start then fails with nothing to close). */
-  makeParts(): Parts;
+  makeStartParts(): StartParts;
   /** Called when the app stopped: whoever waits for progress looks again. */
   onProgress(): void;
   /** The lifecycle hooks, run at their moments (see `HookPhase`). */
@@ -28,12 +28,12 @@ class StartInterrupted extends Error {}
 
 /**
  * An app's lifecycle: one outcome for each call in each state (the table on {@link App}). A start opens
- * {@link Parts}; a stop, or a start that fails, closes them.
+ * {@link StartParts}; a stop, or a start that fails, closes them.
  */
 export class Lifecycle {
   state: State = 'new';
   /** What the start under way or the running app opened; undefined before a start and once closed. */
-  parts: Parts | undefined;
+  parts: StartParts | undefined;
   private starting: Promise<void> | undefined;
   private stopRequested = false;
   /** True once the start under way (or the running app's) ran its onStartup hooks: afterShutdown's will run. */
@@ -80,7 +80,7 @@ export class Lifecycle {
       await hooks.startup('onStartup', () => {}); // a stop meanwhile is seen once they all ran
       this.setUp = true;
       checkpoint();
-      this.parts = this.host.makeParts();
+      this.parts = this.host.makeStartParts();
       await this.parts.open(this.host.mounts(), checkpoint);
       await hooks.startup('afterStartup', checkpoint);
       checkpoint(); // last: nothing awaited between it and running, so a stop() from now on sees the app running

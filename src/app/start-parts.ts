@@ -9,7 +9,7 @@ import { Subscription, type SubscriptionSettings } from '../pipeline/subscriptio
 import type { Telemetry } from '../telemetry/telemetry.js';
 
 /** What the parts of a start are made with: the app's settings. */
-export interface PartsSettings {
+export interface StartPartsSettings {
   /** The app's name. */
   readonly name: string;
   readonly clock: Clock;
@@ -37,7 +37,7 @@ export interface PartsSettings {
  * What one start opens, and closes again as one: the brokers it connected, the pace stage (with its
  * store) and a subscription per subscriber.
  */
-export class Parts {
+export class StartParts {
   /** The pace stage, when the app has paced subscribers. */
   readonly pacer: Pacer | undefined;
   /** One per mounted subscriber, once the start has made them. */
@@ -47,7 +47,7 @@ export class Parts {
   /** The pace stage's store, when there is one. */
   private readonly store: Store | undefined;
 
-  constructor(private readonly settings: PartsSettings) {
+  constructor(private readonly settings: StartPartsSettings) {
     const { paces, clock, log, onProgress, randomUUID, faults } = settings;
     this.store = paces.size > 0 ? settings.store() : undefined;
     this.pacer = this.store ? new Pacer(this.store, paces, clock, log, onProgress, randomUUID, faults) : undefined;
@@ -56,7 +56,7 @@ export class Parts {
   /**
    * Connects the brokers, makes the subscriptions, opens the pace stage and starts every subscription.
    * `checkpoint` is called between the steps: it throws to interrupt the opening. What was opened is left
-   * for {@link Parts.close}, whether the opening finished or not.
+   * for {@link StartParts.close}, whether the opening finished or not.
    */
   async open(mounts: readonly Mount[], checkpoint: () => void): Promise<void> {
     const { clock, log, shutdownTimeoutMs, maxUncommitted, onProgress, sendTimeoutMs, telemetry } = this.settings;

@@ -3,7 +3,7 @@ import { Waiters } from '../core/waiters.js';
 import type { Faults, Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
 import type { ShardHost } from './shard-host.js';
-import { RunsOut, type RunOut } from './runs-handed-out.js';
+import { RunsHandedOut, type RunOut } from './runs-handed-out.js';
 
 type Host = ShardHost<PaceState, PaceOutput>;
 
@@ -50,7 +50,7 @@ export interface OwnedShardsParts {
 export class OwnedShards {
   private readonly hosts: (Host | undefined)[];
   private readonly releasing = new Set<number>();
-  private readonly runsOut = new RunsOut();
+  private readonly runsOut = new RunsHandedOut();
   /** Woken when a shard begins to be handed over: runs waiting to start look again. */
   private readonly handingOver = new Waiters();
   private changes: Promise<void> = Promise.resolve();

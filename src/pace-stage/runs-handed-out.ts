@@ -12,7 +12,7 @@ export interface RunOut {
  * over, the work of that hand-out is stale — it neither counts nor ends the run handed out again (under
  * the same ID) by a later restore of the shard on this instance.
  */
-export class RunsOut {
+export class RunsHandedOut {
   private readonly out = new Map<string, { readonly shard: number; readonly runs: Set<RunOut> }>();
   private readonly counts = new Map<number, number>();
   private readonly changed = new Waiters();
