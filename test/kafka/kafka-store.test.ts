@@ -11,8 +11,9 @@ import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 import { TEST_MAX_MESSAGE_BYTES, testKafkaStore, uniquePrefix } from './store-fixture.js';
+import { crashRounds, soakTimeout } from '../soak.js';
 
-const ITERATIONS = Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200) / 10;
+const ITERATIONS = crashRounds(1 / 10);
 
 const text = (r: Uint8Array) => Buffer.from(r).toString();
 async function contents(log: ShardLog, from = 1): Promise<[number, string][]> {
@@ -31,6 +32,18 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
   afterEach(async () => {
     await Promise.allSettled(stores.splice(0).map((s) => s.close()));
     await closeAll();
+  });
+
+  it('opens on three instances started at once on a new prefix: each waits for the topics another is creating', async () => {
+    for (let round = 0; round < 6; round++) {
+      const prefix = uniquePrefix(`together-${round}`);
+      const three = [0, 1, 2].map(() =>
+        testKafkaStore(prefix, { shards: 6, ownership: 'partition', logger: silentLogger }),
+      );
+      stores.push(...three);
+      const opened = await Promise.allSettled(three.map((s) => s.open()));
+      expect(opened.filter((r) => r.status === 'rejected')).toEqual([]);
+    }
   });
 
   it('is fenced by a second owner of the shard: its next append rejects with STORE_FENCED, the second has every record it resolved', async () => {
@@ -114,47 +127,51 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
     expect(again.durableLsn()).toBe(n + 1_000);
   });
 
-  it(`keeps every acknowledged record across ${ITERATIONS} SIGKILLs of an appending process`, async () => {
-    const prefix = uniquePrefix('crash');
-    const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 17));
-    const everAcked = new Map<number, string>();
-    const appended = new Set<string>();
-    for (let i = 0; i < ITERATIONS; i++) {
-      const acked = await killAfterAcks(
-        'test/fixtures/kafka-store-appender.mjs',
-        [kafkaBrokers!, prefix, `r${i}`],
-        1 + Math.floor(random() * 400),
-      );
-      for (const [lsn, payload] of acked) {
-        everAcked.set(Number(lsn), payload!);
-        appended.add(payload!);
+  it(
+    `keeps every acknowledged record across ${ITERATIONS} SIGKILLs of an appending process`,
+    async () => {
+      const prefix = uniquePrefix('crash');
+      const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 17));
+      const everAcked = new Map<number, string>();
+      const appended = new Set<string>();
+      for (let i = 0; i < ITERATIONS; i++) {
+        const acked = await killAfterAcks(
+          'test/fixtures/kafka-store-appender.mjs',
+          [kafkaBrokers!, prefix, `r${i}`],
+          1 + Math.floor(random() * 400),
+        );
+        for (const [lsn, payload] of acked) {
+          everAcked.set(Number(lsn), payload!);
+          appended.add(payload!);
+        }
+        const store = await opened(testKafkaStore(prefix, { maxMessageBytes: 65_536 }));
+        const log = store.log(0);
+        const snap = await log.readSnapshot();
+        const from = (snap?.lsn ?? 0) + 1;
+        if (snap) {
+          const [lsn, ...parts] = text(snap.state).split(':'); // <lsn>:<payload, itself r<i>:<worker>:<seq>>:<padding>
+          const payload = parts.slice(0, 3).join(':');
+          expect(Number(lsn)).toBe(snap.lsn);
+          const ack = everAcked.get(snap.lsn);
+          if (ack !== undefined) expect(payload).toBe(ack);
+        }
+        let expected = from;
+        await log.replay(from, (lsn, record) => {
+          expect(lsn).toBe(expected++); // in order, no gaps
+          const payload = text(record);
+          expect(payload).toMatch(/^r\d+:\d+:\d+$/); // nothing never appended
+          const ack = everAcked.get(lsn);
+          if (ack !== undefined) expect(payload).toBe(ack);
+          else everAcked.set(lsn, payload); // committed but not heard of before the kill: it stays, at its LSN
+        });
+        expect(log.durableLsn()).toBe(expected - 1);
+        for (const lsn of everAcked.keys()) expect(lsn, `acknowledged LSN ${lsn} lost`).toBeLessThan(expected);
+        stores.splice(stores.indexOf(store), 1);
+        await store.close();
       }
-      const store = await opened(testKafkaStore(prefix, { maxMessageBytes: 65_536 }));
-      const log = store.log(0);
-      const snap = await log.readSnapshot();
-      const from = (snap?.lsn ?? 0) + 1;
-      if (snap) {
-        const [lsn, ...parts] = text(snap.state).split(':'); // <lsn>:<payload, itself r<i>:<worker>:<seq>>:<padding>
-        const payload = parts.slice(0, 3).join(':');
-        expect(Number(lsn)).toBe(snap.lsn);
-        const ack = everAcked.get(snap.lsn);
-        if (ack !== undefined) expect(payload).toBe(ack);
-      }
-      let expected = from;
-      await log.replay(from, (lsn, record) => {
-        expect(lsn).toBe(expected++); // in order, no gaps
-        const payload = text(record);
-        expect(payload).toMatch(/^r\d+:\d+:\d+$/); // nothing never appended
-        const ack = everAcked.get(lsn);
-        if (ack !== undefined) expect(payload).toBe(ack);
-        else everAcked.set(lsn, payload); // committed but not heard of before the kill: it stays, at its LSN
-      });
-      expect(log.durableLsn()).toBe(expected - 1);
-      for (const lsn of everAcked.keys()) expect(lsn, `acknowledged LSN ${lsn} lost`).toBeLessThan(expected);
-      stores.splice(stores.indexOf(store), 1);
-      await store.close();
-    }
-  }, 600_000);
+    },
+    soakTimeout(600_000),
+  );
 
   it('tells the cluster it keeps its topics on, once open: the broker’s, when both name the same brokers', async () => {
     const store = testKafkaStore(uniquePrefix('cluster'));

@@ -28,15 +28,16 @@ export function isCatchingUp(error: unknown): boolean {
 
 /**
  * `ask()`, asked again (after 100 ms, doubling to at most a second, on `clock`) while it fails with an answer
- * that says the broker is catching up with a new topic, up to {@link ASK_ATTEMPTS} times in all; any other
- * failure, or the last, is thrown. `ask` must be safe to repeat (creating a topic that exists is).
+ * that says the broker is catching up with a new topic, up to `attempts` times in all
+ * ({@link ASK_ATTEMPTS} by default); any other failure, or the last, is thrown. `ask` must be safe to repeat
+ * (creating a topic that exists is).
  */
-export async function askAgain<T>(ask: () => Promise<T>, clock: Clock): Promise<T> {
+export async function askAgain<T>(ask: () => Promise<T>, clock: Clock, attempts = ASK_ATTEMPTS): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await ask();
     } catch (error) {
-      if (attempt >= ASK_ATTEMPTS || !isCatchingUp(error)) throw error;
+      if (attempt >= attempts || !isCatchingUp(error)) throw error;
       const pauseMs = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (attempt - 1));
       await new Promise<void>((resolve) => clock.setTimer(pauseMs, resolve, { keepAlive: true }));
     }

@@ -3,7 +3,7 @@ import { SluiceError, show } from '../../../core/errors.js';
 import { jsonLogger } from '../../../core/logger.js';
 import type { Logger, ShardLog, Store, StoreObserver, StoreOwner } from '../../../core/ports.js';
 import { SESSION_CLOCK } from '../consumer/batch-reader.js';
-import { askAgain } from '../catching-up.js';
+import { askAgain, isCatchingUp } from '../catching-up.js';
 import { KafkaShardLog } from './kafka-shard-log.js';
 import { Kafka, logLevel as KafkaLogLevel } from '../kafkajs.js';
 import { logKafkajs } from '../kafkajs-log.js';
@@ -331,7 +331,7 @@ class KafkaStore implements Store {
     };
     await askAgain(() => this.admin.createTopics(create), SESSION_CLOCK);
     const requests = this.routes === undefined ? [] : [this.routes.requests];
-    const { topics } = await this.admin.fetchTopicMetadata({ topics: [changelog, snapshots, ...requests] });
+    const { topics } = await this.topicMetadata([changelog, snapshots, ...requests]);
     for (const t of topics) {
       if (t.partitions.length !== this.shards)
         throw new SluiceError(
@@ -340,4 +340,27 @@ class KafkaStore implements Store {
         );
     }
   }
+
+  /**
+   * The metadata of the store's topics, once the broker knows them all. Instances of one app that start
+   * together each create the topics: the one whose creation the broker took makes them, and the others'
+   * are answered that they exist already, while the broker may not serve them yet (`UNKNOWN_TOPIC_OR_PARTITION`,
+   * no leader). That is waited out, up to {@link TOPIC_WAIT_ATTEMPTS} asks (about 20 s); past it,
+   * `TOPIC_MISSING` names the topics.
+   */
+  private async topicMetadata(names: string[]): ReturnType<Admin['fetchTopicMetadata']> {
+    try {
+      return await askAgain(() => this.admin.fetchTopicMetadata({ topics: names }), SESSION_CLOCK, TOPIC_WAIT_ATTEMPTS);
+    } catch (error) {
+      if (!isCatchingUp(error)) throw error;
+      throw new SluiceError(
+        'TOPIC_MISSING',
+        `kafkaStore: the broker did not serve the store's topics (${names.join(', ')}) within ${TOPIC_WAIT_ATTEMPTS} asks after they were created; is the cluster healthy?`,
+        { cause: error },
+      );
+    }
+  }
 }
+
+/** How many times the store asks for its topics' metadata while the broker catches up with them (about 20 s in all). */
+const TOPIC_WAIT_ATTEMPTS = 25;
