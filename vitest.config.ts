@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirst from './test/slow-first.js';
 
 export default defineConfig({
   test: {
@@ -6,6 +7,10 @@ export default defineConfig({
     env: { SLUICE_LOG_LEVEL: 'silent' },
     testTimeout: 20_000,
     pool: 'forks',
+    // Four files at once on two cores: most of the long files wait (on the broker, on child processes),
+    // not compute. SLUICE_TEST_WORKERS overrides.
+    maxWorkers: Number(process.env.SLUICE_TEST_WORKERS ?? 4),
+    sequence: { sequencer: SlowFirst },
     globalSetup: ['test/build-setup.ts', 'test/kafka/global-setup.ts'],
   },
 });

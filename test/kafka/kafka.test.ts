@@ -673,6 +673,6 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         own.stop();
       }
     },
-    60_000,
+    120_000, // two starts of a broker of its own, beside the other suites
   );
 });

@@ -1,5 +1,5 @@
 /**
- * The multi-process pace scenarios (see test/kafka/pace-scenarios.test.ts) of a rate: `drop` and
+ * The multi-process pace scenarios (see test/kafka/pace-scenario-cases.ts) of a rate: `drop` and
  * `perMinute` held across instances as shards move between them. The rate's history is the shard's state:
  * the instance that takes a shard must go on counting the runs its last owner started. With no ManualClock
  * across processes, each workload is chosen so that the system clock cannot break what is asserted: `drop`

@@ -1,5 +1,5 @@
 /**
- * The multi-process pace scenarios (see test/kafka/pace-scenarios.test.ts) where an event is appended by
+ * The multi-process pace scenarios (see test/kafka/pace-scenario-cases.ts) where an event is appended by
  * another instance than the one it reached: a pace key that is not the message key (each delivery forwarded
  * to the owner of its pace key's partition), and `app.send` round robin over the instances (each send routed
  * to the owner of its key's partition). Instances join and are killed meanwhile; the same invariants are

@@ -13,8 +13,9 @@ import type { Rules } from '../../src/shard/rules.js';
 import { ShardHost } from '../../src/pace-stage/shard-host.js';
 import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
+import { crashRounds, soakTimeout } from '../soak.js';
 
-const ITERATIONS = Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200) / 4;
+const ITERATIONS = crashRounds(1 / 4);
 const rules: Rules<string[], never> = {
   initial: () => [],
   apply: (s, r) => [...s, r.data as string],
@@ -38,22 +39,26 @@ async function openState(dir: string): Promise<Map<string, string[]>> {
 }
 
 describe('ShardHost under SIGKILL', () => {
-  it(`recovers every acknowledged event exactly once, in order, across ${ITERATIONS} kills`, async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-host-crash-'));
-    const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 5));
-    const acked = new Map<string, string[]>();
-    for (let i = 0; i < ITERATIONS; i++) {
-      for (const [key, id] of await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 200)))
-        acked.set(key, [...(acked.get(key) ?? []), id]);
-      const state = await openState(dir);
-      for (const [key, ids] of acked) {
-        const applied = state.get(key) ?? [];
-        expect(new Set(applied).size).toBe(applied.length); // nothing applied twice
-        const positions = ids.map((id) => applied.indexOf(id));
-        expect(positions.every((p) => p >= 0)).toBe(true); // nothing acknowledged lost
-        expect(positions).toEqual([...positions].sort((a, b) => a - b)); // one key's events in the order acknowledged
+  it(
+    `recovers every acknowledged event exactly once, in order, across ${ITERATIONS} kills`,
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-host-crash-'));
+      const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 5));
+      const acked = new Map<string, string[]>();
+      for (let i = 0; i < ITERATIONS; i++) {
+        for (const [key, id] of await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 200)))
+          acked.set(key, [...(acked.get(key) ?? []), id]);
+        const state = await openState(dir);
+        for (const [key, ids] of acked) {
+          const applied = state.get(key) ?? [];
+          expect(new Set(applied).size).toBe(applied.length); // nothing applied twice
+          const positions = ids.map((id) => applied.indexOf(id));
+          expect(positions.every((p) => p >= 0)).toBe(true); // nothing acknowledged lost
+          expect(positions).toEqual([...positions].sort((a, b) => a - b)); // one key's events in the order acknowledged
+        }
+        expect(await openState(dir)).toEqual(state); // a second replay agrees
       }
-      expect(await openState(dir)).toEqual(state); // a second replay agrees
-    }
-  }, 600_000);
+    },
+    soakTimeout(600_000),
+  );
 });

@@ -9,10 +9,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FILE_SABOTAGES, OWNERS_SABOTAGES, simulate, startSeed, type Sabotage, type SimOptions } from './simulate.js';
+import { SOAK, soakTimeout } from '../soak.js';
 
-const SEEDS = Number(process.env.SLUICE_SIM_SEEDS ?? 500);
+const SEEDS = Number(process.env.SLUICE_SIM_SEEDS ?? (SOAK ? 10_000 : 500));
 const FROM = startSeed(SEEDS, process.env.SLUICE_SIM_FROM, 'SLUICE_SIM_FROM');
-const OWNERS_SEEDS = Number(process.env.SLUICE_SIM_OWNERS_SEEDS ?? 300);
+const OWNERS_SEEDS = Number(process.env.SLUICE_SIM_OWNERS_SEEDS ?? (SOAK ? 3_000 : 300));
 const OWNERS_FROM = startSeed(OWNERS_SEEDS, process.env.SLUICE_SIM_OWNERS_FROM, 'SLUICE_SIM_OWNERS_FROM');
 
 /**
@@ -52,30 +53,34 @@ const REGRESSIONS: readonly (SimOptions & { seed: number; found: string })[] = [
 ];
 
 describe('deterministic simulation', () => {
-  it(`keeps every promise over ${SEEDS} seeds (from a seed that changes with each run) of crashes, torn writes, failed fsyncs and bit flips`, async () => {
-    console.log(
-      `simulation: ${SEEDS} seeds from ${FROM} (again: SLUICE_SIM_FROM=${FROM}${SEEDS !== 500 ? ` SLUICE_SIM_SEEDS=${SEEDS}` : ''} npx vitest run test/sim)`,
-    );
-    const failures: string[] = [];
-    const seen = { lives: 0, acks: 0, runs: 0, published: 0, drops: 0, waited: 0, flips: 0 };
-    for (let seed = FROM; seed < FROM + SEEDS; seed++) {
-      const r = await simulate(seed);
-      for (const k of ['lives', 'acks', 'runs', 'published', 'drops', 'waited'] as const) seen[k] += r.stats[k];
-      if (r.outcome.kind === 'flip-detected') seen.flips++;
-      if (r.violations.length > 0)
-        failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${r.replay}`);
-    }
-    expect(failures, `seeds from ${FROM}`).toEqual([]);
-    // The seeds did exercise what they claim to: many lives, receipts, runs, broker messages and detected flips.
-    expect(seen.lives).toBeGreaterThan(SEEDS * 3);
-    expect(seen.acks).toBeGreaterThan(SEEDS * 20);
-    expect(seen.published).toBeGreaterThan(SEEDS * 10);
-    // Starts over a drop rate: 0.8 a seed over seeds 1 to 100, fewer than before, since each life now spends
-    // steps on the disk work of its open (manifests, segment headers) before it takes events.
-    expect(seen.drops).toBeGreaterThan(SEEDS / 2);
-    expect(seen.waited).toBeGreaterThan(SEEDS); // per-minute runs started a minute or more after their key's first: the rate was in play
-    if (SEEDS >= 500) expect(seen.flips).toBeGreaterThan(0);
-  }, 600_000);
+  it(
+    `keeps every promise over ${SEEDS} seeds (from a seed that changes with each run) of crashes, torn writes, failed fsyncs and bit flips`,
+    async () => {
+      console.log(
+        `simulation: ${SEEDS} seeds from ${FROM} (again: SLUICE_SIM_FROM=${FROM}${SEEDS !== 500 ? ` SLUICE_SIM_SEEDS=${SEEDS}` : ''} npx vitest run test/sim)`,
+      );
+      const failures: string[] = [];
+      const seen = { lives: 0, acks: 0, runs: 0, published: 0, drops: 0, waited: 0, flips: 0 };
+      for (let seed = FROM; seed < FROM + SEEDS; seed++) {
+        const r = await simulate(seed);
+        for (const k of ['lives', 'acks', 'runs', 'published', 'drops', 'waited'] as const) seen[k] += r.stats[k];
+        if (r.outcome.kind === 'flip-detected') seen.flips++;
+        if (r.violations.length > 0)
+          failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${r.replay}`);
+      }
+      expect(failures, `seeds from ${FROM}`).toEqual([]);
+      // The seeds did exercise what they claim to: many lives, receipts, runs, broker messages and detected flips.
+      expect(seen.lives).toBeGreaterThan(SEEDS * 3);
+      expect(seen.acks).toBeGreaterThan(SEEDS * 20);
+      expect(seen.published).toBeGreaterThan(SEEDS * 10);
+      // Starts over a drop rate: 0.8 a seed over seeds 1 to 100, fewer than before, since each life now spends
+      // steps on the disk work of its open (manifests, segment headers) before it takes events.
+      expect(seen.drops).toBeGreaterThan(SEEDS / 2);
+      expect(seen.waited).toBeGreaterThan(SEEDS); // per-minute runs started a minute or more after their key's first: the rate was in play
+      if (SEEDS >= 500) expect(seen.flips).toBeGreaterThan(0);
+    },
+    soakTimeout(600_000),
+  );
 
   it.each(REGRESSIONS)(
     'keeps every promise on seed $seed ($steps steps), which once failed: $found',
@@ -116,25 +121,29 @@ describe('deterministic simulation', () => {
     600_000,
   );
 
-  it(`keeps every promise over ${OWNERS_SEEDS} seeds of the partitioned world: instances that join, leave, crash and turn zombie`, async () => {
-    console.log(
-      `owners simulation: ${OWNERS_SEEDS} seeds from ${OWNERS_FROM} (again: SLUICE_SIM_OWNERS_FROM=${OWNERS_FROM}${OWNERS_SEEDS !== 300 ? ` SLUICE_SIM_OWNERS_SEEDS=${OWNERS_SEEDS}` : ''} npx vitest run test/sim)`,
-    );
-    const failures: string[] = [];
-    const seen = { lives: 0, acks: 0, runs: 0, published: 0 };
-    for (let seed = OWNERS_FROM; seed < OWNERS_FROM + OWNERS_SEEDS; seed++) {
-      const r = await simulate(seed, { world: 'owners' });
-      for (const k of ['lives', 'acks', 'runs', 'published'] as const) seen[k] += r.stats[k];
-      if (r.violations.length > 0)
-        failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${r.replay}`);
-    }
-    expect(failures, `seeds from ${OWNERS_FROM}`).toEqual([]);
-    // Instances came and went (more lives than the first one or two), receipts came back, runs ran.
-    expect(seen.lives).toBeGreaterThan(OWNERS_SEEDS * 4);
-    expect(seen.acks).toBeGreaterThan(OWNERS_SEEDS * 10);
-    expect(seen.runs).toBeGreaterThan(OWNERS_SEEDS * 20);
-    expect(seen.published).toBeGreaterThan(OWNERS_SEEDS * 20);
-  }, 600_000);
+  it(
+    `keeps every promise over ${OWNERS_SEEDS} seeds of the partitioned world: instances that join, leave, crash and turn zombie`,
+    async () => {
+      console.log(
+        `owners simulation: ${OWNERS_SEEDS} seeds from ${OWNERS_FROM} (again: SLUICE_SIM_OWNERS_FROM=${OWNERS_FROM}${OWNERS_SEEDS !== 300 ? ` SLUICE_SIM_OWNERS_SEEDS=${OWNERS_SEEDS}` : ''} npx vitest run test/sim)`,
+      );
+      const failures: string[] = [];
+      const seen = { lives: 0, acks: 0, runs: 0, published: 0 };
+      for (let seed = OWNERS_FROM; seed < OWNERS_FROM + OWNERS_SEEDS; seed++) {
+        const r = await simulate(seed, { world: 'owners' });
+        for (const k of ['lives', 'acks', 'runs', 'published'] as const) seen[k] += r.stats[k];
+        if (r.violations.length > 0)
+          failures.push(`seed ${seed}: ${r.violations.slice(0, 3).join('; ')} — replay: ${r.replay}`);
+      }
+      expect(failures, `seeds from ${OWNERS_FROM}`).toEqual([]);
+      // Instances came and went (more lives than the first one or two), receipts came back, runs ran.
+      expect(seen.lives).toBeGreaterThan(OWNERS_SEEDS * 4);
+      expect(seen.acks).toBeGreaterThan(OWNERS_SEEDS * 10);
+      expect(seen.runs).toBeGreaterThan(OWNERS_SEEDS * 20);
+      expect(seen.published).toBeGreaterThan(OWNERS_SEEDS * 20);
+    },
+    soakTimeout(600_000),
+  );
 
   it('replays a seed of the partitioned world exactly', async () => {
     const a = await simulate(7, { world: 'owners' });

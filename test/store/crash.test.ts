@@ -11,8 +11,10 @@ import { describe, expect, it } from 'vitest';
 import { fileStore } from '../../src/index.js';
 import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
+import { crashRounds, soakTimeout } from '../soak.js';
 
-const ITERATIONS = Number(process.env.SLUICE_CRASH_ITERATIONS ?? 200);
+/** 60 kills in `npm test`, 300 in the soak. */
+const ITERATIONS = crashRounds(0.3);
 
 /** Runs the appender until it has acknowledged `acks` appends, kills it, returns what it acknowledged by `shard/lsn`. */
 async function runAndKill(dir: string, tag: string, acks: number): Promise<Map<string, string>> {
@@ -42,31 +44,36 @@ describe('file store lock', () => {
 });
 
 describe('file store under SIGKILL', () => {
-  it(`keeps every acknowledged record across ${ITERATIONS} kills at random moments`, async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-crash-'));
-    const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 11));
-    const everAcked = new Map<string, string>();
-    for (let i = 0; i < ITERATIONS; i++) {
-      const acked = await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 120));
-      for (const [at, payload] of acked) everAcked.set(at, payload);
-      const store = fileStore({ dir, shards: 2, segmentBytes: 32768 });
-      await store.open(); // recovers; takes over the dead child's lock
-      const seen = new Set<string>();
-      for (let shard = 0; shard < 2; shard++) {
-        let expected = 1;
-        await store.log(shard).replay(1, (lsn, record) => {
-          expect(lsn).toBe(expected++); // no gaps
-          const payload = Buffer.from(record).toString();
-          expect(payload).toMatch(/^r\d+:\d+:\d+$/); // nothing that was never appended
-          expect(seen.has(payload)).toBe(false); // nothing twice
-          seen.add(payload);
-          const ack = everAcked.get(`${shard}/${lsn}`);
-          if (ack !== undefined) expect(payload).toBe(ack);
-        });
-        expect(store.log(shard).durableLsn()).toBe(expected - 1);
+  it(
+    `keeps every acknowledged record across ${ITERATIONS} kills at random moments`,
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-crash-'));
+      const random = seeded(Number(process.env.SLUICE_CRASH_SEED ?? 11));
+      const everAcked = new Map<string, string>();
+      for (let i = 0; i < ITERATIONS; i++) {
+        const acked = await runAndKill(dir, `r${i}`, 1 + Math.floor(random() * 120));
+        for (const [at, payload] of acked) everAcked.set(at, payload);
+        const store = fileStore({ dir, shards: 2, segmentBytes: 32768 });
+        await store.open(); // recovers; takes over the dead child's lock
+        const seen = new Set<string>();
+        for (let shard = 0; shard < 2; shard++) {
+          let expected = 1;
+          await store.log(shard).replay(1, (lsn, record) => {
+            expect(lsn).toBe(expected++); // no gaps
+            const payload = Buffer.from(record).toString();
+            expect(payload).toMatch(/^r\d+:\d+:\d+$/); // nothing that was never appended
+            expect(seen.has(payload)).toBe(false); // nothing twice
+            seen.add(payload);
+            const ack = everAcked.get(`${shard}/${lsn}`);
+            if (ack !== undefined) expect(payload).toBe(ack);
+          });
+          expect(store.log(shard).durableLsn()).toBe(expected - 1);
+        }
+        for (const [at, payload] of everAcked)
+          expect(seen.has(payload), `acknowledged ${at} ${payload} lost`).toBe(true);
+        await store.close();
       }
-      for (const [at, payload] of everAcked) expect(seen.has(payload), `acknowledged ${at} ${payload} lost`).toBe(true);
-      await store.close();
-    }
-  }, 600_000);
+    },
+    soakTimeout(600_000),
+  );
 });

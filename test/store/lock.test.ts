@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fileStore } from '../../src/index.js';
+import { SOAK, soakTimeout } from '../soak.js';
 
 /** A child process of test/fixtures/lock-child.mjs, read a line at a time. */
 class Child {
@@ -54,7 +55,7 @@ class Child {
 }
 
 /** Rounds of the race: all the waiting processes try, one wins and is killed. */
-const ROUNDS = Number(process.env.SLUICE_LOCK_ROUNDS ?? 10);
+const ROUNDS = Number(process.env.SLUICE_LOCK_ROUNDS ?? (SOAK ? 50 : 10));
 
 const node = (dir: string, name: string) => new Child(process.execPath, ['test/fixtures/lock-child.mjs', dir, name]);
 
@@ -68,26 +69,32 @@ async function records(dir: string): Promise<string[]> {
 }
 
 describe('file store lock between processes', () => {
-  it(`lets exactly one of 100 processes opening at once hold the store, and hands it on each time the holder is killed (${ROUNDS} rounds)`, async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-lock-race-'));
-    let waiting = Array.from({ length: 100 }, (_, i) => node(dir, `c${i}`));
-    expect(await Promise.all(waiting.map((c) => c.next()))).toEqual(waiting.map(() => 'ready'));
-    const holders: string[] = [];
-    while (holders.length < ROUNDS) {
-      for (const c of waiting) c.send('go'); // all try at once
-      const answers = await Promise.all(waiting.map((c) => c.next()));
-      const won = answers.flatMap((a, i) => (a.startsWith('won ') ? [i] : []));
-      expect(won, `round ${holders.length}: ${answers.filter((a) => a.startsWith('won')).join(', ')}`).toHaveLength(1);
-      for (const a of answers)
-        if (!a.startsWith('won ')) expect(a).toMatch(/^refused store .* is in use by (process \d+|another process)/);
-      const holder = waiting[won[0]!]!;
-      holders.push(answers[won[0]!]!.slice(4));
-      await holder.kill(); // its LOCK file stays behind, naming a dead pid
-      waiting = waiting.filter((c) => c !== holder);
-    }
-    await Promise.all(waiting.map((c) => c.kill()));
-    expect(await records(dir)).toEqual(holders); // each holder appended once; no two wrote at once
-  }, 300_000);
+  it(
+    `lets exactly one of 100 processes opening at once hold the store, and hands it on each time the holder is killed (${ROUNDS} rounds)`,
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'sluice-lock-race-'));
+      let waiting = Array.from({ length: 100 }, (_, i) => node(dir, `c${i}`));
+      expect(await Promise.all(waiting.map((c) => c.next()))).toEqual(waiting.map(() => 'ready'));
+      const holders: string[] = [];
+      while (holders.length < ROUNDS) {
+        for (const c of waiting) c.send('go'); // all try at once
+        const answers = await Promise.all(waiting.map((c) => c.next()));
+        const won = answers.flatMap((a, i) => (a.startsWith('won ') ? [i] : []));
+        expect(won, `round ${holders.length}: ${answers.filter((a) => a.startsWith('won')).join(', ')}`).toHaveLength(
+          1,
+        );
+        for (const a of answers)
+          if (!a.startsWith('won ')) expect(a).toMatch(/^refused store .* is in use by (process \d+|another process)/);
+        const holder = waiting[won[0]!]!;
+        holders.push(answers[won[0]!]!.slice(4));
+        await holder.kill(); // its LOCK file stays behind, naming a dead pid
+        waiting = waiting.filter((c) => c !== holder);
+      }
+      await Promise.all(waiting.map((c) => c.kill()));
+      expect(await records(dir)).toEqual(holders); // each holder appended once; no two wrote at once
+    },
+    soakTimeout(300_000),
+  );
 
   const unshare =
     spawnSync('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGKILL', 'true']).status === 0;
