@@ -33,7 +33,8 @@ export function processScenarios(mode: Extract<Mode, 'batch' | 'debounce'>): voi
 
     it('an instance stopped gracefully (SIGTERM) leaves for good; the others take its windows', async () => {
       const s = await Scenario.open(admin(), mode);
-      const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
+      // Started at once, as a deployment starts them: each waits for the store's topics another is creating.
+      const [, , c] = await Promise.all([s.start('a'), s.start('b'), s.start('c')]);
       await s.publishMore(150);
       c.child.kill('SIGTERM');
       expect(await c.exited).toEqual({ code: 0, signal: null });
@@ -44,7 +45,7 @@ export function processScenarios(mode: Extract<Mode, 'batch' | 'debounce'>): voi
 
     it('an instance killed (SIGKILL) for good: nothing it held is lost', async () => {
       const s = await Scenario.open(admin(), mode);
-      const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
+      const [, , c] = await Promise.all([s.start('a'), s.start('b'), s.start('c')]); // at once
       await s.publishMore(150);
       await s.kill(c);
       await s.shardsOwned(); // past its session timeout
