@@ -336,7 +336,7 @@ export class App {
    * @param start - `key`: the key whose coordinator takes the start; `event`: the payload, a JSON value;
    *   `eventId`: optional, a non-empty string that makes a retried send join once.
    * @returns the {@link Receipt}: `{ kind: 'run', runId, duplicate }`, the run (`<key>@<uuid>`) the event
-   *   joined, or `{ kind: 'dropped' }`.
+   *   joined, or `{ kind: 'dropped', dropped: true }`.
    * @throws {@link SluiceError} (as a rejection) `UNKNOWN_SUBSCRIBER` for a name (or a spec's name) that no
    *   subscriber of the app has;
    *   `CONFIG_INVALID` for a subscriber without pace; `APP_STATE` when the app is not running;

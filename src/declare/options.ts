@@ -162,7 +162,7 @@ export interface PaceOptions {
   perMinute?: number;
   /**
    * At most `max` runs of a key start in any `per`; every other start is dropped: answered
-   * `{ kind: 'dropped' }`, logged, no run made (a dropped broker delivery is acked).
+   * `{ kind: 'dropped', dropped: true }`, logged, no run made (a dropped broker delivery is acked).
    */
   drop?: {
     /** Runs a key may start in any `per`: a positive integer. */

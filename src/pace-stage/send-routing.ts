@@ -308,7 +308,9 @@ export class SendRouting {
     if (w === undefined) return; // another instance's, or answered already
     this.waiting.delete(reply.id);
     w.timer.cancel();
-    if ('receipt' in reply) return w.resolve(reply.receipt);
+    // An instance of a release before `dropped: true` answers a dropped start `{ kind: 'dropped' }` alone.
+    if ('receipt' in reply)
+      return w.resolve(reply.receipt.kind === 'dropped' ? { kind: 'dropped', dropped: true } : reply.receipt);
     const code = (ERROR_CODES as readonly string[]).includes(reply.error?.code)
       ? (reply.error.code as ErrorCode)
       : 'SEND_INVALID';

@@ -232,7 +232,12 @@ function reply(c: Ctx, r: Receipt): void {
 function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
   if (seenBefore(s, e)) {
     const runId = e.eventId !== undefined ? runOfId(s, e.eventId)! : latestRunId(s);
-    reply(c, runId === '' && e.eventId !== undefined ? { kind: 'dropped' } : { kind: 'run', runId, duplicate: true });
+    reply(
+      c,
+      runId === '' && e.eventId !== undefined
+        ? { kind: 'dropped', dropped: true }
+        : { kind: 'run', runId, duplicate: true },
+    );
     return s;
   }
   const { pace, key, at } = c;
@@ -247,7 +252,7 @@ function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
       at,
       ...(e.eventId !== undefined ? { eventId: e.eventId } : {}),
     });
-    reply(c, { kind: 'dropped' });
+    reply(c, { kind: 'dropped', dropped: true });
     return remember(s, e, '', c);
   }
   // The run ID of a run this event opens: the UUID its sender minted for it (see `opensRun`).

@@ -149,6 +149,8 @@ export type Receipt =
   | {
       /** The event was over the subscriber's `pace.drop` rate: it was logged and makes no run. */
       readonly kind: 'dropped';
+      /** Always true: `receipt.dropped` tells a dropped start from a run without reading `kind`. */
+      readonly dropped: true;
     };
 
 /**

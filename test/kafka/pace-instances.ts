@@ -22,7 +22,8 @@ export const PER_MINUTE = 2;
 
 /** What `app.send` resolved with in a child. */
 export type SentReceipt =
-  { readonly kind: 'run'; readonly runId: string; readonly duplicate: boolean } | { readonly kind: 'dropped' };
+  | { readonly kind: 'run'; readonly runId: string; readonly duplicate: boolean }
+  | { readonly kind: 'dropped'; readonly dropped: true };
 
 /** A line a child printed (see test/fixtures/pace-instance.mjs). */
 export interface Line {

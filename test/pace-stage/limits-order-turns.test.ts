@@ -181,8 +181,8 @@ describe('pace: drop', () => {
       { kind: 'run', runId: expect.stringMatching(/^k@/), duplicate: false },
       { kind: 'run', runId: expect.stringMatching(/^k@/), duplicate: false },
     ]);
-    expect(c).toEqual({ kind: 'dropped' });
-    expect(await app.send('p', { key: 'k', event: 'c', eventId: 'c-1' })).toEqual({ kind: 'dropped' });
+    expect(c).toEqual({ kind: 'dropped', dropped: true });
+    expect(await app.send('p', { key: 'k', event: 'c', eventId: 'c-1' })).toEqual({ kind: 'dropped', dropped: true });
     expect(await app.send('p', { key: 'j', event: 'j' })).toMatchObject({ duplicate: false }); // another key
     await app.idle();
     expect(seen.map((s) => s.payload)).toEqual(['a', 'b', 'j']);
@@ -243,7 +243,7 @@ describe('pace: drop', () => {
     expect(await app.send('p', { key: 'k', event: 2 })).toEqual(r1);
     await clock.advance(1000);
     await app.idle();
-    expect(await app.send('p', { key: 'k', event: 3 })).toEqual({ kind: 'dropped' });
+    expect(await app.send('p', { key: 'k', event: 3 })).toEqual({ kind: 'dropped', dropped: true });
     await clock.advance(MIN);
     expect(await app.send('p', { key: 'k', event: 4 })).toMatchObject({ duplicate: false });
     await clock.advance(1000);

@@ -88,6 +88,7 @@ describe('a pace store written before the codec was versioned', () => {
     // The remembered IDs answer as before: a dropped one is dropped again, a joined one names its run.
     await expect(app.send('drop', { key: 'x1', event: {}, eventId: 'x1-second' })).resolves.toEqual({
       kind: 'dropped',
+      dropped: true,
     });
     await expect(app.send('drop', { key: 'x1', event: {}, eventId: 'x1-first' })).resolves.toEqual({
       kind: 'run',

@@ -193,7 +193,7 @@ export class PaceModel {
     // Seen before: a remembered ID, or a broker offset not past the last one of its source.
     if (data.id !== undefined && k.ids.has(data.id)) {
       const run = k.ids.get(data.id)!.run;
-      return run === '' ? { kind: 'dropped' } : { kind: 'run', runId: run, duplicate: true };
+      return run === '' ? { kind: 'dropped', dropped: true } : { kind: 'run', runId: run, duplicate: true };
     }
     if (
       data.id === undefined &&
@@ -208,7 +208,7 @@ export class PaceModel {
     if (pace.rate?.drop === true && opensRun && !this.allowed(k, pace, at)) {
       out.push({ subscriber: sub, key, dropped: true, at, ...(data.id !== undefined ? { eventId: data.id } : {}) });
       remember('');
-      return { kind: 'dropped' };
+      return { kind: 'dropped', dropped: true };
     }
     const order = data.o ?? 0;
     const fresh = `${key}@${data.r}`;

@@ -123,8 +123,8 @@ describe('pace rules: rates', () => {
     const { c, apply, released } = core();
     expect(apply(ev('e', 'k', 0, 1, 'u1'))).toEqual({ kind: 'run', runId: 'k@u1', duplicate: false });
     expect(apply(ev('e', 'k', 1, 2, 'u2'))).toEqual({ kind: 'run', runId: 'k@u2', duplicate: false });
-    expect(apply(ev('e', 'k', 2, 3, 'u3', { id: 'x' }))).toEqual({ kind: 'dropped' });
-    expect(apply(ev('e', 'k', 3, 3, 'u4', { id: 'x' }))).toEqual({ kind: 'dropped' });
+    expect(apply(ev('e', 'k', 2, 3, 'u3', { id: 'x' }))).toEqual({ kind: 'dropped', dropped: true });
+    expect(apply(ev('e', 'k', 3, 3, 'u4', { id: 'x' }))).toEqual({ kind: 'dropped', dropped: true });
     expect(released()).toEqual([
       expect.objectContaining({ id: 'k@u1' }),
       expect.objectContaining({ id: 'k@u2' }),
@@ -140,7 +140,7 @@ describe('pace rules: rates', () => {
     expect(apply(ev('x', 'k', 20, 2, ''))).toEqual(first);
     apply(timer('x', 'k', 70));
     expect(runs(released())).toEqual([[[2], 70]]);
-    expect(apply(ev('x', 'k', 100, 3, 'u3'))).toEqual({ kind: 'dropped' });
+    expect(apply(ev('x', 'k', 100, 3, 'u3'))).toEqual({ kind: 'dropped', dropped: true });
     expect(apply(ev('x', 'k', 470, 4, 'u4'))).toEqual({ kind: 'run', runId: 'k@u4', duplicate: false });
   });
 
