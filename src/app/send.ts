@@ -1,5 +1,6 @@
 import { SluiceError, show } from '../core/errors.js';
 import { SubscriberSpec } from '../declare/spec.js';
+import { jsonValue } from '../pace/json-value.js';
 
 /**
  * `T` where JSON keeps it, and `never` (so that the call does not compile) where TypeScript can tell it
@@ -80,11 +81,35 @@ export function sendRefusal(app: SendTarget, subscriber: unknown, start: unknown
     );
   if (app.state !== 'running')
     return new SluiceError('APP_STATE', `App "${app.name}": send() needs a running app, it is ${app.state}`);
-  const { key, eventId } = (start ?? {}) as { key?: unknown; eventId?: unknown };
   const bad = (what: string, value: unknown): SluiceError =>
     new SluiceError('SEND_INVALID', `App "${app.name}": send(${show(name)}): ${what}, got ${show(value)}`);
+  if (start === null || typeof start !== 'object') return bad('the start must be { key, event, eventId? }', start);
+  // A misspelt field (`evntId`) would silently turn dedup off.
+  const unknown = Object.keys(start).filter((field) => !START_FIELDS.has(field));
+  if (unknown.length > 0)
+    return bad(
+      `a start has the fields key, event and eventId only (${unknown.map((f) => show(f)).join(', ')} is not one)`,
+      start,
+    );
+  const { key, event, eventId } = start as { key?: unknown; event?: unknown; eventId?: unknown };
   if (typeof key !== 'string') return bad('key must be a string', key);
   if (eventId !== undefined && (typeof eventId !== 'string' || eventId === ''))
     return bad('eventId must be a non-empty string', eventId);
+  const notFinite = nonFinite(event);
+  if (notFinite !== undefined) return bad(`event holds ${notFinite}, which JSON cannot carry`, event);
   return undefined;
+}
+
+/** The fields of a {@link PacedStart}. */
+const START_FIELDS: ReadonlySet<string> = new Set(['key', 'event', 'eventId']);
+
+/** `NaN` or `Infinity` where `event` holds one (JSON would deliver `null`), else undefined. */
+function nonFinite(event: unknown): string | undefined {
+  try {
+    jsonValue(event, { finite: true });
+    return undefined;
+  } catch (error) {
+    const found = /^(-?Infinity|NaN) has no JSON/.exec(error instanceof Error ? error.message : '');
+    return found ? found[1] : undefined; // anything else JSON refuses is told where the event is journaled
+  }
 }

@@ -3,14 +3,14 @@
  * a pace event is applied live as a replay will read it from the journal, so live and recovered runs see
  * the same value, and the sender's object is not shared with the coordinator (changing it after `send`
  * changes nothing). Follows JSON.stringify: `toJSON` is called; `undefined`, functions and symbols are left
- * out of objects and become `null` in arrays; non-finite numbers become `null`; a BigInt or a cycle throws
- * a TypeError, as JSON.stringify does.
+ * out of objects and become `null` in arrays; non-finite numbers become `null` (with `finite`, they throw a
+ * TypeError instead); a BigInt or a cycle throws a TypeError, as JSON.stringify does.
  */
-export function jsonValue(value: unknown): unknown {
-  return copy(value, '', [], true);
+export function jsonValue(value: unknown, options: { readonly finite?: boolean } = {}): unknown {
+  return copy(value, '', [], true, options.finite === true);
 }
 
-function copy(value: unknown, key: string, path: object[], top: boolean): unknown {
+function copy(value: unknown, key: string, path: object[], top: boolean, finite: boolean): unknown {
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     value = (value as { toJSON(key: string): unknown }).toJSON(key);
   }
@@ -19,7 +19,9 @@ function copy(value: unknown, key: string, path: object[], top: boolean): unknow
     case 'boolean':
       return value;
     case 'number':
-      return Number.isFinite(value) ? (value === 0 ? 0 : value) : null; // -0 reads back as 0
+      if (Number.isFinite(value)) return value === 0 ? 0 : value; // -0 reads back as 0
+      if (finite) throw new TypeError(`${value} has no JSON (JSON.stringify writes null)`);
+      return null;
     case 'bigint':
       throw new TypeError('Do not know how to serialize a BigInt');
     case 'undefined':
@@ -35,17 +37,17 @@ function copy(value: unknown, key: string, path: object[], top: boolean): unknow
     if (Array.isArray(object)) {
       const out = new Array<unknown>(object.length);
       for (let i = 0; i < object.length; i++) {
-        const v = copy(object[i], String(i), path, false);
+        const v = copy(object[i], String(i), path, false, finite);
         out[i] = v === SKIP ? null : v;
       }
       return out;
     }
     // Boxed primitives read as their value, as in JSON.stringify.
     if (object instanceof Number || object instanceof String || object instanceof Boolean)
-      return copy(object.valueOf(), key, path, top);
+      return copy(object.valueOf(), key, path, top, finite);
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(object)) {
-      const v = copy((object as Record<string, unknown>)[k], k, path, false);
+      const v = copy((object as Record<string, unknown>)[k], k, path, false, finite);
       if (v === SKIP) continue;
       // `__proto__` as an own key, as JSON.parse makes it (an assignment would set the prototype)
       if (k === '__proto__')

@@ -143,4 +143,36 @@ describe('app.send', () => {
     });
     await app.stop();
   });
+
+  it('refuses a start with a field it does not know (a misspelt eventId would turn dedup off), journaling nothing', async () => {
+    const { app, clock, got } = await running();
+    const typo = { key: 'k', event: { rowId: 'a' }, evntId: 'e-1' } as unknown as PacedStart;
+    await expect(app.send('rows', typo)).rejects.toMatchObject({
+      code: 'SEND_INVALID',
+      message: expect.stringMatching(/fields key, event and eventId only \("evntId" is not one\)/),
+    });
+    await expect(app.send('rows', null as unknown as PacedStart)).rejects.toMatchObject({ code: 'SEND_INVALID' });
+    await clock.advance(10);
+    await app.idle();
+    expect(got).toEqual([]);
+    await app.stop();
+  });
+
+  it.each([
+    ['NaN', NaN],
+    ['Infinity', Infinity],
+    ['-Infinity', -Infinity],
+  ])('refuses an event that holds %s (JSON would deliver null), however deep, journaling nothing', async (name, n) => {
+    const { app, clock, got } = await running();
+    for (const event of [n, { rowId: 'a', at: n }, { rowId: 'a', deep: [[{ x: n }]] }])
+      await expect(app.send('rows', { key: 'k', event })).rejects.toMatchObject({
+        code: 'SEND_INVALID',
+        message: expect.stringContaining(`event holds ${name}, which JSON cannot carry`),
+      });
+    expect(await app.send('rows', { key: 'k', event: { rowId: 'b', at: null } })).toMatchObject({ kind: 'run' });
+    await clock.advance(10);
+    await app.idle();
+    expect(got).toEqual(['b']);
+    await app.stop();
+  });
 });
