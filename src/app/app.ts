@@ -98,6 +98,7 @@ export class App {
     this.mounts = new Mounts({ name: this.name, defaults, hasStore: options.store !== undefined });
     this.hooks = new Hooks(this.name);
     this.telemetry = new Telemetry(options, {
+      name: this.name,
       clock: this.clock,
       log: this.log,
       state: () => this.lifecycle.state,

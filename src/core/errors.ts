@@ -26,6 +26,7 @@ export const ERROR_CODES = [
   'OUTCOME_INVALID',
   'STARTUP_HOOK_FAILED',
   'SHUTDOWN_HOOK_FAILED',
+  'HTTP_LISTEN_FAILED',
 ] as const;
 
 /**
@@ -71,6 +72,9 @@ export const ERROR_CODES = [
  *   it, having closed what it opened; the app is new again and may be started once fixed.
  * - `SHUTDOWN_HOOK_FAILED`: an `onShutdown` or `afterShutdown` hook threw (the `cause`): the stop went on and
  *   completed, and `stop()` rejects with the first such error.
+ * - `HTTP_LISTEN_FAILED`: the app's HTTP server (`http`) could not listen: `http.port` in use by another
+ *   process (`EADDRINUSE`), a port the process may not take, a `http.host` the machine does not have. The
+ *   message names the app, the port and the host; `start()` rejects with it, having opened nothing.
  *
  * @category Errors
  */

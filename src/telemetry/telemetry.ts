@@ -1,4 +1,5 @@
 import type { Clock, Logger, StoreObserver } from '../core/ports.js';
+import { SluiceError, show } from '../core/errors.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
 import { healthOf, lagOf, type AppHealth } from './health.js';
 import { HttpServer } from './http-server.js';
@@ -16,6 +17,8 @@ import {
 
 /** What telemetry reads of its app. */
 export interface TelemetryHost {
+  /** The app's name, for its errors. */
+  readonly name: string;
   readonly clock: Clock;
   readonly log: Logger;
   readonly state: () => 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
@@ -60,7 +63,17 @@ export class Telemetry {
         registry: () => this.metrics?.registry,
         log: this.host.log,
       });
-      await server.listen(http.port, http.host);
+      try {
+        await server.listen(http.port, http.host);
+      } catch (error) {
+        const { code } = (error ?? {}) as { code?: unknown };
+        const why = code === 'EADDRINUSE' ? 'is in use by another process' : 'cannot be listened on';
+        throw new SluiceError(
+          'HTTP_LISTEN_FAILED',
+          `App "${this.host.name}": http.port ${http.port}${http.host === undefined ? '' : ` on http.host ${show(http.host)}`} ${why} (${typeof code === 'string' ? code : show(error)}); free it, or choose another port (0 picks a free one)`,
+          { cause: error },
+        );
+      }
       this.server = server;
     }
   }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { App, MemoryBroker, subscriber, type Store } from '../../src/index.js';
+import { App, MemoryBroker, SluiceError, subscriber, type Store } from '../../src/index.js';
 import { ManualClock, memoryStore, silentLogger } from '../../src/testing.js';
 import { Counter, Gate } from '../helpers.js';
 
@@ -183,5 +183,28 @@ describe('the HTTP server', () => {
     app.withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', async () => {}).build()));
     await app.start();
     expect((await get(app.httpPort()!, '/metrics')).status).toBe(404);
+  });
+
+  it('refuses a start whose http.port is in use with HTTP_LISTEN_FAILED naming the app and the port; starts once it is free', async () => {
+    const first = appOf({ http: { port: 0, host: '127.0.0.1' } });
+    first.withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', async () => {}).build()));
+    await first.start();
+    const port = first.httpPort()!;
+    const second = new App({ name: 'second', logger: silentLogger, http: { port, host: '127.0.0.1' } });
+    second.withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', async () => {}).build()));
+    const refused = await second.start().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(SluiceError);
+    expect(refused).toMatchObject({
+      code: 'HTTP_LISTEN_FAILED',
+      message: expect.stringMatching(new RegExp(`^App "second": http.port ${port} on http.host "127.0.0.1" is in use`)),
+      cause: expect.objectContaining({ code: 'EADDRINUSE' }),
+    });
+    await first.stop();
+    await second.start(); // nothing was left open: the app starts once the port is free
+    expect(second.httpPort()).toBe(port);
+    await second.stop();
   });
 });
