@@ -51,9 +51,14 @@ export class Mounts {
     const router = new Router();
     configure(router);
     const { name, defaults } = this.app;
-    const subscribers = router.mounted(name).map((m) => compile(m, { name, defaults }));
+    const compiled = router
+      .mounted(name)
+      .map((m) => ({ s: compile(m, { name, defaults }), named: m.spec.options.name }));
     const reads = this.readsOf(broker);
-    for (const s of subscribers) {
+    const subscribers: CompiledSubscriber[] = [];
+    for (const { s: given, named } of compiled) {
+      const s = named === undefined ? this.told(given) : given;
+      subscribers.push(s);
       this.claimName(s.name);
       this.claimRead(reads, s);
       if (s.pace !== undefined) this.paces.set(s.name, s.pace);
@@ -71,6 +76,18 @@ export class Mounts {
       for (const s of m.subscribers) reads.set(readKey(s), s.name);
     }
     return reads;
+  }
+
+  /**
+   * A subscriber of a default name (its method's or handler's, or its topic) that another already has:
+   * named after what it reads, `<topic>@<group>` (one subscriber per topic and group of a broker), which
+   * tells apart two readers of one topic in their own groups. A name given with `name` is never changed:
+   * two alike are refused, as is a derived name that is taken too.
+   */
+  private told(s: CompiledSubscriber): CompiledSubscriber {
+    if (!this.names.has(s.name)) return s;
+    const derived = `${s.topic}@${s.group}`;
+    return this.names.has(derived) ? s : Object.freeze({ ...s, name: derived });
   }
 
   private claimName(name: string): void {

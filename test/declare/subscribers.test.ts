@@ -279,12 +279,49 @@ describe('routers', () => {
 describe('mounting', () => {
   const h = async function h() {};
 
-  it('rejects two subscribers with one name', () => {
+  it('rejects two subscribers given one name', () => {
     expectError(
       () =>
-        app().withBroker(new MemoryBroker(), (b) => b.include(subscriber('a', h).build(), subscriber('b', h).build())),
+        app().withBroker(new MemoryBroker(), (b) =>
+          b.include(subscriber('a', h).name('same').build(), subscriber('b', h).name('same').build()),
+        ),
+      'CONFIG_INVALID',
+      /two subscribers are named "same"/,
+    );
+  });
+
+  it('names a subscriber whose default name is taken after its topic and group: two groups of one topic mount', () => {
+    const a = app().withBroker(new MemoryBroker(), (b) =>
+      b.include(
+        subscriber('orders', h).build(),
+        subscriber('orders', h).group('audit').build(),
+        subscriber('refunds', h).build(),
+      ),
+    );
+    expect(Object.keys(compiled(a))).toEqual(['h', 'orders@audit', `refunds@${a.name}`]);
+    expect(compiled(a)['orders@audit']!.group).toBe('audit');
+  });
+
+  it('still refuses a default name whose derived name is taken too, and one subscriber of a topic and group twice', () => {
+    expectError(
+      () =>
+        app().withBroker(new MemoryBroker(), (b) =>
+          b.include(
+            subscriber('x', h).name('orders@audit').build(),
+            subscriber('y', h).build(),
+            subscriber('orders', h).group('audit').build(),
+          ),
+        ),
       'CONFIG_INVALID',
       /two subscribers are named "h"/,
+    );
+    expectError(
+      () =>
+        app().withBroker(new MemoryBroker(), (b) =>
+          b.include(subscriber('orders', h).build(), subscriber('orders', h).build()),
+        ),
+      'CONFIG_INVALID',
+      /both read topic "orders" in group/,
     );
   });
 
