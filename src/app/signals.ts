@@ -39,7 +39,9 @@ export interface Served {
 
 /**
  * `app.run()`: starts the app, holding the process, and stops it at the first SIGINT or SIGTERM or `stop()`
- * call — during the start too (the start unwinds) — resolving once it is stopped.
+ * call — during the start too (the start unwinds) — resolving once it is stopped. From then on a signal is
+ * no longer listened for: a second one ends the process as Node does (a stop or a start that hangs, in a
+ * hook say, cannot keep it).
  */
 export async function serveUntilStopped(app: Served): Promise<void> {
   const signals = listenForSignals(app.log);
@@ -48,6 +50,7 @@ export async function serveUntilStopped(app: Served): Promise<void> {
     const started = app.start();
     const first = await Promise.race([started.then(() => 'started' as const), signals.received, app.stopCalled]);
     if (first !== 'started') {
+      signals.dispose(); // before the stop, which waits for the start to unwind
       await app.stop();
       await started.catch(() => {}); // it unwound (or had just finished, and the stop stopped it)
       return;

@@ -22,9 +22,11 @@ async function runChild(
       onLine(line, (s) => child.kill(s));
     }
   });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.on('exit', (c, s) => resolve([c, s])),
+  );
   const messages = lines.map((l) => (l.startsWith('{') ? (JSON.parse(l) as { msg: string }).msg : l));
-  return { code, messages };
+  return { code, signal, messages };
 }
 
 describe('timers that an awaited call waits on keep the process alive', () => {
@@ -52,6 +54,16 @@ describe('timers that an awaited call waits on keep the process alive', () => {
     expect(messages).toEqual(expect.arrayContaining(['signal received, stopping', 'stopped', 'read after run: 0']));
     expect(messages).not.toContain('started');
     expect(messages.at(-1)).toBe('exit');
+  });
+
+  it('app.run() whose start hangs (an onStartup hook that never ends): a second SIGTERM ends the process', async () => {
+    const { code, signal, messages } = await runChild('start-hangs', (line, kill) => {
+      if (line === 'starting') kill('SIGTERM');
+      else if (line.includes('signal received, stopping')) kill('SIGTERM'); // the stop waits for the start
+    });
+    expect([code, signal]).toEqual([null, 'SIGTERM']);
+    expect(messages).toContain('signal received, stopping');
+    expect(messages).not.toContain('run resolved');
   });
 
   it('await app.start() joining a group whose other member is busy: the wait for its revoke holds', async () => {
