@@ -136,3 +136,46 @@ export function reasonOf(error: unknown): string {
     return 'a value that cannot be read';
   }
 }
+
+/**
+ * What a thrown value tells, read without throwing: a revoked `Proxy` throws at `instanceof` and at every
+ * property read, and a proxy's `get` (or an error's getter) may throw too. `error` is whether it is an
+ * `Error`; `name`, `message` and `stack` are strings where it has them; `code` is a SluiceError's;
+ * `className` its constructor's name, where it has one.
+ */
+export interface ThrownView {
+  readonly error: boolean;
+  readonly name: string;
+  readonly message: string;
+  readonly stack: string | undefined;
+  readonly code: ErrorCode | undefined;
+  readonly className: string | undefined;
+}
+
+/** Reads `error` as a {@link ThrownView}; never throws. */
+export function viewOfThrown(error: unknown): ThrownView {
+  const isError = attempt(() => error instanceof Error, false);
+  const read = (key: string): unknown => attempt(() => (error as Record<string, unknown>)[key], undefined);
+  const text = (key: string): string | undefined => {
+    const value = isError ? read(key) : undefined;
+    return typeof value === 'string' ? value : undefined;
+  };
+  const isSluice = attempt(() => error instanceof SluiceError, false);
+  const ctor = attempt(() => (error as { constructor?: { name?: unknown } } | null)?.constructor?.name, undefined);
+  return {
+    error: isError,
+    name: text('name') ?? (isError ? 'Error' : typeof error),
+    message: isError ? (text('message') ?? '') : reasonOf(error),
+    stack: text('stack'),
+    code: isSluice ? (read('code') as ErrorCode | undefined) : undefined,
+    className: typeof ctor === 'string' && ctor !== '' ? ctor : undefined,
+  };
+}
+
+function attempt<T, F>(read: () => T, fallback: F): T | F {
+  try {
+    return read();
+  } catch {
+    return fallback;
+  }
+}

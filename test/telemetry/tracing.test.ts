@@ -181,6 +181,73 @@ describe('tracing: a span per attempt', () => {
     expect(all[2]!.status.code).toBe(SpanStatusCode.UNSET);
   });
 
+  it.each([
+    [
+      'a revoked Proxy',
+      () => {
+        const { proxy, revoke } = Proxy.revocable(new Error('gone'), {});
+        revoke();
+        return proxy;
+      },
+    ],
+    [
+      'a Proxy whose get throws',
+      () =>
+        new Proxy(new Error('x'), {
+          get() {
+            throw new Error('no reading me');
+          },
+        }),
+    ],
+    [
+      'an Error whose message getter throws',
+      () =>
+        Object.defineProperty(new Error(), 'message', {
+          get() {
+            throw new Error('no');
+          },
+        }),
+    ],
+  ])(
+    'dead-letters a handler or middleware that throws %s, its span ERROR, and goes on serving',
+    async (_what, thrown) => {
+      const broker = new MemoryBroker();
+      const app = appOf().withBroker(broker, (b) =>
+        b.include(
+          subscriber('orders', async (v: { n: number }) => {
+            if (v.n === 1) throw thrown();
+          })
+            .retry({ attempts: 1 })
+            .build(),
+          subscriber('refunds', async () => {})
+            .use(async () => {
+              throw thrown();
+            })
+            .retry({ attempts: 1 })
+            .build(),
+        ),
+      );
+      await app.start();
+      await broker.publish('orders', { n: 1 });
+      await broker.publish('refunds', { n: 1 });
+      await app.idle();
+      expect(broker.values('orders.dlq')).toEqual([{ n: 1 }]);
+      expect(broker.values('refunds.dlq')).toEqual([{ n: 1 }]);
+      await broker.publish('orders', { n: 2 });
+      await app.idle();
+      const all = await spans();
+      expect(
+        all.map((s) => [s.attributes['messaging.destination.name'], s.status.code, s.attributes['sluice.outcome']]),
+      ).toEqual(
+        expect.arrayContaining([
+          ['orders', SpanStatusCode.ERROR, 'dead_letter'],
+          ['refunds', SpanStatusCode.ERROR, 'dead_letter'],
+          ['orders', SpanStatusCode.UNSET, 'ack'],
+        ]),
+      );
+    },
+  );
+
   it("writes the last attempt's span into the dead letter, in place of the original traceparent", async () => {
     const clock = new ManualClock(0);
     const broker = new MemoryBroker();

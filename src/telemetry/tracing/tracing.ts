@@ -4,7 +4,7 @@
  * See docs/observability.md, "Traces".
  */
 import type * as Otel from '@opentelemetry/api';
-import { SluiceError, reasonOf } from '../../core/errors.js';
+import { viewOfThrown } from '../../core/errors.js';
 import type { HeaderValue, Headers, InboundMessage } from '../../core/message.js';
 import type { PublishInfo, PublishMiddleware } from '../../core/middleware.js';
 import type { CompiledSubscriber } from '../../declare/compile.js';
@@ -317,18 +317,23 @@ export class SubscriberTracing implements SubscriberTracer {
     if (outcome.kind === 'failed' || outcome.kind === 'rejected') {
       const error = outcome.kind === 'failed' ? outcome.error : undefined;
       if (error !== undefined) {
-        span.recordException(error instanceof Error ? error : reasonOf(error));
-        span.setAttribute('error.type', errorType(error));
+        // Read once, safely: a thrown revoked Proxy (or one whose `get` throws) must not fail the attempt's end.
+        const thrown = viewOfThrown(error);
+        const { name, message, stack } = thrown;
+        span.recordException(
+          thrown.error
+            ? {
+                name,
+                message,
+                ...(stack === undefined ? {} : { stack }),
+                ...(thrown.code ? { code: thrown.code } : {}),
+              }
+            : message,
+        );
+        span.setAttribute('error.type', thrown.code ?? thrown.className ?? '_OTHER');
       }
       span.setStatus({ code: app.api.SpanStatusCode.ERROR, message: outcome.reason });
     }
     span.end();
   }
-}
-
-/** `error.type`: a SluiceError's code, else the error's class name. */
-function errorType(error: unknown): string {
-  if (error instanceof SluiceError) return error.code;
-  const name = (error as { constructor?: { name?: unknown } } | null)?.constructor?.name;
-  return typeof name === 'string' && name !== '' ? name : '_OTHER';
 }
