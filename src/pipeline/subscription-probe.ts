@@ -1,6 +1,7 @@
-import type { Consumer, PartitionLag } from '../core/ports.js';
+import type { Clock, Consumer } from '../core/ports.js';
 import type { Workers } from '../dispatch/workers.js';
 import type { Intake } from './intake.js';
+import { LagReads, type LagRead } from './lag-reads.js';
 import type { Offsets } from './offsets.js';
 import type { Work } from './work.js';
 
@@ -21,6 +22,8 @@ export interface ProbeParts {
   readonly intake: Intake;
   /** The subscription's consumer, once it joined. */
   readonly consumer: () => Consumer | undefined;
+  /** The app's clock: a lag read waits for the broker within a bound on it. */
+  readonly clock: Clock;
 }
 
 /**
@@ -32,7 +35,11 @@ export class SubscriptionProbe {
   private readsSeen = -1;
   private readAtMs = 0;
 
-  constructor(private readonly parts: ProbeParts) {}
+  private readonly lagReads: LagReads;
+
+  constructor(private readonly parts: ProbeParts) {
+    this.lagReads = new LagReads(async () => (await parts.consumer()?.partitionLags?.()) ?? [], parts.clock);
+  }
 
   counts(): WorkCounts {
     const workers = this.parts.workers;
@@ -61,9 +68,12 @@ export class SubscriptionProbe {
     return this.parts.consumer()?.assignments?.();
   }
 
-  /** Per owned partition, messages past the group's committed offset; empty when the consumer cannot tell. */
-  async partitionLags(): Promise<readonly PartitionLag[]> {
-    return (await this.parts.consumer()?.partitionLags?.()) ?? [];
+  /**
+   * Per owned partition, messages past the group's committed offset (empty when the consumer cannot tell),
+   * as the broker tells within a bound: past it, the last answer, marked stale (see {@link LagReads}).
+   */
+  partitionLags(): Promise<LagRead> {
+    return this.lagReads.read();
   }
 
   /**

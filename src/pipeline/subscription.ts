@@ -143,7 +143,7 @@ export class Subscription {
     const dispatch = this.dispatch;
     this.intake = new Intake({ ...parts, ledger: this.ledger, dispatch, progress, forward, observer, runJoined });
     const consumer = (): Consumer | undefined => this.consumer;
-    this.probe = new SubscriptionProbe({ workers, offsets, intake: this.intake, consumer });
+    this.probe = new SubscriptionProbe({ workers, offsets, intake: this.intake, consumer, clock });
     this.pacer = pacer;
     pacer?.attach(sub.name, this.intake.runArrived, broker.partitionOf?.bind(broker));
   }

@@ -39,6 +39,11 @@ export interface SubscriberHealth {
   readonly oldestInFlightMs: number;
   /** Messages past the group's committed offset over the partitions it owns (0 where the consumer cannot tell). */
   readonly lag: number;
+  /**
+   * True when the broker did not tell the lag within a second (an outage, say): `lag` is then the last
+   * count it gave. Probes read no lag: false there.
+   */
+  readonly lagStale: boolean;
 }
 
 /**
@@ -65,7 +70,7 @@ export async function healthOf(
   subscriptions: readonly Subscription[],
   nowMs: number,
   thresholds: HealthThresholds,
-  lagOf?: (s: Subscription) => Promise<number>,
+  lagOf?: (s: Subscription) => Promise<{ readonly lag: number; readonly stale: boolean }>,
 ): Promise<AppHealth> {
   const subscribers = await Promise.all(subscriptions.map((s) => subscriberHealth(s, nowMs, lagOf)));
   const reasons = state === 'running' ? subscribers.flatMap((s) => reasonsOf(s, thresholds)) : [];
@@ -82,9 +87,10 @@ export async function healthOf(
 async function subscriberHealth(
   s: Subscription,
   nowMs: number,
-  lagOf: ((s: Subscription) => Promise<number>) | undefined,
+  lagOf: ((s: Subscription) => Promise<{ readonly lag: number; readonly stale: boolean }>) | undefined,
 ): Promise<SubscriberHealth> {
   const probe = s.probe;
+  const lag = lagOf === undefined ? { lag: 0, stale: false } : await lagOf(s);
   return {
     name: s.sub.name,
     topic: s.sub.topic,
@@ -92,7 +98,8 @@ async function subscriberHealth(
     paused: probe.paused(),
     lastPollAgoMs: probe.lastPollAgoMs(nowMs),
     oldestInFlightMs: probe.oldestInFlightMs(nowMs),
-    lag: lagOf === undefined ? 0 : await lagOf(s),
+    lag: lag.lag,
+    lagStale: lag.stale,
   };
 }
 
@@ -113,12 +120,11 @@ function statusOf(state: State, failing: boolean): AppStatus {
   return state;
 }
 
-/** A subscription's lag: its partitions' lags summed, or the consumer's own count where it has none per partition. */
-export async function lagOf(s: Subscription): Promise<number> {
-  try {
-    const lags = await s.probe.partitionLags();
-    return lags.reduce((sum, p) => sum + p.lag, 0);
-  } catch {
-    return 0; // the broker did not answer: health still answers
-  }
+/**
+ * A subscription's lag: its partitions' lags summed, as the broker tells within a bound (past it, the last
+ * count, stale).
+ */
+export async function lagOf(s: Subscription): Promise<{ readonly lag: number; readonly stale: boolean }> {
+  const { lags, stale } = await s.probe.partitionLags();
+  return { lag: lags.reduce((sum, p) => sum + p.lag, 0), stale };
 }

@@ -14,6 +14,17 @@ export interface HttpSources {
 }
 
 /**
+ * The server's bounds on a request, far below Node's defaults (60 s for the headers, 300 s for a request):
+ * a probe or a scrape is a small GET, and a client that trickles its request must not hold a connection
+ * (and a socket) for minutes. Timed-out connections are looked for every second.
+ */
+export const SERVER_TIMEOUTS = Object.freeze({
+  headersTimeout: 5_000,
+  requestTimeout: 10_000,
+  connectionsCheckingInterval: 1_000,
+});
+
+/**
  * The app's HTTP server: `/health/live`, `/health/ready` (200 or 503 and a small JSON body) and `/metrics`.
  * Any other path is 404; a method other than GET or HEAD, 405.
  */
@@ -24,7 +35,7 @@ export class HttpServer {
 
   /** Listens on `port` (0: one the system picks) of `host`; resolves once listening. */
   async listen(port: number, host: string | undefined): Promise<void> {
-    const server = createServer((req, res) => void this.answer(req, res));
+    const server = createServer(SERVER_TIMEOUTS, (req, res) => void this.answer(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -34,6 +45,11 @@ export class HttpServer {
     });
     server.unref(); // the app holds the process while it runs; the server alone never does
     this.server = server;
+  }
+
+  /** The Node server, once listening (for tests of its settings). */
+  get node(): Server | undefined {
+    return this.server;
   }
 
   /** The port listened on, once listening. */

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { App, MemoryBroker, SluiceError, subscriber, type Store } from '../../src/index.js';
 import { ManualClock, memoryStore, silentLogger } from '../../src/testing.js';
 import { Counter, Gate } from '../helpers.js';
+import { HttpServer, SERVER_TIMEOUTS } from '../../src/telemetry/http-server.js';
 
 const apps: App[] = [];
 afterEach(async () => {
@@ -50,6 +51,7 @@ describe('app.health()', () => {
         lastPollAgoMs: 0,
         oldestInFlightMs: 0,
         lag: 0,
+        lagStale: false,
       },
     ]);
   });
@@ -206,5 +208,21 @@ describe('the HTTP server', () => {
     await second.start(); // nothing was left open: the app starts once the port is free
     expect(second.httpPort()).toBe(port);
     await second.stop();
+  });
+
+  it("bounds a request far below Node's defaults: 5 s for its headers, 10 s in all, looked for every second", async () => {
+    const server = new HttpServer({
+      health: () => new App({ name: 'x' }).health(),
+      registry: () => undefined,
+      log: silentLogger,
+    });
+    await server.listen(0, '127.0.0.1');
+    try {
+      const node = server.node!;
+      expect([node.headersTimeout, node.requestTimeout]).toEqual([5_000, 10_000]);
+      expect(SERVER_TIMEOUTS.connectionsCheckingInterval).toBe(1_000);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -105,6 +105,50 @@ describe('metrics in a prom-client registry', () => {
     expect(valueOf(after, 'sluice_handled_total', { ...orders, outcome: 'dead_letter' })).toBe(0);
   });
 
+  it('answers a scrape and app.health() within a second of the app clock while the broker does not tell the lag, from the last count, marked stale', async () => {
+    const clock = new ManualClock(0);
+    const registry = new Registry();
+    let down = false;
+    /** A memory broker whose consumers stop answering for their lag while it is `down` (an outage). */
+    class Outage extends MemoryBroker {
+      override async consume(...args: Parameters<MemoryBroker['consume']>) {
+        const consumer = await super.consume(...args);
+        const lags = consumer.partitionLags!.bind(consumer);
+        return Object.assign(consumer, { partitionLags: () => (down ? new Promise<never>(() => {}) : lags()) });
+      }
+    }
+    const broker = new Outage();
+    const gate = new Gate();
+    const app = appOf({ clock, metrics: { registry } }).withBroker(broker, (b) =>
+      b.include(
+        subscriber('orders', () => gate.promise)
+          .name('orders')
+          .build(),
+      ),
+    );
+    await app.start();
+    for (let n = 0; n < 3; n++) await broker.publish('orders', { n });
+    const before = await registry.metrics();
+    expect(valueOf(before, 'sluice_consumer_lag', { ...orders, partition: 0 })).toBe(3);
+    expect(valueOf(before, 'sluice_consumer_lag_stale', orders)).toBe(0);
+    down = true;
+    const scrape = registry.metrics();
+    const health = app.health();
+    await clock.advance(999);
+    let answered = false;
+    void scrape.then(() => (answered = true));
+    await clock.advance(0);
+    expect(answered).toBe(false); // still within the bound
+    await clock.advance(1);
+    const during = await scrape;
+    expect(valueOf(during, 'sluice_consumer_lag', { ...orders, partition: 0 })).toBe(3); // the last count
+    expect(valueOf(during, 'sluice_consumer_lag_stale', orders)).toBe(1);
+    expect((await health).subscribers[0]).toMatchObject({ lag: 3, lagStale: true });
+    down = false;
+    gate.open();
+    await app.idle();
+  });
+
   it('counts an attempt that ran past timeoutMs as a timeout', async () => {
     const clock = new ManualClock(0);
     const registry = new Registry();

@@ -9,6 +9,7 @@ import { HANDLED_OUTCOMES } from '../../pipeline/delivery-events.js';
 import { loadOptionalPeer } from '../optional-peer.js';
 import type { Pacer } from '../../pace-stage/pacer.js';
 import type { Subscription } from '../../pipeline/subscription.js';
+import type { LagRead } from '../../pipeline/lag-reads.js';
 import type { MetricsRegistry } from '../telemetry-options.js';
 
 type Client = typeof PromClient;
@@ -150,20 +151,34 @@ export class AppMetrics {
           for (const { partition, count } of s.probe.uncommitted()) set({ ...labelsOf(s), partition }, count);
       },
     );
-    this.gauge('sluice_consumer_lag', "Messages past the group's committed offset", ['partition'], async (set) => {
-      const subs = this.source.subscriptions();
-      const lags = await Promise.all(
-        subs.map((s) => s.probe.partitionLags().catch((error: unknown) => this.unread(error))),
-      );
-      subs.forEach((s, i) => {
-        for (const { partition, lag } of lags[i]!) set({ ...labelsOf(s), partition }, lag);
-      });
-    });
-  }
-
-  private unread(error: unknown): [] {
-    this.source.log.debug('metrics: consumer lag not read', { error });
-    return [];
+    // One read of the lags per scrape, shared by both gauges (prom-client collects them one after the other).
+    let reading: Promise<LagRead[]> | undefined;
+    const lagsOf = (subs: readonly Subscription[]): Promise<LagRead[]> => {
+      reading ??= Promise.all(subs.map((s) => s.probe.partitionLags())).finally(() => (reading = undefined));
+      return reading;
+    };
+    this.gauge(
+      'sluice_consumer_lag',
+      "Messages past the group's committed offset (the last count the broker told: see sluice_consumer_lag_stale)",
+      ['partition'],
+      async (set) => {
+        const subs = this.source.subscriptions();
+        const reads = await lagsOf(subs);
+        subs.forEach((s, i) => {
+          for (const { partition, lag } of reads[i]!.lags) set({ ...labelsOf(s), partition }, lag);
+        });
+      },
+    );
+    this.gauge(
+      'sluice_consumer_lag_stale',
+      'Whether the broker did not tell the lag within a second (an outage): sluice_consumer_lag is then the last count',
+      [],
+      async (set) => {
+        const subs = this.source.subscriptions();
+        const reads = await lagsOf(subs);
+        subs.forEach((s, i) => set(labelsOf(s), reads[i]!.stale ? 1 : 0));
+      },
+    );
   }
 
   /** The pace stage's gauges, per shard hosted here. */
