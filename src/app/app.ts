@@ -113,6 +113,7 @@ export class App {
       mounts: () => this.mounts.all,
       makeStartParts: () => this.makeStartParts(),
       onProgress: () => this.progress.wake(),
+      telemetry: this.telemetry,
     });
   }
 
@@ -163,7 +164,8 @@ export class App {
   }
 
   /**
-   * Adds a hook that `start()` awaits before it opens anything (no broker connected, no consumer joined), after
+   * Adds a hook that `start()` awaits before it opens anything but the HTTP server of `http` (no broker
+   * connected, no consumer joined; the probes answer `starting`), after
    * the hooks added before it. One that throws fails the start with `STARTUP_HOOK_FAILED`: nothing was opened,
    * the later hooks do not run, and the app may be started again.
    *

@@ -4,7 +4,8 @@ import type { Logger } from '../core/ports.js';
 
 /**
  * The four moments of an app's life that hooks run at:
- * - `onStartup`: at `start()`, before anything is opened (no broker connected, no store opened, no consumer);
+ * - `onStartup`: at `start()`, before anything but the HTTP server is opened (no broker connected, no store
+ *   opened, no consumer);
  * - `afterStartup`: once everything is started, just before `start()` resolves;
  * - `onShutdown`: at `stop()` of a running app, before anything stops (reading, draining);
  * - `afterShutdown`: once everything is closed, before `stop()` resolves; also after a start that failed or was

@@ -21,6 +21,11 @@ export interface LifecycleHost {
   onProgress(): void;
   /** The lifecycle hooks, run at their moments (see `HookPhase`). */
   readonly hooks: Hooks;
+  /**
+   * The app's metrics, tracing and HTTP server: opened at the first step of a start, before the onStartup
+   * hooks (so probes answer `starting` from then on), closed at the last step of a stop.
+   */
+  readonly telemetry: { open(): Promise<void>; close(): Promise<void> };
 }
 
 /** Thrown inside a start when `stop()` was called meanwhile: the start unwinds. */
@@ -38,6 +43,8 @@ export class Lifecycle {
   private stopRequested = false;
   /** True once the start under way (or the running app's) ran its onStartup hooks: afterShutdown's will run. */
   private setUp = false;
+  /** True from the first step of a start until the stop (or the start's unwinding) closed the telemetry. */
+  private telemetryOpen = false;
   private stopped: Promise<void> | undefined;
   /** Resolves when stop() is first called: run() then stops waiting for a signal. */
   readonly stopCalled: Promise<'stop'>;
@@ -77,6 +84,8 @@ export class Lifecycle {
     const { hooks } = this.host;
     this.setUp = false;
     try {
+      this.telemetryOpen = true; // closed again whatever its open did
+      await this.host.telemetry.open();
       await hooks.startup('onStartup', () => {}); // a stop meanwhile is seen once they all ran
       this.setUp = true;
       checkpoint();
@@ -139,10 +148,17 @@ export class Lifecycle {
     if (failures.length > 0) throw failures[0];
   }
 
-  /** Closes what a start opened; leaves the app ready for a new start. */
+  /** Closes what a start opened, the HTTP server last; leaves the app ready for a new start. */
   private async closeParts(): Promise<unknown[]> {
     const failures = (await this.parts?.close()) ?? [];
     this.parts = undefined;
+    if (this.telemetryOpen) {
+      this.telemetryOpen = false;
+      await this.host.telemetry.close().catch((error: unknown) => {
+        failures.push(error);
+        this.host.log.error('closing: the http server failed', { error });
+      });
+    }
     return failures;
   }
 

@@ -29,7 +29,7 @@ export interface StartPartsSettings {
   /** The app's middlewares and publish middlewares, for every subscription. */
   readonly middlewares: readonly Middleware[];
   readonly publishMiddlewares: readonly PublishMiddleware[];
-  /** The app's metrics, health and HTTP server: opened first, closed last. */
+  /** The app's metrics, tracing and HTTP server (opened before the parts, closed after them, by the lifecycle). */
   readonly telemetry: Telemetry;
 }
 
@@ -60,8 +60,6 @@ export class StartParts {
    */
   async open(mounts: readonly Mount[], checkpoint: () => void): Promise<void> {
     const { clock, log, shutdownTimeoutMs, maxUncommitted, onProgress, sendTimeoutMs, telemetry } = this.settings;
-    await telemetry.open(); // probes answer (not ready) while the rest opens
-    checkpoint();
     const storeObserver = telemetry.storeObserver;
     if (storeObserver) this.store?.observe?.(storeObserver);
     const settings: SubscriptionSettings = {
@@ -138,7 +136,6 @@ export class StartParts {
       this.connected.map((b) => this.closeBroker(b, deadline)),
       failures,
     );
-    await this.settle('the http server', [this.settings.telemetry.close()], failures);
     timer?.cancel();
     return failures;
   }

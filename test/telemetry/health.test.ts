@@ -225,4 +225,24 @@ describe('the HTTP server', () => {
       await server.close();
     }
   });
+
+  it('answers the probes from the first step of start(): starting while an onStartup hook runs', async () => {
+    const inHook = new Counter();
+    const gate = new Gate();
+    const app = appOf({ http: { port: 0, host: '127.0.0.1' } });
+    app.withBroker(new MemoryBroker(), (b) => b.include(subscriber('orders', async () => {}).build()));
+    app.onStartup(async () => {
+      inHook.add();
+      await gate.promise;
+    });
+    const started = app.start();
+    await inHook.reach(1);
+    const port = app.httpPort()!;
+    const ready = await get(port, '/health/ready');
+    expect([ready.status, (JSON.parse(ready.body) as { status: string }).status]).toEqual([503, 'starting']);
+    expect((await get(port, '/health/live')).status).toBe(200);
+    gate.open();
+    await started;
+    expect((await get(port, '/health/ready')).status).toBe(200);
+  });
 });
