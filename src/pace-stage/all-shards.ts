@@ -1,5 +1,4 @@
 import { shardOf } from '../shard/shard-of.js';
-import { serveInTurn } from './pace-faults.js';
 import type { RunOut } from './runs-handed-out.js';
 import { closeHosts, type PaceHost, type PlacementParts, type ShardPlacement } from './shard-placement.js';
 
@@ -21,13 +20,8 @@ export class AllShards implements ShardPlacement {
    * lock go.
    */
   async open(serving: () => void): Promise<void> {
-    const { store, log, makeHost } = this.parts;
-    const hosts = Array.from({ length: store.shards }, (_, shard) => makeHost(shard, store.log(shard)));
-    this.hosts = hosts;
-    if (this.parts.faults?.serveShardsInTurn) {
-      serving();
-      return serveInTurn(hosts);
-    }
+    const { store, log } = this.parts;
+    const hosts = this.makeHosts();
     try {
       for (const host of hosts) await host.recover();
     } catch (error) {
@@ -112,12 +106,15 @@ export class AllShards implements ShardPlacement {
     return closeHosts(this.hosts, deadline);
   }
 
+  /** Makes a host for every shard of the store, not yet recovered. */
+  protected makeHosts(): readonly PaceHost[] {
+    const { store, makeHost } = this.parts;
+    this.hosts = Array.from({ length: store.shards }, (_, shard) => makeHost(shard, store.log(shard)));
+    return this.hosts;
+  }
+
   /** The host of a key's shard: by the store's shard count, the one a restart replays the key from. */
-  private host(key: string): PaceHost {
-    if (this.parts.faults?.serveShardsInTurn) {
-      const begun = this.hosts.filter((h) => h.phase !== 'new'); // by the shards opened so far
-      return begun[shardOf(key, begun.length)]!;
-    }
+  protected host(key: string): PaceHost {
     return this.hosts[shardOf(key, this.parts.store.shards)]!;
   }
 }

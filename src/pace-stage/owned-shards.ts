@@ -222,9 +222,10 @@ export class OwnedShards implements ShardPlacement {
     log.debug('pace: shard restored and serving', { shard, lsn: shardLog.durableLsn() });
   }
 
-  private async closeShard(shard: number, deadline: Promise<void>): Promise<void> {
+  /** Hands shard `shard` over: see the class's comment. */
+  protected async closeShard(shard: number, deadline: Promise<void>): Promise<void> {
     const host = this.hosts[shard];
-    if (host === undefined || this.parts.faults?.keepShardsOnRevoke) return;
+    if (host === undefined) return;
     this.releasing.add(shard);
     this.handingOver.wake();
     host.stopTimers();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SluiceError } from '../core/errors.js';
-import type { Clock, Faults, Logger, ShardLog, Store, StoreOwner } from '../core/ports.js';
+import type { Clock, Logger, ShardLog, Store, StoreOwner } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
 import { encodeEvent } from '../pace/codec.js';
 import {
@@ -8,17 +8,19 @@ import {
   DONE,
   EVENT,
   opensRun,
+  paceRules,
   type PaceOutput,
   type PaceRun,
   type PaceState,
   type Receipt,
 } from '../pace/rules.js';
 import { runOf, splitKey } from '../pace/state.js';
+import type { Rules } from '../shard/rules.js';
 import { AllShards } from './all-shards.js';
 import { ShardHost } from './shard-host.js';
 import { OwnedShards, checkOnePaced } from './owned-shards.js';
-import { rulesOf } from './pace-faults.js';
 import { checkKey, eventOf, tooLong, type Appended } from './pace-event.js';
+import type { PaceParts } from './pace-parts.js';
 import { gaugesOf, type ShardGauges } from './shard-gauges.js';
 import type { PaceHost as Host, PlacementParts, ShardPlacement, StopSignal } from './shard-placement.js';
 
@@ -62,8 +64,8 @@ export class Pacer {
     /** Called whenever an append became durable: `app.idle()` looks again. */
     private readonly onProgress: () => void,
     private readonly uuid: () => string = randomUUID,
-    /** The simulator's broken behaviours (see `Faults`): none by default. */
-    private readonly faults: Faults = {},
+    /** Parts handed in instead of the pace stage's own (the simulator's broken engines): none by default. */
+    private readonly parts: PaceParts = {},
   ) {
     if (store.ownership === 'partition') checkOnePaced(paces);
   }
@@ -105,18 +107,20 @@ export class Pacer {
   async open(owner: StoreOwner): Promise<void> {
     await this.store.open(owner);
     this.storeOpen = true;
-    const rules = rulesOf(this.paces, this.faults);
-    const { store, log, onProgress, faults } = this;
-    const parts: PlacementParts = {
+    const { store, log, onProgress, parts } = this;
+    const rules = (parts.rules ?? paceRules)(this.paces);
+    const shardLog = parts.shardLog ?? ((l: ShardLog) => l);
+    const placed: PlacementParts = {
       store,
       log,
-      makeHost: (shard, shardLog) => this.makeHost(shard, shardLog, rules),
+      makeHost: (shard, l) => this.makeHost(shard, shardLog(l), rules),
       onProgress,
       partitionOf: (subscriber, key) => this.partitioners.get(subscriber)?.(key, store.shards),
       storeClosed: () => (this.storeOpen = false),
-      faults,
     };
-    const placement = this.ownedByPartition ? new OwnedShards(parts) : new AllShards(parts);
+    const placement = this.ownedByPartition
+      ? (parts.ownedShards ?? ((p) => new OwnedShards(p)))(placed)
+      : (parts.allShards ?? ((p) => new AllShards(p)))(placed);
     this.placement = placement;
     await placement.open(() => (this.opened = true));
   }
@@ -136,7 +140,7 @@ export class Pacer {
     return this.placement?.settled() ?? Promise.resolve();
   }
 
-  private makeHost(shard: number, log: ShardLog, rules: ReturnType<typeof rulesOf>): Host {
+  private makeHost(shard: number, log: ShardLog, rules: Rules<PaceState, PaceOutput>): Host {
     return new ShardHost<PaceState, PaceOutput>({
       log,
       rules,
@@ -151,7 +155,7 @@ export class Pacer {
       snapshotEvery: this.store.snapshotEvery,
       onSnapshotError: (error) =>
         this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
-      faults: this.faults,
+      onApplied: this.parts.onApplied,
     });
   }
 
@@ -195,7 +199,7 @@ export class Pacer {
     const opens = pace === undefined || opensRun(host.core.state(key), pace, at);
     const data = encodeEvent(eventOf(subscriber, pace, appended, opens ? this.uuid() : ''));
     try {
-      return host.submit({ key, at: this.faults.readClockTwice ? undefined : at, type: EVENT, data });
+      return host.submit({ key, at: this.parts.stamp ? this.parts.stamp(at) : at, type: EVENT, data });
     } catch (error) {
       throw tooLong(error, subscriber, appended.key);
     }

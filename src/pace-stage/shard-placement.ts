@@ -1,4 +1,4 @@
-import type { Faults, Logger, ShardLog, Store } from '../core/ports.js';
+import type { Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
 import type { Appended } from './pace-event.js';
 import type { RunOut } from './runs-handed-out.js';
@@ -27,8 +27,6 @@ export interface PlacementParts {
   readonly partitionOf: (subscriber: string, key: string) => number | undefined;
   /** The placement closed the store (its open failed): the pace stage must not close it again. */
   readonly storeClosed: () => void;
-  /** The simulator's broken behaviours (see `Faults`): none by default. */
-  readonly faults?: Faults;
 }
 
 /**
