@@ -4,6 +4,7 @@ import type { CompiledPace } from '../pace/config.js';
 import type { Mount } from './mounts.js';
 import type { Receipt } from '../pace/rules.js';
 import type { Appended } from '../pace-stage/pace-event.js';
+import { faultyPaceParts } from '../pace-stage/pace-faults.js';
 import { Pacer } from '../pace-stage/pacer.js';
 import { Subscription, type SubscriptionSettings } from '../pipeline/subscription.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -50,7 +51,8 @@ export class StartParts {
   constructor(private readonly settings: StartPartsSettings) {
     const { paces, clock, log, onProgress, randomUUID, faults } = settings;
     this.store = paces.size > 0 ? settings.store() : undefined;
-    this.pacer = this.store ? new Pacer(this.store, paces, clock, log, onProgress, randomUUID, faults) : undefined;
+    const parts = faultyPaceParts(faults); // none unless the simulator injected faults
+    this.pacer = this.store ? new Pacer(this.store, paces, clock, log, onProgress, randomUUID, parts) : undefined;
   }
 
   /**

@@ -270,7 +270,10 @@ export interface Clock {
  * one promise, and a test asserts that the simulator's checkers catch it (a checker that cannot catch a
  * known bug would not catch an unknown one). They reach the engine only by injection, under the key
  * `Symbol.for('sluice.faults')` of the options of `new App()` and of `fileStore()`, which the public types
- * do not name; every one is off unless set there.
+ * do not name; every one is off unless set there. Only the fault code reads them (`faultyPaceParts` in
+ * pace-stage/pace-faults.ts, `faultyLogSteps` in store/store-faults.ts), which builds the broken part (rules,
+ * a placement, a shard log, a host's hook, an event's stamp, a log's steps) the engine is then handed
+ * instead of its own; the engine itself tests no fault.
  */
 export interface Faults {
   /** ShardHost hands out a record's outputs as soon as it is applied, before it is durable. */

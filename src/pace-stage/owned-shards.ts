@@ -1,19 +1,14 @@
 import { SluiceError, show } from '../core/errors.js';
 import { Waiters } from '../core/waiters.js';
-import type { Faults, Logger, ShardLog, Store } from '../core/ports.js';
-import type { PaceOutput, PaceState } from '../pace/rules.js';
-import type { ShardHost } from './shard-host.js';
+import type { Appended } from './pace-event.js';
 import { RunsHandedOut, type RunOut } from './runs-handed-out.js';
-
-type Host = ShardHost<PaceState, PaceOutput>;
-
-/** A subscription's stop, as a run waiting to start sees it. */
-export interface StopSignal {
-  /** True once the subscription stops. */
-  stopping(): boolean;
-  /** Resolves when it does. */
-  readonly stopped: Promise<void>;
-}
+import {
+  closeHosts,
+  type PaceHost as Host,
+  type PlacementParts,
+  type ShardPlacement,
+  type StopSignal,
+} from './shard-placement.js';
 
 /** A store owned by partition maps shards to one topic's partitions: it serves one paced subscriber. */
 export function checkOnePaced(paces: ReadonlyMap<string, unknown>): void {
@@ -22,18 +17,6 @@ export function checkOnePaced(paces: ReadonlyMap<string, unknown>): void {
       'CONFIG_INVALID',
       `pace: a store owned by partition (a Kafka store) serves one paced subscriber, got ${paces.size} (${[...paces.keys()].map((n) => show(n)).join(', ')}); give each app one, or use ownership 'all'`,
     );
-}
-
-/** What {@link OwnedShards} works with. */
-export interface OwnedShardsParts {
-  readonly store: Store;
-  readonly log: Logger;
-  /** A host for a shard's log, not yet recovered. */
-  readonly makeHost: (shard: number, log: ShardLog) => Host;
-  /** Called when an ownership change is done: `app.idle()` looks again. */
-  readonly onProgress: () => void;
-  /** The simulator's broken behaviours (see `Faults`): none by default. */
-  readonly faults?: Faults;
 }
 
 /**
@@ -47,7 +30,7 @@ export interface OwnedShardsParts {
  * started, for the next owner to run; it is let go once its runs out are done (a window never runs on two
  * instances at once) or the revoke's deadline fired, and its appends settled.
  */
-export class OwnedShards {
+export class OwnedShards implements ShardPlacement {
   private readonly hosts: (Host | undefined)[];
   private readonly releasing = new Set<number>();
   private readonly runsOut = new RunsHandedOut();
@@ -57,8 +40,14 @@ export class OwnedShards {
   private changing = 0;
   private closed = false;
 
-  constructor(private readonly parts: OwnedShardsParts) {
+  constructor(private readonly parts: PlacementParts) {
     this.hosts = new Array<Host | undefined>(parts.store.shards).fill(undefined);
+  }
+
+  /** Serving at once: no shard is opened before the consumer is given its partitions (`own`). */
+  open(serving: () => void): Promise<void> {
+    serving();
+    return Promise.resolve();
   }
 
   /** Takes, restores and serves the shards of `partitions`. */
@@ -76,16 +65,23 @@ export class OwnedShards {
     return this.changes;
   }
 
-  /** The host of shard `shard` if this instance owns it and is not handing it over. */
-  host(shard: number): Host | undefined {
-    return this.releasing.has(shard) ? undefined : this.hosts[shard];
+  /** Whether this instance owns shard `shard` now and is not handing it over. */
+  owns(shard: number): boolean {
+    return this.host(shard) !== undefined;
+  }
+
+  /** The partition (and shard) the broker puts `key` of `subscriber` in (for `app.send`). */
+  partitionOf(subscriber: string, key: string): number | undefined {
+    return this.parts.partitionOf(subscriber, key);
   }
 
   /**
-   * The host an event of `subscriber` for `key` goes to: shard `shard`'s (its delivery's partition, or the
-   * one the broker puts the key in), if this instance owns it now; else `SHARD_NOT_OWNED`.
+   * The host an event of `subscriber` goes to: the shard of its delivery's partition (or, for `app.send`, of
+   * the partition the broker puts its key in), if this instance owns it now; else `SHARD_NOT_OWNED`.
    */
-  hostOfEvent(shard: number | undefined, subscriber: string, key: string): Host {
+  hostOfEvent(_key: string, subscriber: string, appended: Appended): Host {
+    const key = appended.key;
+    const shard = appended.source?.partition ?? this.parts.partitionOf(subscriber, key);
     const host = shard === undefined ? undefined : this.host(shard);
     if (host !== undefined) return host;
     throw new SluiceError(
@@ -175,10 +171,19 @@ export class OwnedShards {
     this.runsOut.remove(run);
   }
 
-  /** No more changes: the app is closing (and closes the hosts owned then). */
-  close(): Promise<void> {
+  /**
+   * No more changes: the app is closing. A restore under way ends first (until `deadline`), then the hosts
+   * owned then are closed (see {@link closeHosts}).
+   */
+  async close(deadline: Promise<void>): Promise<void> {
     this.closed = true;
-    return this.changes;
+    await Promise.race([this.changes, deadline]);
+    await closeHosts(this.all(), deadline);
+  }
+
+  /** The host of shard `shard` if this instance owns it and is not handing it over. */
+  private host(shard: number): Host | undefined {
+    return this.releasing.has(shard) ? undefined : this.hosts[shard];
   }
 
   private change(step: () => Promise<unknown>): Promise<void> {
@@ -217,9 +222,10 @@ export class OwnedShards {
     log.debug('pace: shard restored and serving', { shard, lsn: shardLog.durableLsn() });
   }
 
-  private async closeShard(shard: number, deadline: Promise<void>): Promise<void> {
+  /** Hands shard `shard` over: see the class's comment. */
+  protected async closeShard(shard: number, deadline: Promise<void>): Promise<void> {
     const host = this.hosts[shard];
-    if (host === undefined || this.parts.faults?.keepShardsOnRevoke) return;
+    if (host === undefined) return;
     this.releasing.add(shard);
     this.handingOver.wake();
     host.stopTimers();

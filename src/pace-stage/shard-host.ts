@@ -1,6 +1,6 @@
 import { SluiceError } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
-import type { Clock, Faults, ShardLog, Timer } from '../core/ports.js';
+import type { Clock, ShardLog, Timer } from '../core/ports.js';
 import { MAX_RECORD_BYTES } from '../core/records.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
@@ -32,21 +32,26 @@ export interface ShardHostOptions<S, O> {
   readonly maxLoadedKeys?: number;
   /**
    * Take a snapshot (whole-shard state, JSON) after this many records (and at least twice as many records
-   * as keys held, and at least as many bytes of records as the last snapshot took), at the next moment when everything
-   * applied is durable and handed out; the log then
-   * deletes the segments it made dead. @default 10_000
+   * as keys held, and at least as many bytes of records as the last snapshot took), at the next moment when
+   * everything applied is durable and handed out; the log then deletes the segments it made dead. @default 10_000
    */
   readonly snapshotEvery?: number;
   /** Told when a background snapshot failed (the log goes on; the next snapshot tries again). */
   readonly onSnapshotError?: (error: unknown) => void;
   /** Called after each append became durable (or failed), its outputs handed out. */
   readonly onSettled?: () => void;
-  /** The simulator's broken behaviours (`releaseEarly`, `applyTwice`, `loseTimers`): none by default. */
-  readonly faults?: Faults;
+  /**
+   * Told of each record applied live, before it is durable, with what hands out outputs up to an LSN: none by
+   * default, outputs waiting for their record to be durable (the simulator's `releaseEarly` hands them out).
+   */
+  readonly onApplied?: (lsn: number, handOut: (upTo: number) => void) => void;
 }
 
 /** A host is made `new`, `recover()` replays its log, `serve()` starts it, `close()` ends it. */
 export type ShardHostPhase = 'new' | 'recovering' | 'recovered' | 'serving' | 'closed';
+
+/** A record made durable: its LSN, and the rules' reply to it (a receipt). */
+export type Submitted = { readonly lsn: number; readonly reply: unknown };
 
 /** Keys serialised per turn of the event loop while a snapshot is written. */
 const SNAPSHOT_CHUNK = 1_000;
@@ -89,7 +94,6 @@ export class ShardHost<S, O> {
       tickMs: options.tickMs,
       horizonMs: options.horizonMs,
       maxLoadedKeys: options.maxLoadedKeys,
-      loseTimers: options.faults?.loseTimers,
     });
   }
 
@@ -127,7 +131,6 @@ export class ShardHost<S, O> {
       const record = decodeRecord(bytes);
       owing.add(record.key);
       this.core.apply(lsn, record);
-      if (this.options.faults?.applyTwice) this.core.apply(lsn + 0.5, decodeRecord(bytes));
     });
     this.owing = owing;
     this.core.release(this.core.appliedLsn); // these left (or not) before the crash: `resume` decides
@@ -185,9 +188,8 @@ export class ShardHost<S, O> {
   }
 
   /**
-   * Appends a record (stamped with `now()` unless it has a time; never one before the last record's) and applies it.
-   * Resolves with its
-   * LSN once it is durable, after its outputs were handed out.
+   * Appends a record (stamped with `now()` unless it has a time; never one before the last record's) and
+   * applies it. Resolves with its LSN once it is durable, after its outputs were handed out.
    */
   async append(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<number> {
     return (await this.submit(record)).lsn;
@@ -197,9 +199,7 @@ export class ShardHost<S, O> {
    * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable.
    * Throws `SEND_INVALID` at once for a record over `MAX_RECORD_BYTES` (64 MiB) encoded: no store takes it.
    */
-  submit(
-    record: Omit<ShardRecord, 'at'> & { at?: number },
-  ): Promise<{ readonly lsn: number; readonly reply: unknown }> {
+  submit(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<Submitted> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
     // Before replay, a record would take an LSN that a journaled record holds; after close, go to a closed log.
     if (this.stage !== 'serving')
@@ -234,17 +234,15 @@ export class ShardHost<S, O> {
     return this.commit(stamped, bytes);
   }
 
-  private async commit(
-    stamped: ShardRecord,
-    bytes: Buffer,
-  ): Promise<{ readonly lsn: number; readonly reply: unknown }> {
+  private async commit(stamped: ShardRecord, bytes: Buffer): Promise<Submitted> {
     const log = this.options.log;
     const durable = log.append(bytes);
     this.appendedBytes += bytes.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), stamped);
-    if (this.options.faults?.releaseEarly)
-      for (const o of this.core.release(log.assignedLsn())) this.options.onOutput(o);
+    this.options.onApplied?.(log.assignedLsn(), (upTo) => {
+      for (const o of this.core.release(upTo)) this.options.onOutput(o);
+    });
     this.arm();
     try {
       const lsn = await durable;

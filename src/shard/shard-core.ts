@@ -26,8 +26,6 @@ export interface ShardCoreOptions {
    * loaded again when a record for them is applied or their timer comes due. @default 10_000
    */
   maxLoadedKeys?: number;
-  /** The simulator's `loseTimers` fault: timers restored from a snapshot are dropped. */
-  loseTimers?: boolean;
 }
 
 /**
@@ -45,7 +43,6 @@ export class ShardCore<S, O> {
   /** Idle keys: a key is loaded or parked, never both. */
   private readonly parked: ParkedStates<S>;
   private readonly maxLoaded: number;
-  private readonly loseTimers: boolean;
   private readonly tickMs: number;
   private readonly queue: Queued<O>[] = [];
   private readonly fx = new Fx<O>(this.queue);
@@ -65,7 +62,6 @@ export class ShardCore<S, O> {
     this.tickMs = options.tickMs ?? 10;
     this.timers = new LoadedTimers(this.tickMs, options.horizonMs ?? 60_000, options.nowMs);
     this.maxLoaded = options.maxLoadedKeys ?? 10_000;
-    this.loseTimers = options.loseTimers === true;
     if (!(Number.isInteger(this.maxLoaded) && this.maxLoaded >= 1))
       throw new RangeError(`ShardCore: maxLoadedKeys must be an integer from 1 up, got ${this.maxLoaded}`);
   }
@@ -205,10 +201,9 @@ export class ShardCore<S, O> {
     const size = snapshot.size;
     const parking = size === undefined ? 0 : size.keys - Math.max(0, this.maxLoaded - this.states.size);
     if (parking > 0) this.parked.reserve(parking, Math.ceil((size!.bytes / size!.keys) * parking));
-    for (const [key, json, saved, text] of snapshot.keys) {
+    for (const [key, json, timer, text] of snapshot.keys) {
       const state = codec ? codec.decode(json) : json; // decoded even to be parked: what does not read is refused now
       each?.(key, state);
-      const timer = this.loseTimers ? null : saved;
       this.tally(this.sumsOf(key), state, 1);
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
-import type { Faults, ShardLog, StoreObserver } from '../core/ports.js';
+import type { ShardLog, StoreObserver } from '../core/ports.js';
 import { checkRecord } from '../core/records.js';
-import { encodeFrame, readFrame } from './frame.js';
+import { encodeFrame, readFrame, type FrameReader } from './frame.js';
 import type { FileSystem, StoreFile } from './fs.js';
 import { MANIFEST, emptyManifest, readManifest, storeDamaged, writeManifest } from './manifest.js';
 import {
@@ -22,6 +22,24 @@ interface Pending {
   readonly resolve: (lsn: number) => void;
   readonly reject: (error: unknown) => void;
 }
+
+/**
+ * Two steps of a {@link FileShardLog} that the simulator's broken engines replace (see `Faults`,
+ * store-faults.ts); {@link fileLogSteps} are the correct ones.
+ */
+export interface FileLogSteps {
+  /** Reads a frame in recovery and replay: checking its length, its LSN and its CRC. */
+  readonly readFrame: FrameReader;
+  /**
+   * Fsyncs a new segment's directory (`fs.syncDirectory(dir)`), so that its name survives a crash, before the
+   * log names it in the manifest and puts a record in. Nothing returned instead of a promise: the segment is
+   * used neither synced nor named (the simulator's `skipDirSync`; the manifest's write would sync it too).
+   */
+  readonly syncNewSegment: (fs: FileSystem, dir: string) => Promise<void> | undefined;
+}
+
+/** The correct steps: {@link readFrame}, and a new segment's directory fsynced before it is used. */
+export const fileLogSteps: FileLogSteps = { readFrame, syncNewSegment: (fs, dir) => fs.syncDirectory(dir) };
 
 /**
  * One shard's log in a directory of segment files. One writer with group commit: appends made while a
@@ -51,7 +69,7 @@ export class FileShardLog implements ShardLog {
     private readonly segmentBytes: number,
     private readonly onFatal: (error: unknown) => void,
     private readonly fs: FileSystem,
-    private readonly faults: Faults = {},
+    private readonly steps: FileLogSteps = fileLogSteps,
   ) {}
 
   /** Makes the shard's directory and an empty manifest: done by a store's first open, before its SHARDS file. */
@@ -106,7 +124,7 @@ export class FileShardLog implements ShardLog {
         `records ${snapshotLsn + 1} to ${oldest.firstLsn - 1} are missing: ${before}, and the oldest segment, ${path.basename(oldest.file)}, starts at LSN ${oldest.firstLsn}`,
       );
     }
-    const scan = await scanSegments(fs, this.dir, segments, { namedSegment: manifest.segment }, !this.faults.skipCrc);
+    const scan = await scanSegments(fs, this.dir, segments, { namedSegment: manifest.segment }, this.steps.readFrame);
     const durable = Math.max(manifest.durable, snapshotLsn);
     if (scan.nextLsn - 1 < durable) {
       const newest = segments.at(-1);
@@ -166,7 +184,7 @@ export class FileShardLog implements ShardLog {
       const buf = await this.fs.readFile(segments[i]!.file);
       let expected = segments[i]!.firstLsn;
       for (let pos = SEGMENT_HEADER_BYTES; pos < buf.length && expected <= this.durable; expected++) {
-        const frame = readFrame(buf, pos, expected, expected, !this.faults.skipCrc);
+        const frame = this.steps.readFrame(buf, pos, expected, expected);
         if (!frame.ok)
           throw new SluiceError('STORE_CORRUPT', `store ${this.dir}: bad record at LSN ${expected} during replay`);
         if (frame.lsn >= fromLsn) visit(frame.lsn, frame.payload);
@@ -250,8 +268,9 @@ export class FileShardLog implements ShardLog {
       await writeAll(this.handle, segmentHeader(firstLsn));
       await this.handle.datasync();
       this.tailBytes = SEGMENT_HEADER_BYTES;
-      if (this.faults.skipDirSync) return; // (the manifest's write would sync the directory too)
-      await this.fs.syncDirectory(this.dir);
+      const synced = this.steps.syncNewSegment(this.fs, this.dir);
+      if (synced === undefined) return; // unsynced, so unnamed too
+      await synced;
       this.newestSegment = firstLsn;
       await this.saveManifest();
     });

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { SluiceError, show } from '../core/errors.js';
 import { faultsOf, type ShardLog, type Store, type StoreObserver } from '../core/ports.js';
 import { FileShardLog } from './file-shard-log.js';
+import { faultyLogSteps } from './store-faults.js';
 import { nodeFileSystem, type FileSystem } from './fs.js';
 import { lockDirectory } from './lock.js';
 import { writeFileAtomic } from './sync-file.js';
@@ -90,10 +91,10 @@ class FileStore implements Store {
         process.nextTick(() => {
           throw error;
         }));
+    const steps = faultyLogSteps(faultsOf(options)); // the correct ones unless the simulator injected faults
     this.logs = Array.from(
       { length: shards },
-      (_, i) =>
-        new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal, this.fs, faultsOf(options)),
+      (_, i) => new FileShardLog(i, path.join(options.dir, `shard-${i}`), segmentBytes, onFatal, this.fs, steps),
     );
   }
 

@@ -22,9 +22,12 @@ export function encodeFrame(lsn: number, payload: Uint8Array): Buffer {
 /** What a scan found at one position: a good frame, or the reason there is none. */
 export type FrameRead = { ok: true; lsn: number; payload: Buffer; next: number } | { ok: false };
 
+/** Reads the frame at `pos` of `buf` with an LSN within `minLsn..maxLsn`, as {@link readFrame} does. */
+export type FrameReader = (buf: Buffer, pos: number, minLsn: number, maxLsn: number) => FrameRead;
+
 /**
  * Reads the frame at `pos` of `buf`, checking its length, its LSN (within `minLsn..maxLsn`) and its CRC
- * (unless `checkCrc` is false: only the simulator's `skipCrc` fault sets it).
+ * (unless `checkCrc` is false: only the simulator's `skipCrc` engine reads so, see store-faults.ts).
  */
 export function readFrame(buf: Buffer, pos: number, minLsn: number, maxLsn = minLsn, checkCrc = true): FrameRead {
   if (pos + HEADER_BYTES > buf.length) return { ok: false };

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { SluiceError } from '../core/errors.js';
 import { writeU64LE } from '../core/u64.js';
-import { anyFrameAfter, readFrame } from './frame.js';
+import { anyFrameAfter, readFrame, type FrameReader } from './frame.js';
 import type { FileSystem } from './fs.js';
 import { storeDamaged } from './manifest.js';
 
@@ -58,18 +58,18 @@ export interface ScanBounds {
 }
 
 /**
- * Reads a shard's segments and checks every frame (length, CRC, the next LSN in sequence), changing
- * nothing. A bad frame with nothing good after it is a torn tail, returned as `cut` for {@link cutTornTail};
- * a bad frame with good records after it — in this segment or a later one — or with a later segment named
- * after its LSN is corruption: `STORE_CORRUPT`. So is a segment that does not start where the one before
- * it ended.
+ * Reads a shard's segments and checks every frame (length, CRC, the next LSN in sequence: `read`, by
+ * default {@link readFrame}), changing nothing. A bad frame with nothing good after it is a torn tail,
+ * returned as `cut` for {@link cutTornTail}; a bad frame with good records after it — in this segment or a
+ * later one — or with a later segment named after its LSN is corruption: `STORE_CORRUPT`. So is a segment
+ * that does not start where the one before it ended.
  */
 export async function scanSegments(
   fs: FileSystem,
   dir: string,
   segments: readonly Segment[],
   bounds: ScanBounds,
-  checkCrc = true,
+  read: FrameReader = readFrame,
 ): Promise<Scan> {
   let expected = segments[0]?.firstLsn ?? 1;
   let tailBytes = 0;
@@ -95,7 +95,7 @@ export async function scanSegments(
     }
     let pos = SEGMENT_HEADER_BYTES;
     while (pos < buf.length) {
-      const frame = readFrame(buf, pos, expected, expected, checkCrc);
+      const frame = read(buf, pos, expected, expected);
       if (!frame.ok) break;
       expected++;
       pos = frame.next;
