@@ -1,3 +1,4 @@
+import { deadlineIn, within } from '../core/deadline.js';
 import type { Middleware, PublishMiddleware } from '../core/middleware.js';
 import type { Broker, Clock, Faults, Logger, Store } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
@@ -124,11 +125,9 @@ export class StartParts {
    */
   async close(): Promise<unknown[]> {
     const { clock, shutdownTimeoutMs } = this.settings;
-    let timer: { cancel(): void } | undefined;
     // The caller awaits this deadline: it keeps the process alive.
-    const deadline = new Promise<void>((resolve) => {
-      timer = clock.setTimer(shutdownTimeoutMs, resolve, { keepAlive: true });
-    });
+    const stop = deadlineIn(clock, shutdownTimeoutMs, { keepAlive: true });
+    const deadline = stop.passed;
     const failures: unknown[] = [];
     const stops = this.subscriptions.map((s) => s.stop(deadline));
     await this.settle('a subscription', stops, failures);
@@ -138,7 +137,7 @@ export class StartParts {
       this.connected.map((b) => this.closeBroker(b, deadline)),
       failures,
     );
-    timer?.cancel();
+    stop.cancel();
     return failures;
   }
 
@@ -156,7 +155,7 @@ export class StartParts {
    * cannot reach its broker goes on closing in the background.
    */
   private async closeBroker(broker: Broker, deadline: Promise<void>): Promise<void> {
-    const closed = await Promise.race([broker.close().then(() => true), deadline.then(() => false)]);
+    const closed = await within(broker.close(), deadline);
     if (!closed)
       this.settings.log.warn(
         'closing: a broker did not close within the shutdown timeout; it goes on in the background',

@@ -1,3 +1,4 @@
+import { within } from '../core/deadline.js';
 import { SluiceError, show } from '../core/errors.js';
 import { Waiters } from '../core/waiters.js';
 import type { Appended } from './pace-event.js';
@@ -177,7 +178,7 @@ export class OwnedShards implements ShardPlacement {
    */
   async close(deadline: Promise<void>): Promise<void> {
     this.closed = true;
-    await Promise.race([this.changes, deadline]);
+    await within(this.changes, deadline);
     await closeHosts(this.all(), deadline);
   }
 
@@ -234,7 +235,7 @@ export class OwnedShards implements ShardPlacement {
         this.parts.log.warn('pace: runs of a shard handed over were still running; its next owner runs them again', {
           shard,
         });
-      await Promise.race([host.drained(), deadline]);
+      await within(host.drained(), deadline);
       await host.close();
       await this.parts.store.closeShard!(shard);
     } finally {

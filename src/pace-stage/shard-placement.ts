@@ -1,3 +1,4 @@
+import { within } from '../core/deadline.js';
 import type { Logger, ShardLog, Store } from '../core/ports.js';
 import type { PaceOutput, PaceState } from '../pace/rules.js';
 import type { Appended } from './pace-event.js';
@@ -90,7 +91,7 @@ export interface ShardPlacement {
  */
 export async function closeHosts(hosts: readonly PaceHost[], deadline: Promise<void>): Promise<void> {
   const snapshots = Promise.all(hosts.map((h) => h.close()));
-  await Promise.race([Promise.all(hosts.map((h) => h.drained())), deadline]);
+  await within(Promise.all(hosts.map((h) => h.drained())), deadline);
   // Not raced with the deadline: a snapshot writes, renames and deletes files in the store's directory,
   // and must not go on once the store is closed and its lock let go (the next owner would find its
   // segments deleted under it, or its snapshot replaced by an older one). The store's close waits for

@@ -1,3 +1,4 @@
+import { deadlineIn, within } from '../core/deadline.js';
 import { SluiceError, show } from '../core/errors.js';
 import type { InboundMessage } from '../core/message.js';
 import type { Middleware, PublishMiddleware } from '../core/middleware.js';
@@ -196,14 +197,11 @@ export class Subscription {
   private async revoke(partitions: readonly number[], owning: Pacer | undefined): Promise<void> {
     await this.ledger.revoke(partitions);
     if (!owning) return;
-    let timer: { cancel(): void } | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = this.settings.clock.setTimer(this.settings.revokeTimeoutMs, resolve);
-    });
+    const deadline = deadlineIn(this.settings.clock, this.settings.revokeTimeoutMs);
     try {
-      await owning.release(partitions, deadline);
+      await owning.release(partitions, deadline.passed);
     } finally {
-      timer?.cancel();
+      deadline.cancel();
     }
   }
 
@@ -317,8 +315,8 @@ export class Subscription {
     this.watchdog.stop();
     this.stopController.abort();
     this.ledger.dropRetries(); // they stay uncommitted
-    const drained = Promise.all([this.workers.drained(), this.ledger.sent()]).then(() => true);
-    if (!(await Promise.race([drained, deadline.then(() => false)]))) await this.abortHandlers();
+    if (!(await within(Promise.all([this.workers.drained(), this.ledger.sent()]), deadline)))
+      await this.abortHandlers();
     this.workers.close();
     this.offsets.commitAll();
     await this.consumer?.close(deadline); // which commits: waiting for the broker until the same deadline

@@ -1,4 +1,5 @@
 import type { Admin, Consumer as KafkajsConsumer } from 'kafkajs';
+import { deadlineIn, deadlineOf } from '../../../core/deadline.js';
 import type { Clock, Logger } from '../../../core/ports.js';
 
 /** How long a stop waits for the broker (the final commit, leaving the group) when the app does not say. */
@@ -16,16 +17,7 @@ export function closeDeadline(
   timeoutMs: number,
   clock: Clock,
 ): { readonly within: Within; readonly cancel: () => void } {
-  let timer: { cancel(): void } | undefined;
-  const timedOut = deadline
-    ? deadline.then(() => false as const)
-    : new Promise<false>((resolve) => {
-        timer = clock.setTimer(timeoutMs, () => resolve(false), { keepAlive: true });
-      });
-  return {
-    within: (work) => Promise.race([work.then(() => true), timedOut]),
-    cancel: () => timer?.cancel(),
-  };
+  return deadline ? deadlineOf(deadline) : deadlineIn(clock, timeoutMs, { keepAlive: true });
 }
 
 /**
