@@ -7,9 +7,9 @@ export default defineConfig({
     env: { SLUICE_LOG_LEVEL: 'silent' },
     testTimeout: 20_000,
     pool: 'forks',
-    // Four files at once on two cores: most of the long files wait (on the broker, on child processes),
-    // not compute. SLUICE_TEST_WORKERS overrides.
-    maxWorkers: Number(process.env.SLUICE_TEST_WORKERS ?? 4),
+    // Three files at once on two cores: most of the long files wait (on the broker, on child processes),
+    // not compute; four starved the process scenarios' instances for seconds. SLUICE_TEST_WORKERS overrides.
+    maxWorkers: Number(process.env.SLUICE_TEST_WORKERS ?? 3),
     sequence: { sequencer: SlowFirst },
     globalSetup: ['test/build-setup.ts', 'test/kafka/global-setup.ts'],
   },
