@@ -267,12 +267,24 @@ export class KafkaBroker implements Broker {
    */
   private async mustExist(topic: string, what: string): Promise<void> {
     if (this.known.has(topic)) return;
-    if (!(await this.admin!.listTopics()).includes(topic))
+    if (!(await this.listed(topic)))
       throw new SluiceError(
         'TOPIC_MISSING',
         `KafkaBroker: topic "${topic}" ${what} does not exist; create it first (broker.createTopic(name, partitions), or KafkaBroker's createTopics option: { partitions: n })`,
       );
     this.known.add(topic);
+  }
+
+  /**
+   * Whether the broker lists `topic`, asked again for about 1.5 s while it does not: a broker serves a topic
+   * just created (by another client, another instance) a moment after the creation returned.
+   */
+  private async listed(topic: string): Promise<boolean> {
+    for (let attempt = 0, pauseMs = 100; ; attempt++, pauseMs *= 2) {
+      if ((await this.admin!.listTopics()).includes(topic)) return true;
+      if (attempt === 4) return false;
+      await new Promise<void>((resolve) => SESSION_CLOCK.setTimer(pauseMs, resolve, { keepAlive: true }));
+    }
   }
 
   private async ensureTopic(topic: string): Promise<void> {
