@@ -38,8 +38,16 @@ export async function askAgain<T>(ask: () => Promise<T>, clock: Clock, attempts 
       return await ask();
     } catch (error) {
       if (attempt >= attempts || !isCatchingUp(error)) throw error;
-      const pauseMs = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (attempt - 1));
-      await new Promise<void>((resolve) => clock.setTimer(pauseMs, resolve, { keepAlive: true }));
+      await pauseAfter(attempt, clock);
     }
   }
+}
+
+/**
+ * The pause before asking again after ask number `attempt` (from 1): 100 ms, doubling to at most a second,
+ * on `clock` (it holds the process: the caller awaits it).
+ */
+export function pauseAfter(attempt: number, clock: Clock): Promise<void> {
+  const pauseMs = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (attempt - 1));
+  return new Promise<void>((resolve) => clock.setTimer(pauseMs, resolve, { keepAlive: true }));
 }

@@ -6,7 +6,7 @@ import { jsonLogger } from '../../core/logger.js';
 import type { PublishOptions } from '../../core/message.js';
 import type { Broker, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
 import { SESSION_CLOCK } from './consumer/batch-reader.js';
-import { askAgain } from './catching-up.js';
+import { askAgain, pauseAfter } from './catching-up.js';
 import { KafkaConsumer } from './consumer/kafka-consumer.js';
 import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
@@ -280,10 +280,10 @@ export class KafkaBroker implements Broker {
    * just created (by another client, another instance) a moment after the creation returned.
    */
   private async listed(topic: string): Promise<boolean> {
-    for (let attempt = 0, pauseMs = 100; ; attempt++, pauseMs *= 2) {
+    for (let attempt = 1; ; attempt++) {
       if ((await this.admin!.listTopics()).includes(topic)) return true;
-      if (attempt === 4) return false;
-      await new Promise<void>((resolve) => SESSION_CLOCK.setTimer(pauseMs, resolve, { keepAlive: true }));
+      if (attempt === 5) return false;
+      await pauseAfter(attempt, SESSION_CLOCK);
     }
   }
 
