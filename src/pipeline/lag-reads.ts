@@ -1,3 +1,4 @@
+import { deadlineIn } from '../core/deadline.js';
 import type { Clock, PartitionLag } from '../core/ports.js';
 
 /** How long a scrape or `app.health()` waits for the broker to tell a subscription's lag. */
@@ -21,7 +22,7 @@ export interface LagRead {
  */
 export class LagReads {
   private last: readonly PartitionLag[] = [];
-  private asking: Promise<boolean> | undefined;
+  private asking: Promise<void> | undefined;
 
   constructor(
     private readonly ask: () => Promise<readonly PartitionLag[]>,
@@ -29,26 +30,18 @@ export class LagReads {
   ) {}
 
   async read(): Promise<LagRead> {
-    this.asking ??= this.ask().then(
-      (lags) => {
-        this.last = lags;
-        this.asking = undefined;
-        return true;
-      },
-      () => {
-        this.asking = undefined;
-        return false;
-      },
-    );
-    let timer: { cancel(): void } | undefined;
-    const late = new Promise<false>((resolve) => {
-      timer = this.clock.setTimer(LAG_WAIT_MS, () => resolve(false), { keepAlive: true }); // awaited
-    });
+    this.asking ??= this.ask()
+      .then((lags) => void (this.last = lags))
+      .finally(() => (this.asking = undefined));
+    const deadline = deadlineIn(this.clock, LAG_WAIT_MS, { keepAlive: true }); // awaited
+    let answered: boolean;
     try {
-      const answered = await Promise.race([this.asking, late]);
-      return { lags: this.last, stale: !answered };
+      answered = await deadline.within(this.asking);
+    } catch {
+      answered = false; // the broker failed: the last answer, stale
     } finally {
-      timer?.cancel();
+      deadline.cancel();
     }
+    return { lags: this.last, stale: !answered };
   }
 }
