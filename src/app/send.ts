@@ -1,6 +1,6 @@
 import { SluiceError, show } from '../core/errors.js';
 import { SubscriberSpec } from '../declare/spec.js';
-import { jsonValue } from '../pace/json-value.js';
+import { NonFiniteNumber, jsonValue } from '../pace/json-value.js';
 
 /**
  * `T` where JSON keeps it, and `never` (so that the call does not compile) where TypeScript can tell it
@@ -109,7 +109,7 @@ function nonFinite(event: unknown): string | undefined {
     jsonValue(event, { finite: true });
     return undefined;
   } catch (error) {
-    const found = /^(-?Infinity|NaN) has no JSON/.exec(error instanceof Error ? error.message : '');
-    return found ? found[1] : undefined; // anything else JSON refuses is told where the event is journaled
+    // Anything else JSON refuses is told where the event is journaled.
+    return error instanceof NonFiniteNumber ? String(error.value) : undefined;
   }
 }

@@ -3,8 +3,8 @@
  * a pace event is applied live as a replay will read it from the journal, so live and recovered runs see
  * the same value, and the sender's object is not shared with the coordinator (changing it after `send`
  * changes nothing). Follows JSON.stringify: `toJSON` is called; `undefined`, functions and symbols are left
- * out of objects and become `null` in arrays; non-finite numbers become `null` (with `finite`, they throw a
- * TypeError instead); a BigInt or a cycle throws a TypeError, as JSON.stringify does.
+ * out of objects and become `null` in arrays; non-finite numbers become `null` (with `finite`, they throw
+ * {@link NonFiniteNumber} instead); a BigInt or a cycle throws a TypeError, as JSON.stringify does.
  */
 export function jsonValue(value: unknown, options: { readonly finite?: boolean } = {}): unknown {
   return copy(value, '', [], true, options.finite === true);
@@ -20,7 +20,7 @@ function copy(value: unknown, key: string, path: object[], top: boolean, finite:
       return value;
     case 'number':
       if (Number.isFinite(value)) return value === 0 ? 0 : value; // -0 reads back as 0
-      if (finite) throw new TypeError(`${value} has no JSON (JSON.stringify writes null)`);
+      if (finite) throw new NonFiniteNumber(value);
       return null;
     case 'bigint':
       throw new TypeError('Do not know how to serialize a BigInt');
@@ -61,3 +61,10 @@ function copy(value: unknown, key: string, path: object[], top: boolean, finite:
 }
 
 const SKIP = Symbol('skip');
+
+/** What {@link jsonValue} throws, with `finite`, for `NaN` or `±Infinity`: JSON would write `null`. */
+export class NonFiniteNumber extends TypeError {
+  constructor(readonly value: number) {
+    super(`${value} has no JSON (JSON.stringify writes null)`);
+  }
+}
