@@ -70,7 +70,7 @@ export async function healthOf(
   subscriptions: readonly Subscription[],
   nowMs: number,
   thresholds: HealthThresholds,
-  lagOf?: (s: Subscription) => Promise<{ readonly lag: number; readonly stale: boolean }>,
+  lagOf?: (s: Subscription) => Promise<LagCount>,
 ): Promise<AppHealth> {
   const subscribers = await Promise.all(subscriptions.map((s) => subscriberHealth(s, nowMs, lagOf)));
   const reasons = state === 'running' ? subscribers.flatMap((s) => reasonsOf(s, thresholds)) : [];
@@ -87,7 +87,7 @@ export async function healthOf(
 async function subscriberHealth(
   s: Subscription,
   nowMs: number,
-  lagOf: ((s: Subscription) => Promise<{ readonly lag: number; readonly stale: boolean }>) | undefined,
+  lagOf: ((s: Subscription) => Promise<LagCount>) | undefined,
 ): Promise<SubscriberHealth> {
   const probe = s.probe;
   const lag = lagOf === undefined ? { lag: 0, stale: false } : await lagOf(s);
@@ -120,11 +120,17 @@ function statusOf(state: State, failing: boolean): AppStatus {
   return state;
 }
 
+/** A subscription's lag over its partitions, and whether it is the last count the broker told (stale). */
+export interface LagCount {
+  readonly lag: number;
+  readonly stale: boolean;
+}
+
 /**
  * A subscription's lag: its partitions' lags summed, as the broker tells within a bound (past it, the last
  * count, stale).
  */
-export async function lagOf(s: Subscription): Promise<{ readonly lag: number; readonly stale: boolean }> {
+export async function lagOf(s: Subscription): Promise<LagCount> {
   const { lags, stale } = await s.probe.partitionLags();
   return { lag: lags.reduce((sum, p) => sum + p.lag, 0), stale };
 }
