@@ -104,9 +104,7 @@ export class StartParts {
   send(subscriber: string, appended: Appended): Promise<Receipt> {
     const routing = this.subscriptions.find((s) => s.sub.name === subscriber)?.routing;
     if (routing) return routing.send(appended); // which links a run appended here, or routes the trace context
-    const receipt = this.pacer!.append(subscriber, appended);
-    const tracing = this.settings.telemetry.tracing;
-    return tracing === undefined ? receipt : tracing.sent(receipt);
+    return this.pacer!.append(subscriber, appended, this.settings.telemetry.tracing?.sending());
   }
 
   /** Whether nothing is under way: no record of the pace stage, no delivery or run in a subscription. */

@@ -29,6 +29,15 @@ export type { ShardGauges } from './shard-gauges.js';
 
 const receiptOf = (submitted: { readonly reply: unknown }): Receipt => submitted.reply as Receipt;
 
+/** Tells `joined` of `receipt`; a throw there is ignored (the append goes on). */
+function tellSafely(joined: (receipt: Receipt) => void, receipt: Receipt): void {
+  try {
+    joined(receipt);
+  } catch {
+    // telemetry: an event is journaled whatever its links do
+  }
+}
+
 /** Where a paced subscriber's runs go. */
 export type RunTarget = (run: PaceRun) => void;
 
@@ -176,17 +185,23 @@ export class Pacer {
 
   /**
    * Appends an event to its coordinator; resolves once it is durable, with the run it joined or that it was
-   * dropped. `pace.order` is asked here, once: its number is journaled with the event.
+   * dropped. `pace.order` is asked here, once: its number is journaled with the event. `joined` is told the
+   * receipt as soon as the event is applied, before the run it starts (or whose window it closes) leaves:
+   * where a run's span learns its links. Being telemetry, what it throws is ignored.
    */
-  append(subscriber: string, appended: Appended): Promise<Receipt> {
+  append(subscriber: string, appended: Appended, joined?: (receipt: Receipt) => void): Promise<Receipt> {
     try {
-      return this.submit(subscriber, appended).then(receiptOf);
+      return this.submit(subscriber, appended, joined).then(receiptOf);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  private submit(subscriber: string, appended: Appended): ReturnType<Host['submit']> {
+  private submit(
+    subscriber: string,
+    appended: Appended,
+    joined: ((receipt: Receipt) => void) | undefined,
+  ): ReturnType<Host['submit']> {
     const placement = this.opened ? this.placement : undefined;
     if (!placement) throw new SluiceError('APP_STATE', 'pace: the store is not open (start the app first)');
     checkKey(subscriber, appended.key);
@@ -199,7 +214,8 @@ export class Pacer {
     const opens = pace === undefined || opensRun(host.core.state(key), pace, at);
     const data = encodeEvent(eventOf(subscriber, pace, appended, opens ? this.uuid() : ''));
     try {
-      return host.submit({ key, at: this.parts.stamp ? this.parts.stamp(at) : at, type: EVENT, data });
+      const told = joined && ((reply: unknown) => tellSafely(joined, reply as Receipt));
+      return host.submit({ key, at: this.parts.stamp ? this.parts.stamp(at) : at, type: EVENT, data }, told);
     } catch (error) {
       throw tooLong(error, subscriber, appended.key);
     }

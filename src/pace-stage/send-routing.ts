@@ -39,8 +39,8 @@ export interface RouteTracing {
   headersOf(headers: Headers): RawHeaders | undefined;
   /** An event that came with `headers` joined a run here: the run's span links to their trace context. */
   joined(receipt: Receipt, headers: Headers): void;
-  /** An `app.send` appended here: the run its event joins links to the span active where it was called. */
-  sent(receipt: Promise<Receipt>): Promise<Receipt>;
+  /** For an `app.send` appended here: what links the run its event joins to the span active where it was called. */
+  sending(): ((receipt: Receipt) => void) | undefined;
 }
 
 /** A request on the requests topic: which instance sent it, and the start. */
@@ -147,8 +147,7 @@ export class SendRouting {
     const partition = pacer.partitionOf(subscriber, appended.key);
     if (partition === undefined || pacer.owns(partition)) {
       try {
-        const receipt = pacer.append(subscriber, appended);
-        return await (this.parts.tracing?.sent(receipt) ?? receipt);
+        return await pacer.append(subscriber, appended, this.parts.tracing?.sending());
       } catch (error) {
         // Not recorded: the shard is being handed over, or its next owner has opened it already (fenced).
         if (partition === undefined || !moved(error)) throw error;
@@ -263,13 +262,16 @@ export class SendRouting {
     const { id, from, key, event, eventId } = request;
     // Without an event ID, a request handed twice (a rebalance) is recognised by its offset.
     const source = { topic: routes.requests, partition, offset: message.offset };
-    const appended = pacer.append(subscriber, eventId !== undefined ? { key, event, eventId } : { key, event, source });
     const tracing = this.parts.tracing;
+    // A run that leaves here links to the sender's context.
+    const joined = tracing && ((receipt: Receipt) => tracing.joined(receipt, message.headers));
+    const appended = pacer.append(
+      subscriber,
+      eventId !== undefined ? { key, event, eventId } : { key, event, source },
+      joined,
+    );
     const replied = appended.then(
-      (receipt): Reply => {
-        tracing?.joined(receipt, message.headers); // a run that leaves here links to the sender's context
-        return { id, receipt };
-      },
+      (receipt): Reply => ({ id, receipt }),
       (error: unknown): Reply => {
         if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not committed: handed again
         return { id, error: { code: error.code, message: error.message } };

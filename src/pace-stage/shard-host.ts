@@ -196,10 +196,11 @@ export class ShardHost<S, O> {
   }
 
   /**
-   * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable.
+   * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable;
+   * `onReply` (which must not throw) has it as the record is applied, before any output it makes leaves.
    * Throws `SEND_INVALID` at once for a record over `MAX_RECORD_BYTES` (64 MiB) encoded: no store takes it.
    */
-  submit(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<Submitted> {
+  submit(record: Omit<ShardRecord, 'at'> & { at?: number }, onReply?: (reply: unknown) => void): Promise<Submitted> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
     // Before replay, a record would take an LSN that a journaled record holds; after close, go to a closed log.
     if (this.stage !== 'serving')
@@ -231,15 +232,16 @@ export class ShardHost<S, O> {
         'SEND_INVALID',
         `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${bytes.length}`,
       );
-    return this.commit(stamped, bytes);
+    return this.commit(stamped, bytes, onReply);
   }
 
-  private async commit(stamped: ShardRecord, bytes: Buffer): Promise<Submitted> {
+  private async commit(stamped: ShardRecord, bytes: Buffer, onReply?: (reply: unknown) => void): Promise<Submitted> {
     const log = this.options.log;
     const durable = log.append(bytes);
     this.appendedBytes += bytes.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), stamped);
+    onReply?.(reply);
     this.options.onApplied?.(log.assignedLsn(), (upTo) => {
       for (const o of this.core.release(upTo)) this.options.onOutput(o);
     });

@@ -50,7 +50,10 @@ export interface IntakeParts {
   readonly forward?: (key: string, m: InboundMessage, event: unknown) => Promise<void> | undefined;
   /** Told of deliveries that reach no handler (did not decode, dropped by pace), when the app has metrics. */
   readonly observer?: PipelineObserver | undefined;
-  /** Told of each paced delivery's receipt with its headers, when the app has tracing (a run's span links to them). */
+  /**
+   * Told of each paced delivery's receipt with its headers as the event is applied, before its run leaves, when
+   * the app has tracing (a run's span links to them).
+   */
   readonly runJoined?: ((receipt: Receipt, headers: Headers) => void) | undefined;
 }
 
@@ -214,8 +217,6 @@ export class Intake {
     const key = this.keyOf(m, payload) ?? '';
     const appended = (receipt: unknown): void => {
       if ((receipt as Receipt | undefined)?.kind === 'dropped') this.parts.observer?.handled('dropped');
-      const joined = this.parts.runJoined;
-      if (joined !== undefined && receipt !== undefined) joined(receipt as Receipt, m.headers);
       this.began(m.partition, -1);
       offsets.complete(marks, m.offset);
       this.pump();
@@ -242,7 +243,8 @@ export class Intake {
     } catch (error) {
       return refused(error); // an event that is no JSON, a key past the limit: never will be
     }
-    taken ??= pacer.append(sub.name, { key, event: payload, source: m });
+    const joined = this.parts.runJoined;
+    taken ??= pacer.append(sub.name, { key, event: payload, source: m }, joined && ((r) => joined(r, m.headers)));
     taken.then(appended, refused);
   }
 

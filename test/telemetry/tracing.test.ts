@@ -21,7 +21,7 @@ import {
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { App, HandlerOutcome, MemoryBroker, subscriber, type AppOptions } from '../../src/index.js';
+import { App, HandlerOutcome, MemoryBroker, subscriber, type AppOptions, type PaceOptions } from '../../src/index.js';
 import { ManualClock, memoryStore, silentLogger } from '../../src/testing.js';
 import { loadOtelApi } from '../../src/telemetry/tracing/tracing.js';
 import { Counter } from '../helpers.js';
@@ -372,6 +372,44 @@ describe('tracing: batches and paced runs link what they gathered', () => {
       producers[0]!.spanId,
       producers[1]!.spanId,
     ]);
+  });
+
+  it('links the event whose arrival starts the run: the one that fills a batch, each start of perMinute, drop and batch max 1', async () => {
+    const clock = new ManualClock(0);
+    const broker = new MemoryBroker();
+    const runs = new Map<string, string[]>();
+    const paced = (topic: string, pace: PaceOptions) =>
+      subscriber(topic, async (_events: unknown, ctx) => void runs.set(ctx.run!.id, []))
+        .name(topic)
+        .pace(pace)
+        .build();
+    const app = appOf({ clock, store: memoryStore(), tracing: { tracerProvider: provider, linksMax: 10 } });
+    app.withBroker(broker, (b) =>
+      b.include(
+        paced('filled', { batch: { max: 3, wait: 60_000 } }),
+        paced('one', { batch: { max: 1, wait: 60_000 } }),
+        paced('rated', { perMinute: 600 }),
+        paced('dropping', { drop: { max: 5, per: 60_000 } }),
+      ),
+    );
+    await app.start();
+    const producers = Array.from({ length: 3 }, (_, i) => parent(500 + i, 600 + i));
+    for (const p of producers)
+      await broker.publish('filled', 1, { key: 'k', headers: { traceparent: traceparent(p) } });
+    const starts = ['one', 'rated', 'dropping'].map((topic, i) => ({ topic, p: parent(700 + i, 800 + i) }));
+    for (const { topic, p } of starts)
+      await broker.publish(topic, 1, { key: 'k', headers: { traceparent: traceparent(p) } });
+    const sender = provider.getTracer('test').startSpan('sender');
+    await context.with(trace.setSpan(ROOT_CONTEXT, sender), () => app.send('rated', { key: 'other', event: 1 }));
+    sender.end();
+    await app.idle();
+    expect(runs.size).toBe(5); // no window waited for its timer
+    const linksOf = async (topic: string) =>
+      (await spans()).filter((s) => s.name === `process ${topic}`).map((s) => s.links.map((l) => l.context.spanId));
+    expect(await linksOf('filled')).toEqual([producers.map((p) => p.spanId)]);
+    for (const { topic, p } of starts.slice(0, 1).concat(starts.slice(2)))
+      expect(await linksOf(topic)).toEqual([[p.spanId]]);
+    expect((await linksOf('rated')).sort()).toEqual([[starts[1]!.p.spanId], [sender.spanContext().spanId]].sort());
   });
 });
 

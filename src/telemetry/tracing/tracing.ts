@@ -142,15 +142,17 @@ export class AppTracing implements AppTracer {
     if (context !== undefined) this.runs.add(receipt.runId, { context });
   }
 
-  /** An `app.send` called under an active span: the run its event joins links to that span. */
-  sent(receipt: Promise<Receipt>): Promise<Receipt> {
+  /**
+   * For an `app.send` called under an active span: what links the run its event joins to that span (told the
+   * receipt as the event is applied), or undefined when no span is active.
+   */
+  sending(): ((receipt: Receipt) => void) | undefined {
     const { trace } = this.api;
     const context = trace.getActiveSpan()?.spanContext();
-    if (context === undefined || !trace.isSpanContextValid(context)) return receipt;
-    return receipt.then((r) => {
+    if (context === undefined || !trace.isSpanContextValid(context)) return undefined;
+    return (r) => {
       if (r.kind === 'run' && !r.duplicate) this.runs.add(r.runId, { context });
-      return r;
-    });
+    };
   }
 
   /** The headers of the span active now, or undefined when none is. */
