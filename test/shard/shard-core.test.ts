@@ -175,3 +175,16 @@ describe('ShardCore', () => {
     expect(core.due(150, 10)).toEqual(['a']);
   });
 });
+
+describe('ShardCore.due up to a time gone by', () => {
+  it('hands out a timer set overdue after the wheel moved on, when asked up to a time before the wheel’s bucket', () => {
+    const core = new ShardCore(rules, { nowMs: 0, tickMs: 1_000 });
+    core.apply(1, { key: 'b', at: 5_000, type: 'event', data: 'x' });
+    expect(core.due(5_500, 10)).toEqual(['b']); // the wheel's cursor moves to the bucket of 5,500
+    core.apply(2, { key: 'b', at: 5_500, type: TIMER, data: null });
+    core.apply(3, { key: 'a', at: 1_000, type: 'event', data: 'y' }); // its timer at 1,100: overdue
+    expect(core.nextDueMs(5_500)).toBe(1_100);
+    expect(core.due(1_099, 10)).toEqual([]);
+    expect(core.due(1_100, 10)).toEqual(['a']); // as a host whose timers wait for its input asks
+  });
+});
