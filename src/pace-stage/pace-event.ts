@@ -11,7 +11,13 @@ export interface Appended {
   readonly key: string;
   readonly event: unknown;
   readonly eventId?: string;
-  readonly source?: { readonly topic: string; readonly partition: number; readonly offset: number };
+  readonly source?: {
+    readonly topic: string;
+    readonly partition: number;
+    readonly offset: number;
+    /** When the broker appended it (a delivery's; a routed request's is not the event's). */
+    readonly timestamp?: number;
+  };
 }
 
 /** Refuses a key past the limit before anything happens: it is never journaled. */
@@ -56,6 +62,7 @@ export function eventOf(
   pace: CompiledPace | undefined,
   appended: Appended,
   runUuid: string,
+  time?: number,
 ): PaceEvent {
   const event = eventJson(appended.event);
   const order = pace?.order;
@@ -69,6 +76,7 @@ export function eventOf(
       : appended.eventId !== undefined
         ? { eventId: appended.eventId }
         : {}),
+    ...(time !== undefined ? { time } : {}),
   };
 }
 

@@ -21,6 +21,7 @@ import { ShardHost } from './shard-host.js';
 import { OwnedShards, checkOnePaced } from './owned-shards.js';
 import { checkKey, eventOf, tooLong, type Appended } from './pace-event.js';
 import type { PaceParts } from './pace-parts.js';
+import { InputGate } from './input-gate.js';
 import { gaugesOf, type ShardGauges } from './shard-gauges.js';
 import type { PaceHost as Host, PlacementParts, ShardPlacement, StopSignal } from './shard-placement.js';
 
@@ -37,6 +38,9 @@ function tellSafely(joined: (receipt: Receipt) => void, receipt: Receipt): void 
     // telemetry: an event is journaled whatever its links do
   }
 }
+
+/** Messages a subscriber's consumer has not taken yet, or undefined while it cannot say (not joined, no broker). */
+export type InputLag = () => Promise<number | undefined>;
 
 /** Where a paced subscriber's runs go. */
 export type RunTarget = (run: PaceRun) => void;
@@ -61,6 +65,9 @@ export class Pacer {
   private placement: ShardPlacement | undefined;
   private readonly targets = new Map<string, RunTarget>();
   private readonly partitioners = new Map<string, KeyPartitioner>();
+  private readonly lags: InputLag[] = [];
+  /** Each host's gate (see {@link InputGate}), told of the deliveries appended to it. */
+  private readonly gates = new WeakMap<Host, InputGate>();
   private opened = false;
   /** The store opened (even if a shard then failed to): close releases it. */
   private storeOpen = false;
@@ -103,9 +110,16 @@ export class Pacer {
    * Names the target of a subscriber's runs (and, for a store owned by partition, the partitioner that picks
    * an `app.send` key's shard); before `open`, which hands out what recovered runs still owe.
    */
-  attach(subscriber: string, target: RunTarget, partitioner?: KeyPartitioner): void {
+  attach(subscriber: string, target: RunTarget, partitioner?: KeyPartitioner, lag?: InputLag): void {
     this.targets.set(subscriber, target);
     if (partitioner) this.partitioners.set(subscriber, partitioner);
+    if (lag) this.lags.push(lag);
+  }
+
+  /** What the subscribers' consumers have not taken yet (undefined while one cannot say). */
+  private async inputLag(): Promise<number | undefined> {
+    const lags = await Promise.all(this.lags.map((l) => l()));
+    return lags.some((l) => l === undefined) ? undefined : lags.reduce<number>((a, l) => a + l!, 0);
   }
 
   /**
@@ -150,7 +164,10 @@ export class Pacer {
   }
 
   private makeHost(shard: number, log: ShardLog, rules: Rules<PaceState, PaceOutput>): Host {
-    return new ShardHost<PaceState, PaceOutput>({
+    // A shard owned by partition is taken over: its timers wait until its backlog is read.
+    const gate = new InputGate(this.clock, () => this.inputLag(), this.ownedByPartition);
+    const host = new ShardHost<PaceState, PaceOutput>({
+      gate,
       log,
       rules,
       clock: this.clock,
@@ -166,6 +183,8 @@ export class Pacer {
         this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
       onApplied: this.parts.onApplied,
     });
+    this.gates.set(host, gate);
+    return host;
   }
 
   /** The partition (and shard) of `key` under a store owned by partition, as the broker puts it; else undefined. */
@@ -210,9 +229,13 @@ export class Pacer {
     // The record is stamped with the very time `opensRun` looked at: a clock read twice could tick between.
     // The host's time, not the clock's: the clock may read earlier than the shard's last record.
     const at = host.now();
+    // A delivery falls among windows at the time the broker appended it (never later than the shard's time).
+    const sent = appended.source?.timestamp;
+    const time = sent === undefined || !(sent < at) ? undefined : sent;
+    if (sent !== undefined) this.gates.get(host)?.input(time ?? at, at);
     const pace = this.paces.get(subscriber);
-    const opens = pace === undefined || opensRun(host.core.state(key), pace, at);
-    const data = encodeEvent(eventOf(subscriber, pace, appended, opens ? this.uuid() : ''));
+    const opens = pace === undefined || opensRun(host.core.state(key), pace, time ?? at);
+    const data = encodeEvent(eventOf(subscriber, pace, appended, opens ? this.uuid() : '', time));
     try {
       const told = joined && ((reply: unknown) => tellSafely(joined, reply as Receipt));
       return host.submit({ key, at: this.parts.stamp ? this.parts.stamp(at) : at, type: EVENT, data }, told);

@@ -4,7 +4,7 @@ import type { Clock, ShardLog, Timer } from '../core/ports.js';
 import { MAX_RECORD_BYTES } from '../core/records.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
-import { SNAPSHOT_CLOSE, readSnapshotText, snapshotLines, snapshotOpening } from '../shard/snapshot-text.js';
+import { readSnapshotText, writeSnapshotText } from '../shard/snapshot-text.js';
 import { decodeRecord, encodeRecord } from './journal-record.js';
 
 /** Settings of a {@link ShardHost}. */
@@ -45,6 +45,8 @@ export interface ShardHostOptions<S, O> {
    * default, outputs waiting for their record to be durable (the simulator's `releaseEarly` hands them out).
    */
   readonly onApplied?: (lsn: number, handOut: (upTo: number) => void) => void;
+  /** How far timers may fire (see `InputGate`): up to `limit(now)`; told of a change, the host arms again. */
+  readonly gate?: { limit(now: number): number; onChange(listener: () => void): void; close(): void };
 }
 
 /** A host is made `new`, `recover()` replays its log, `serve()` starts it, `close()` ends it. */
@@ -95,6 +97,7 @@ export class ShardHost<S, O> {
       horizonMs: options.horizonMs,
       maxLoadedKeys: options.maxLoadedKeys,
     });
+    options.gate?.onChange(() => this.arm());
   }
 
   /** The shard whose log this host runs (`ShardLog.shard`). */
@@ -297,24 +300,8 @@ export class ShardHost<S, O> {
     if (this.snapshotting || this.core.appliedLsn !== log.durableLsn() || this.core.waiting > 0) return false;
     this.snapshotting = true;
     try {
-      // Serialised a chunk per turn of the event loop, so that a large shard never holds it for long.
-      const { lsn, at } = this.core.beginSnapshot();
       const atBytes = this.appendedBytes;
-      const parts: Buffer[] = [Buffer.from(snapshotOpening(lsn, at))];
-      try {
-        for (
-          let chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK);
-          chunk.length > 0;
-          chunk = this.core.snapshotChunk(SNAPSHOT_CHUNK)
-        ) {
-          parts.push(Buffer.from(snapshotLines(chunk, parts.length === 1)));
-          await new Promise<void>((resolve) => setImmediate(resolve));
-        }
-      } finally {
-        this.core.endSnapshot();
-      }
-      parts.push(Buffer.from(SNAPSHOT_CLOSE));
-      const state = Buffer.concat(parts);
+      const { lsn, text: state } = await writeSnapshotText(this.core, SNAPSHOT_CHUNK);
       await log.writeSnapshot(lsn, state);
       this.snapshotLsn = lsn;
       this.snapshotAtBytes = atBytes;
@@ -356,7 +343,12 @@ export class ShardHost<S, O> {
   async close(): Promise<void> {
     this.stage = 'closed';
     this.timer?.cancel();
+    this.options.gate?.close();
     await this.snapshotRun;
+  }
+
+  private limit(now: number): number {
+    return this.options.gate?.limit(now) ?? now;
   }
 
   /** Keeps one clock timer at the core's next due time. */
@@ -364,7 +356,8 @@ export class ShardHost<S, O> {
     if (this.stage !== 'serving' || this.firing || this.timersStopped) return;
     const now = this.options.clock.now();
     const next = this.core.nextDueMs(now);
-    if (next === undefined || next >= this.armedAt) return;
+    // Due, and held by the gate: armed again as it opens, or as a record moves its limit.
+    if (next === undefined || next >= this.armedAt || (next <= now && next > this.limit(now))) return;
     this.timer?.cancel();
     this.armedAt = next;
     this.timer = this.options.clock.setTimer(Math.max(0, next - now), () => {
@@ -384,7 +377,7 @@ export class ShardHost<S, O> {
     const now = this.options.clock.now();
     const max = this.options.chunk ?? 1_000;
     const chunk = (this.burst = Math.min(max, this.burst > 0 ? this.burst * 2 : Math.ceil(max / 16)));
-    const keys = this.core.due(now, chunk);
+    const keys = this.core.due(this.limit(now), chunk);
     this.firing = true; // the appends below must not re-arm: this loop goes on by itself
     try {
       for (const key of keys) void this.append({ key, type: TIMER, at: now }).catch(() => {});

@@ -43,6 +43,7 @@ export interface EventJson {
   readonly id?: string;
   readonly src?: string;
   readonly off?: number;
+  readonly t?: number;
 }
 
 interface RunJson {
@@ -88,6 +89,7 @@ export function encodeEvent(e: PaceEvent): EventJson {
     json.src = e.source.partition;
     json.off = e.source.offset;
   } else if (e.eventId !== undefined) json.id = e.eventId;
+  if (e.time !== undefined) json.t = e.time;
   return json;
 }
 
@@ -102,6 +104,7 @@ export function decodeEvent(data: unknown): PaceEvent {
   };
   if (json.src !== undefined) event.source = { partition: json.src, offset: json.off! };
   if (json.id !== undefined) event.eventId = json.id;
+  if (json.t !== undefined) event.time = json.t;
   return event;
 }
 

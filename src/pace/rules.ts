@@ -190,12 +190,13 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
       const pace = paces.get(subscriber) ?? ORPHAN;
       const c: Ctx = { subscriber, key, at: record.at, pace, fx };
       const before = record.type === TIMER ? undefined : timerOf(state, pace.rate);
+      const e = record.type === EVENT ? decodeEvent(record.data) : undefined;
       let s = prune(forget(state, c.at), pace.rate, c.at);
       // A window whose time has come closes before anything else happens to the key, whether or not its
-      // timer record came first: an event exactly at the window's end opens the next window.
-      if (s.stage === 'gathering' && c.at >= s.window.closesAt) s = close(s, c);
+      // timer record came first: an event exactly at the window's end (its own time) opens the next window.
+      if (s.stage === 'gathering' && (e?.time ?? c.at) >= s.window.closesAt) s = close(s, c);
       s = release(s, c);
-      if (record.type === EVENT) s = event(s, decodeEvent(record.data), c);
+      if (e !== undefined) s = event(s, e, c);
       else if (record.type === DONE) s = done(s, record.data as string);
       const after = timerOf(s, pace.rate);
       if (after !== before) fx.timer(after);
@@ -240,7 +241,8 @@ function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
     );
     return s;
   }
-  const { pace, key, at } = c;
+  const { pace, key } = c;
+  const at = e.time ?? c.at; // where the event falls among windows
   const opens = opensRun(s, pace, at);
   const w = opens ? undefined : windowOf(s);
   // `drop`: an event that would make a run (it opens a window, or is a run by itself) over the rate is dropped.
@@ -249,7 +251,7 @@ function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
       subscriber: c.subscriber,
       key,
       dropped: true,
-      at,
+      at: c.at,
       ...(e.eventId !== undefined ? { eventId: e.eventId } : {}),
     });
     reply(c, { kind: 'dropped', dropped: true });
@@ -270,7 +272,8 @@ function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
     next = {
       runId: w?.runId ?? runId,
       openedAt,
-      closesAt: Math.min(at + pace.windowMs, cap),
+      // Never earlier than it was: a delivery may come with a broker time older than the one before.
+      closesAt: Math.min(Math.max(at + pace.windowMs, w?.closesAt ?? 0), cap),
       events: [e.event],
       size: (w?.size ?? 0) + 1,
       order: e.order,

@@ -22,6 +22,12 @@ export interface PaceEvent {
   readonly runUuid: string;
   /** 0 when the subscriber has no `pace.order`. */
   readonly order: number;
+  /**
+   * When the event happened, where that is earlier than its record's time: a broker delivery read by a shard
+   * catching up after a failover counts at the time the broker appended it. Windows gather by it; rates,
+   * IDs and timers go by the record's time.
+   */
+  readonly time?: number;
 }
 
 /**

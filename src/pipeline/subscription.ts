@@ -146,7 +146,8 @@ export class Subscription {
     const consumer = (): Consumer | undefined => this.consumer;
     this.probe = new SubscriptionProbe({ workers, offsets, intake: this.intake, consumer, clock });
     this.pacer = pacer;
-    pacer?.attach(sub.name, this.intake.runArrived, broker.partitionOf?.bind(broker));
+    const unread = async (): Promise<number | undefined> => this.consumer?.lag();
+    pacer?.attach(sub.name, this.intake.runArrived, broker.partitionOf?.bind(broker), unread);
   }
 
   async start(): Promise<void> {

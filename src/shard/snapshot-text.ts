@@ -83,3 +83,32 @@ function withStateText(entry: readonly [string, unknown, number | null], json: s
   if (!json.startsWith(key, 1) || json.charCodeAt(stateFrom - 1) !== 44) return entry;
   return [entry[0], entry[1], entry[2], json.slice(stateFrom, json.lastIndexOf(','))];
 }
+
+/** What {@link writeSnapshotText} reads a shard through (a `ShardCore`). */
+export interface SnapshotSource {
+  beginSnapshot(): { readonly lsn: number; readonly at: number | undefined };
+  snapshotChunk(max: number): string[];
+  endSnapshot(): void;
+}
+
+/**
+ * A whole-shard snapshot's text and the LSN it is taken at, serialised `chunk` keys per turn of the event
+ * loop, so that a large shard never holds it for long.
+ */
+export async function writeSnapshotText(
+  core: SnapshotSource,
+  chunk: number,
+): Promise<{ readonly lsn: number; readonly text: Buffer }> {
+  const { lsn, at } = core.beginSnapshot();
+  const parts: Buffer[] = [Buffer.from(snapshotOpening(lsn, at))];
+  try {
+    for (let keys = core.snapshotChunk(chunk); keys.length > 0; keys = core.snapshotChunk(chunk)) {
+      parts.push(Buffer.from(snapshotLines(keys, parts.length === 1)));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  } finally {
+    core.endSnapshot();
+  }
+  parts.push(Buffer.from(SNAPSHOT_CLOSE));
+  return { lsn, text: Buffer.concat(parts) };
+}
