@@ -31,9 +31,10 @@
  * or key@first seq, Sluice the run ID), the same window read twice (duplicated), windows beyond those due on
  * a key that has all its events (split), events in no window (lost) or in two (doubled).
  * Kafka Streams with exactly_once_v2 promises each window's result once. Sluice promises at least once
- * under one run ID (a run in flight at the kill runs again on the survivor, same ID), and its debounce is on
- * processing time: a window whose gap passes while its partition has no owner closes when the survivor
- * restores it, and the rest of the key's events open another. Figures and findings: docs/benchmarks.md.
+ * under one run ID (a run in flight at the kill runs again on the survivor, same ID); its windows go by its
+ * clock, but a shard taken over gathers its partition's backlog by broker time and closes no window on the
+ * clock before it has read it, so the time a partition had no owner splits no window. Figures and
+ * findings: docs/benchmarks.md.
  *
  * Environment: BENCH_STREAMS_ROUNDS (2), BENCH_STREAMS_MODES (debounce,batch), BENCH_STREAMS_SIDES
  * (streams,sluice), BENCH_STREAMS_PARTS (measure,kill), BENCH_STREAMS_KEYS (500), BENCH_STREAMS_PER_KEY (60),

@@ -229,10 +229,12 @@ export class Pacer {
     // The record is stamped with the very time `opensRun` looked at: a clock read twice could tick between.
     // The host's time, not the clock's: the clock may read earlier than the shard's last record.
     const at = host.now();
-    // A delivery falls among windows at the time the broker appended it (never later than the shard's time).
+    // While its shard is held (see InputGate), a delivery falls among windows at the time the broker appended
+    // it (never later than the shard's time).
     const sent = appended.source?.timestamp;
-    const time = sent === undefined || !(sent < at) ? undefined : sent;
-    if (sent !== undefined) this.gates.get(host)?.input(time ?? at, at);
+    const gate = sent === undefined ? undefined : this.gates.get(host);
+    gate?.input(Math.min(sent!, at), at);
+    const time = gate?.held === true && sent! < at ? sent : undefined;
     const pace = this.paces.get(subscriber);
     const opens = pace === undefined || opensRun(host.core.state(key), pace, time ?? at);
     const data = encodeEvent(eventOf(subscriber, pace, appended, opens ? this.uuid() : '', time));
