@@ -138,7 +138,16 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     });
   });
 
-  it('reads partitions added to a topic while it is consumed, once metadata is read again', async () => {
+  it('reads partitions added to a topic while it is consumed, once metadata is read again', async ({
+    onTestFailed,
+  }) => {
+    // It timed out once in a loaded CI run (it takes 1.4 s alone): a failure names the step it stalled at,
+    // with what the broker logged.
+    let step = 'create the topic';
+    onTestFailed(() => {
+      console.log(`new partitions: stalled at "${step}"; ${count.value} handled; seen ${JSON.stringify([...seen])}`);
+      for (const r of brokerLog.slice(-30)) console.log(`  ${r.level} ${r.message} ${JSON.stringify(r.fields)}`);
+    });
     const topic = uniqueTopic('grow');
     await createTopic(topic, 3);
     const brokerLog: LogRecord[] = [];
@@ -170,17 +179,23 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         ),
     );
     apps.push(app);
+    step = 'start the app';
     await app.start();
+    step = 'produce to partitions 0-2';
     await produce(
       topic,
       [0, 1, 2].map((p) => ({ partition: p, value: JSON.stringify(`old-${p}`) })),
     );
+    step = 'handle the first 3';
     await count.reach(3);
+    step = 'add 3 partitions';
     await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
+    step = 'produce to partitions 3-5';
     await produce(
       topic,
       [3, 4, 5].map((p) => ({ partition: p, value: JSON.stringify(`new-${p}`) })),
     );
+    step = 'handle the 3 of the new partitions';
     await count.reach(6); // the test's timeout bounds the wait; kafkajs's default (5 minutes) would exceed it
     // kafkajs's producer may send a message twice while it learns the new partitions' leaders: each
     // message is still delivered once, and every new partition was read.
