@@ -123,6 +123,10 @@ export type {
   PaceOptions,
   RetryOptions,
   SharedOptions,
+  StandardIssue,
+  StandardPathSegment,
+  StandardResult,
+  StandardSchema,
   SubscriberOptions,
 } from './declare/options.js';
 export { Router, type Includable, type NotIncludable, type RouterOptions } from './declare/router.js';

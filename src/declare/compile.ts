@@ -2,7 +2,15 @@ import { show } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
 import type { Middleware } from '../core/middleware.js';
 import { fail } from './checks.js';
-import type { Handler, KeyFn, RetryOptions, SharedOptions, SubscriberOptions } from './options.js';
+import type {
+  Handler,
+  KeyFn,
+  RetryOptions,
+  SharedOptions,
+  StandardResult,
+  StandardSchema,
+  SubscriberOptions,
+} from './options.js';
 import type { CompiledPace } from './pace.js';
 import { checkBackoff } from './parse.js';
 import type { Mounted } from './router.js';
@@ -137,7 +145,25 @@ export function decodeJson(raw: Uint8Array): unknown {
 function decoderOf(decode: SubscriberOptions['decode']): (raw: Uint8Array) => unknown {
   if (decode === undefined) return decodeJson;
   if (typeof decode === 'function') return decode as (raw: Uint8Array) => unknown;
-  const schema: { parse(raw: unknown): unknown } = decode;
   // A schema validates a JSON value: decode JSON first.
-  return (raw) => schema.parse(decodeJson(raw));
+  if ('parse' in decode && typeof decode.parse === 'function') {
+    const schema: { parse(raw: unknown): unknown } = decode;
+    return (raw) => schema.parse(decodeJson(raw));
+  }
+  const standard = (decode as StandardSchema)['~standard'];
+  return (raw) => valueOf(standard.validate(decodeJson(raw)));
+}
+
+/** A Standard Schema's answer as the payload; throws, naming every issue, when it refuses the value. */
+function valueOf(result: StandardResult<unknown> | Promise<StandardResult<unknown>>): unknown {
+  if (result instanceof Promise) {
+    result.catch(() => {}); // not awaited: decoding is synchronous
+    throw new Error('the schema validates asynchronously; a decoder must answer at once');
+  }
+  if (result.issues === undefined) return result.value;
+  const told = result.issues.map((i) => {
+    const path = (i.path ?? []).map((p) => String(typeof p === 'object' ? p.key : p)).join('.');
+    return path === '' ? i.message : `${path}: ${i.message}`;
+  });
+  throw new Error(`the schema refused the value: ${told.join('; ')}`);
 }

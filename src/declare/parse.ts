@@ -63,7 +63,7 @@ export function parseOptions<T = any>(raw: SubscriberOptions<T>, who: string): P
   if (o.group !== undefined && !(typeof o.group === 'string' && o.group !== '' && !o.group.includes('\u0000')))
     fail('CONFIG_INVALID', who, 'group', o.group, 'a non-empty string without NUL');
   if (o.decode !== undefined && !isDecoder(o.decode))
-    fail('CONFIG_INVALID', who, 'decode', o.decode, 'a function or an object with parse()');
+    fail('CONFIG_INVALID', who, 'decode', o.decode, 'a function, an object with parse(), or a Standard Schema');
   if (o.batch !== undefined) o.batch = parseBatch(o.batch, who);
   if (o.retry !== undefined) o.retry = parseRetry(o.retry, who);
   if (
@@ -143,7 +143,9 @@ export function parseUse<M>(raw: readonly M[], who: string): readonly M[] {
 const SHARED_NAMES: ReadonlySet<string> = new Set(SHARED_OPTION_NAMES);
 
 function isDecoder(d: unknown): d is Decoder {
-  return typeof d === 'function' || typeof (d as { parse?: unknown } | null)?.parse === 'function';
+  if (typeof d === 'function' || typeof (d as { parse?: unknown } | null)?.parse === 'function') return true;
+  const standard = (d as { '~standard'?: { version?: unknown; validate?: unknown } } | null)?.['~standard'];
+  return standard?.version === 1 && typeof standard.validate === 'function';
 }
 
 function parseBatch(raw: unknown, who: string): { max: number } {

@@ -290,7 +290,7 @@ describe('Router.decode', () => {
     expectError(
       () => new Router({ prefix: 'logs.' }).decode(42 as never),
       'CONFIG_INVALID',
-      /router "logs\.": decode must be a function or an object with parse\(\), got 42/,
+      /router "logs\.": decode must be a function, an object with parse\(\), or a Standard Schema, got 42/,
     );
   });
 });
