@@ -151,11 +151,11 @@ function decoderOf(decode: SubscriberOptions['decode']): (raw: Uint8Array) => un
     return (raw) => schema.parse(decodeJson(raw));
   }
   const standard = (decode as StandardSchema)['~standard'];
-  return (raw) => valueOf(standard.validate(decodeJson(raw)));
+  return (raw) => standardValue(standard.validate(decodeJson(raw)));
 }
 
 /** A Standard Schema's answer as the payload; throws, naming every issue, when it refuses the value. */
-function valueOf(result: StandardResult<unknown> | Promise<StandardResult<unknown>>): unknown {
+function standardValue(result: StandardResult<unknown> | Promise<StandardResult<unknown>>): unknown {
   if (result instanceof Promise) {
     result.catch(() => {}); // not awaited: decoding is synchronous
     throw new Error('the schema validates asynchronously; a decoder must answer at once');
