@@ -64,9 +64,15 @@ export class LoadedTimers {
     return timer;
   }
 
-  /** The start of the wheel's first bucket: a lower bound of its timers, found without reading the bucket. */
-  firstBucketMs(): number | undefined {
-    return this.wheel.firstBucketMs();
+  /**
+   * A lower bound of the wheel's timers, for a caller asking what is due by `nowMs`: the start of its first
+   * bucket, found without reading the bucket; but where that is later than `nowMs`, the earliest timer,
+   * exactly: the cursor's bucket may hold timers added overdue, earlier than its start (a host whose timers
+   * wait for its input asks up to a time gone by).
+   */
+  firstDueMs(nowMs: number): number | undefined {
+    const first = this.wheel.firstBucketMs();
+    return first !== undefined && first > nowMs ? this.nextDueMs(nowMs) : first;
   }
 
   /** Up to `max` keys whose wheel timer is at or before `untilMs`, oldest first (to a bucket). */

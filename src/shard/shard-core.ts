@@ -222,10 +222,7 @@ export class ShardCore<S, O> {
     const named = new Set<string>();
     while (out.length < max) {
       const parked = this.parked.size > 0 ? this.parked.earliest() : undefined;
-      // A lower bound, found without reading the bucket; but for timers added overdue to the cursor's bucket,
-      // which `nowMs` may be earlier than (a host whose timers wait for its input asks up to a time gone by).
-      let wheelFrom = this.timers.firstBucketMs();
-      if (wheelFrom !== undefined && wheelFrom > nowMs) wheelFrom = this.timers.nextDueMs(nowMs);
+      const wheelFrom = this.timers.firstDueMs(nowMs); // a lower bound of the wheel's timers
       let got: string[] = [];
       if (wheelFrom !== undefined && wheelFrom <= nowMs && !(parked! < wheelFrom)) {
         // The wheel's timers up to the earliest parked one (all due ones when none is parked).

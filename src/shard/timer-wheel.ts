@@ -101,7 +101,10 @@ export class TimerWheel {
     return out;
   }
 
-  /** The start of the earliest bucket held (at most the earliest timer, which may be later), or undefined. */
+  /**
+   * The start of the earliest bucket held, or undefined: at most the earliest timer of a later bucket, but
+   * the cursor's bucket may hold timers added overdue, earlier than its start.
+   */
   firstBucketMs(): number | undefined {
     let first = Number.POSITIVE_INFINITY;
     for (const b of this.buckets.keys()) first = Math.min(first, b);
