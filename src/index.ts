@@ -95,7 +95,25 @@ export type {
   PaceRun,
 } from './pace/rules.js';
 export { MemoryBroker, type MemoryBrokerOptions } from './brokers/memory/memory-broker.js';
-export { SubscriberBuilder, TopicBuilder, type DecodedFor, type PayloadOf } from './declare/builder.js';
+export {
+  SubscriberBuilder,
+  TopicBuilder,
+  type BuildCheck,
+  type DecodedFor,
+  type PayloadOf,
+  type PublishableOn,
+  type RepliesCheck,
+} from './declare/builder.js';
+export { Topic, topic, type PublishedOf, type TopicOptions } from './declare/topic.js';
+export {
+  Publisher,
+  type BrokerChoice,
+  type PublisherOptions,
+  type Requestable,
+  type RequestOptions,
+} from './app/publisher.js';
+export type { RequestCounts } from './app/requests.js';
+export { CORRELATION_HEADER, REPLY_KEY_HEADER, REPLY_TO_HEADER } from './core/reply-headers.js';
 export {
   /** @deprecated Import it from `sluice/testing`; `sluice` stops exporting it in a later release. */
   DEFAULTS,

@@ -56,6 +56,11 @@ export interface AppOptions {
    */
   sendTimeoutMs?: number;
   /**
+   * The topic the replies to this app's requests (`app.request`) come back on; every instance reads it in a
+   * group of its own. A non-empty string without NUL. @default `<name>.replies`
+   */
+  replyTopic?: string;
+  /**
    * Makes the UUID of each new run ID (`<key>@<uuid>`); tests and the simulator pass a seeded one. @default
    * `crypto.randomUUID`
    */
@@ -88,6 +93,7 @@ const APP_OPTION_NAMES: ReadonlySet<string> = new Set([
   'defaults',
   'maxUncommitted',
   'sendTimeoutMs',
+  'replyTopic',
   'randomUUID',
   'metrics',
   'http',
@@ -140,6 +146,9 @@ function checkValues(options: AppOptions, bad: (field: string, expected: string)
   const st = options.sendTimeoutMs;
   if (st !== undefined && !(typeof st === 'number' && st > 0 && Number.isFinite(st)))
     bad('sendTimeoutMs', 'a finite number > 0');
+  const rt = options.replyTopic;
+  if (rt !== undefined && !(typeof rt === 'string' && rt !== '' && !rt.includes('\u0000')))
+    bad('replyTopic', 'a non-empty string without NUL');
   const m = options.maxUncommitted;
   if (m !== undefined && !(Number.isInteger(m) && m >= 1)) bad('maxUncommitted', 'a positive integer');
 }

@@ -1,7 +1,6 @@
 import { SystemClock } from '../core/clock.js';
 import { SluiceError, show } from '../core/errors.js';
 import { jsonLogger, safeLogger } from '../core/logger.js';
-import type { LifecycleHook, Middleware, PublishMiddleware } from '../core/middleware.js';
 import { faultsOf, type Broker, type Clock, type Logger } from '../core/ports.js';
 import { Waiters } from '../core/waiters.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
@@ -12,7 +11,8 @@ import { parseDefaults } from '../declare/parse.js';
 import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
 import { callingHandlerHost, type DeadLetterCounts } from '../pipeline/executor.js';
-import { Hooks, type HookPhase } from './hooks.js';
+import { Hooks } from './hooks.js';
+import { AppSettings } from './app-settings.js';
 import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
@@ -21,6 +21,16 @@ import { StartParts } from './start-parts.js';
 import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
 import { serveUntilStopped } from './signals.js';
 import type { Subscription } from '../pipeline/subscription.js';
+import { Topic } from '../declare/topic.js';
+import {
+  Publisher,
+  request,
+  type BrokerChoice,
+  type PublisherHost,
+  type Requestable,
+  type RequestOptions,
+} from './publisher.js';
+import type { RequestCounts } from './requests.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 
 export type { AppOptions };
@@ -60,7 +70,7 @@ export type { Receipt };
  *
  * @category App
  */
-export class App {
+export class App extends AppSettings {
   /** The app's name (`options.name`): the default consumer group, in every log line, and the default store's folder. */
   readonly name: string;
   /** `options.version`, written in the `started` log line. @defaultValue `'0.0.0'` */
@@ -71,9 +81,7 @@ export class App {
   readonly log: Logger;
   private readonly mounts: Mounts;
   private readonly lifecycle: Lifecycle;
-  private readonly hooks: Hooks;
-  private readonly middlewares: Middleware[] = [];
-  private readonly publishMiddlewares: PublishMiddleware[] = [];
+  protected readonly hooks: Hooks;
   /** Woken whenever work was taken or finished, an append became durable, or the app stopped: `idle()` looks again. */
   private readonly progress = new Waiters();
   /** Metrics, health and the HTTP server. */
@@ -87,6 +95,7 @@ export class App {
    *   or `logger` that is not one), `WORKERS_INVALID` (or `CONFIG_INVALID`) for bad `defaults`.
    */
   constructor(private readonly options: AppOptions) {
+    super();
     checkAppOptions(options);
     this.name = options.name;
     this.version = options.version ?? '0.0.0';
@@ -138,89 +147,9 @@ export class App {
     return this;
   }
 
-  /**
-   * Adds a middleware around each attempt of every subscriber of the app, outside the routers' and the
-   * subscribers' own; the first added is the outermost. See {@link Middleware} for what it sees and may do.
-   *
-   * @returns the app, to chain.
-   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
-   */
-  use(middleware: Middleware): this {
-    this.middlewares.push(this.checked('use', middleware));
-    return this;
-  }
-
-  /**
-   * Adds a publish middleware around every publish of the app's subscribers: `ctx.publish` and dead letters
-   * (not `app.send`, which journals an event rather than publishing a message). The first added is the
-   * outermost. See {@link PublishMiddleware}.
-   *
-   * @returns the app, to chain.
-   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
-   */
-  usePublish(middleware: PublishMiddleware): this {
-    this.publishMiddlewares.push(this.checked('usePublish', middleware));
-    return this;
-  }
-
-  /**
-   * Adds a hook that `start()` awaits before it opens anything but the HTTP server of `http` (no broker
-   * connected, no consumer joined; the probes answer `starting`), after
-   * the hooks added before it. One that throws fails the start with `STARTUP_HOOK_FAILED`: nothing was opened,
-   * the later hooks do not run, and the app may be started again.
-   *
-   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
-   */
-  onStartup(hook: LifecycleHook): this {
-    return this.hook('onStartup', hook);
-  }
-
-  /**
-   * Adds a hook that `start()` awaits once everything is started (every consumer joined), before it resolves.
-   * One that throws fails the start with `STARTUP_HOOK_FAILED`, after closing everything it opened.
-   *
-   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
-   */
-  afterStartup(hook: LifecycleHook): this {
-    return this.hook('afterStartup', hook);
-  }
-
-  /**
-   * Adds a hook that `stop()` of a running app awaits before it stops anything (reading, draining). One that
-   * throws is logged, the stop goes on, and `stop()` rejects with `SHUTDOWN_HOOK_FAILED` once stopped.
-   *
-   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
-   */
-  onShutdown(hook: LifecycleHook): this {
-    return this.hook('onShutdown', hook);
-  }
-
-  /**
-   * Adds a hook awaited once everything is closed, before `stop()` resolves; also after a start that failed or
-   * was stopped once its `onStartup` hooks had run. One that throws is logged, and `stop()` rejects with
-   * `SHUTDOWN_HOOK_FAILED` (a failed start rejects with its own error).
-   *
-   * @throws {@link SluiceError} `CONFIG_INVALID` for anything but a function; `APP_STATE` after `start()`.
-   */
-  afterShutdown(hook: LifecycleHook): this {
-    return this.hook('afterShutdown', hook);
-  }
-
-  private hook(phase: HookPhase, hook: LifecycleHook): this {
-    this.hooks.add(phase, this.checked(phase, hook));
-    return this;
-  }
-
-  private checked<F>(what: string, fn: F): F {
-    this.assertNew(what);
-    if (typeof fn !== 'function')
-      throw new SluiceError('CONFIG_INVALID', `App "${this.name}": ${what} takes a function, got ${show(fn)}`);
-    return fn;
-  }
-
-  private assertNew(what: string): void {
-    if (this.lifecycle.state !== 'new')
-      throw new SluiceError('APP_STATE', `App "${this.name}": ${what} must be called before start()`);
+  /** @internal The lifecycle's state, for the settings' checks. */
+  protected get state(): string {
+    return this.lifecycle.state;
   }
 
   /**
@@ -365,6 +294,61 @@ export class App {
     return this.lifecycle.parts!.send(name, { key, event, eventId });
   }
 
+  /**
+   * A typed producer of `topic`, outside handlers: `app.publisher(invoices).publish(invoice, { key })` takes
+   * the topic's type, goes through the publish middlewares and tracing, and resolves once the broker has the
+   * message. It publishes while the app runs (else `APP_STATE`).
+   *
+   * @param options - `broker`: the broker to publish on, where the app has more than one.
+   */
+  publisher<T>(topic: Topic<T, unknown>, options: BrokerChoice = {}): Publisher<T> {
+    if (!((topic as unknown) instanceof Topic))
+      throw new SluiceError('CONFIG_INVALID', `App "${this.name}": publisher() takes a topic(), got ${show(topic)}`);
+    return new Publisher(topic, this.publisherHost(), options);
+  }
+
+  /**
+   * Publishes `value` on `topic` as a request and resolves with the reply of the subscriber marked
+   * `.replies()` that handles it (its return value, decoded by the topic's `reply`). On any broker: the reply
+   * comes back on the app's `replyTopic`, read by each instance in a group of its own from its first request.
+   * A topic made without a reply type does not compile here: nobody replies on it.
+   *
+   * @throws {@link SluiceError} (as a rejection) `REQUEST_TIMEOUT` when no reply came within `timeoutMs` (a
+   *   later one is dropped and counted in {@link App.requestCounts}); `APP_STATE` unless the app runs (or when
+   *   it stops first); `CONFIG_INVALID` for a bad `timeoutMs`; what the publish rejects with.
+   *
+   * @example
+   * ```ts
+   * const rates = topic('rates', { schema: RateQuery, reply: Rate });
+   * const rate = await app.request(rates, { from: 'EUR', to: 'USD' }, { timeoutMs: 2_000 }); // rate: Rate
+   * ```
+   */
+  request<Q, R>(topic: Topic<Q, R> & Requestable<R>, value: Q, options: RequestOptions = {}): Promise<R> {
+    return request(this.publisherHost(), topic, value, options);
+  }
+
+  /** How this app's requests have fared since `start()`: sent, replied, timed out, replies come late. */
+  requestCounts(): RequestCounts {
+    return this.lifecycle.parts?.requestCounts() ?? { sent: 0, replied: 0, timedOut: 0, late: 0 };
+  }
+
+  private publisherHost(): PublisherHost {
+    const app = this.lifecycle;
+    const brokers = (): Broker[] => [...new Set(this.mounts.all.map((m) => m.broker))];
+    return {
+      name: this.name,
+      get state() {
+        return app.state;
+      },
+      get parts() {
+        return app.parts;
+      },
+      get brokers() {
+        return brokers();
+      },
+    };
+  }
+
   private sendTarget(): SendTarget {
     return {
       name: this.name,
@@ -395,6 +379,7 @@ export class App {
       middlewares: [...this.middlewares],
       publishMiddlewares: [...this.publishMiddlewares],
       telemetry: this.telemetry,
+      replyTopic: options.replyTopic ?? `${this.name}.replies`,
     });
   }
 }

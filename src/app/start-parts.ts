@@ -7,7 +7,10 @@ import type { Receipt } from '../pace/rules.js';
 import type { Appended } from '../pace-stage/pace-event.js';
 import { faultyPaceParts } from '../pace-stage/pace-faults.js';
 import { Pacer } from '../pace-stage/pacer.js';
+import { composePublish, type PublishFrom } from '../pipeline/middlewares.js';
 import { Subscription, type SubscriptionSettings } from '../pipeline/subscription.js';
+import { randomUUID as systemUUID } from 'node:crypto';
+import { Requests } from './requests.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 
 /** What the parts of a start are made with: the app's settings. */
@@ -33,6 +36,8 @@ export interface StartPartsSettings {
   readonly publishMiddlewares: readonly PublishMiddleware[];
   /** The app's metrics, tracing and HTTP server (opened before the parts, closed after them, by the lifecycle). */
   readonly telemetry: Telemetry;
+  /** The topic the replies to this app's requests are published on. */
+  readonly replyTopic: string;
 }
 
 /**
@@ -48,12 +53,66 @@ export class StartParts {
   private readonly connected: Broker[] = [];
   /** The pace stage's store, when there is one. */
   private readonly store: Store | undefined;
+  /** The app's own publishes (`app.publisher`, `app.request`) on each broker, made at the first. */
+  private readonly publishes = new Map<Broker, PublishFrom>();
+  /** The requests of the app on each broker, made at the first. */
+  private readonly requests = new Map<Broker, Requests>();
+  /** This start's instance ID: what its requests' replies are keyed with. */
+  private readonly instance: string;
 
   constructor(private readonly settings: StartPartsSettings) {
     const { paces, clock, log, onProgress, randomUUID, faults } = settings;
     this.store = paces.size > 0 ? settings.store() : undefined;
     const parts = faultyPaceParts(faults); // none unless the simulator injected faults
     this.pacer = this.store ? new Pacer(this.store, paces, clock, log, onProgress, randomUUID, parts) : undefined;
+    this.instance = (randomUUID ?? systemUUID)();
+  }
+
+  /**
+   * A publish of the app itself on `broker` (`app.publisher`, `app.request`): through tracing's publish
+   * middleware and the app's, as a subscriber's `ctx.publish` is, told `kind: 'publisher'`.
+   */
+  publishOn(broker: Broker): PublishFrom {
+    let publish = this.publishes.get(broker);
+    if (publish === undefined) {
+      const { tracing } = this.settings.telemetry;
+      const own = this.settings.publishMiddlewares;
+      publish = composePublish(tracing ? [tracing.publish, ...own] : own, (t, v, o) => broker.publish(t, v, o), {
+        kind: 'publisher',
+        subscriber: this.settings.name,
+      });
+      this.publishes.set(broker, publish);
+    }
+    return publish;
+  }
+
+  /** The requests of the app on `broker`: their replies are read at the first. */
+  requestsOn(broker: Broker): Requests {
+    let requests = this.requests.get(broker);
+    if (requests === undefined) {
+      const publish = this.publishOn(broker);
+      const { name, clock, shutdownTimeoutMs, replyTopic, randomUUID } = this.settings;
+      requests = new Requests({
+        broker,
+        replyTopic,
+        name,
+        instance: this.instance,
+        clock,
+        uuid: randomUUID ?? systemUUID,
+        shutdownTimeoutMs,
+        publish: (topic, value, options) => publish(undefined, topic, value, options),
+      });
+      this.requests.set(broker, requests);
+    }
+    return requests;
+  }
+
+  /** How the requests of this start have fared, over every broker. */
+  requestCounts(): { sent: number; replied: number; timedOut: number; late: number } {
+    const sum = { sent: 0, replied: 0, timedOut: 0, late: 0 };
+    for (const { counts } of this.requests.values())
+      for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += counts[k];
+    return sum;
   }
 
   /**
@@ -127,7 +186,10 @@ export class StartParts {
     const stop = deadlineIn(clock, shutdownTimeoutMs, { keepAlive: true });
     const deadline = stop.passed;
     const failures: unknown[] = [];
-    const stops = this.subscriptions.map((s) => s.stop(deadline));
+    const stops = [
+      ...this.subscriptions.map((s) => s.stop(deadline)),
+      ...[...this.requests.values()].map((r) => r.close(deadline)),
+    ];
     await this.settle('a subscription', stops, failures);
     await this.settle('the pace store', this.pacer ? [this.pacer.close(deadline)] : [], failures);
     await this.settle(

@@ -27,6 +27,7 @@ export const ERROR_CODES = [
   'STARTUP_HOOK_FAILED',
   'SHUTDOWN_HOOK_FAILED',
   'HTTP_LISTEN_FAILED',
+  'REQUEST_TIMEOUT',
 ] as const;
 
 /**
@@ -75,6 +76,8 @@ export const ERROR_CODES = [
  * - `HTTP_LISTEN_FAILED`: the app's HTTP server (`http`) could not listen: `http.port` in use by another
  *   process (`EADDRINUSE`), a port the process may not take, a `http.host` the machine does not have. The
  *   message names the app, the port and the host; `start()` rejects with it, having opened nothing.
+ * - `REQUEST_TIMEOUT`: `app.request` got no reply within its `timeoutMs`: the request was published (and may
+ *   have been handled); a reply that comes later is dropped and counted (`app.requestCounts().late`).
  *
  * @category Errors
  */

@@ -81,9 +81,13 @@ export interface OutgoingMessage extends PublishOptions {
  * @category Middlewares
  */
 export interface PublishInfo {
-  /** `publish`: a handler's `ctx.publish`; `dead-letter`: a dead letter (each try of it, the stripped one too). */
-  readonly kind: 'publish' | 'dead-letter';
-  /** The subscriber that publishes. */
+  /**
+   * `publish`: a handler's `ctx.publish` (and what a subscriber's `publishTo` and `replies` publish);
+   * `dead-letter`: a dead letter (each try of it, the stripped one too); `publisher`: the app's own
+   * (`app.publisher(...).publish`, `app.request`).
+   */
+  readonly kind: 'publish' | 'dead-letter' | 'publisher';
+  /** The subscriber that publishes; for `publisher`, the app's name. */
   readonly subscriber: string;
   /**
    * The handler's context of the work the message comes from (`ctx.publish`'s, or the dead-lettered work's);

@@ -1,5 +1,6 @@
 /** The checks every settings parser shares, and the one form of their errors. */
 import { SluiceError, show, type ErrorCode } from '../core/errors.js';
+import type { Decoder } from './decoder.js';
 
 /** The fields of each nested setting, by path: any other key is a misspelling, refused like an unknown option. */
 const NESTED_FIELDS = {
@@ -48,4 +49,11 @@ export function nonNegative(who: string, field: string, value: unknown): void {
 export function checkName(who: string, name: unknown): void {
   if (!(typeof name === 'string' && name.trim() !== '' && !name.includes('\u0000')))
     fail('CONFIG_INVALID', who, 'name', name, 'a non-empty string without NUL');
+}
+
+/** A decoder: a function, an object with `parse`, or a Standard Schema (version 1). */
+export function isDecoder(d: unknown): d is Decoder {
+  if (typeof d === 'function' || typeof (d as { parse?: unknown } | null)?.parse === 'function') return true;
+  const standard = (d as { '~standard'?: { version?: unknown; validate?: unknown } } | null)?.['~standard'];
+  return standard?.version === 1 && typeof standard.validate === 'function';
 }

@@ -14,6 +14,7 @@ import type {
 import type { CompiledPace } from './pace.js';
 import { checkBackoff } from './parse.js';
 import type { Mounted } from './router.js';
+import type { Topic } from './topic.js';
 
 /**
  * A subscriber with every setting resolved (its own over its routers' over the app's `defaults` over
@@ -60,6 +61,10 @@ export interface CompiledSubscriber {
    * app's (`app.use`), which go outside these.
    */
   readonly middlewares: readonly Middleware[];
+  /** The topics its handler's return value is published on (`publishTo`), in the order given. */
+  readonly publishTo: readonly Topic[];
+  /** Whether its handler's return value answers the requests it gets (`replies`). */
+  readonly replies: boolean;
 }
 
 /**
@@ -134,6 +139,8 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
     pace: spec.pace,
     handler: spec.handler,
     middlewares: Object.freeze([...(mounted.middlewares ?? []), ...((own.use ?? []) as readonly Middleware[])]),
+    publishTo: own.publishTo ?? [],
+    replies: own.replies ?? false,
   });
 }
 
@@ -142,7 +149,8 @@ export function decodeJson(raw: Uint8Array): unknown {
   return JSON.parse(utf8(raw));
 }
 
-function decoderOf(decode: SubscriberOptions['decode']): (raw: Uint8Array) => unknown {
+/** A decoder as a function of the raw bytes: a schema's (`parse` or Standard) after JSON, JSON without one. */
+export function decoderOf(decode: SubscriberOptions['decode']): (raw: Uint8Array) => unknown {
   if (decode === undefined) return decodeJson;
   if (typeof decode === 'function') return decode as (raw: Uint8Array) => unknown;
   // A schema validates a JSON value: decode JSON first.

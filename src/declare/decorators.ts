@@ -1,9 +1,10 @@
 import 'reflect-metadata';
 import { SluiceError, show } from '../core/errors.js';
 import { checkTopic, startBuilder, TopicBuilder, type SubscriberBuilder } from './builder.js';
-import type { Decoder, Handler, HandlerObject, SubscriberOptions } from './options.js';
+import type { Decoder, Handler, HandlerObject, HandlerResult, SubscriberOptions } from './options.js';
 import { parseOptions, type ParsedOptions } from './parse.js';
 import { SubscriberSpec } from './spec.js';
+import { isTopic, type Topic } from './topic.js';
 
 /** One `@subscriber` on a method: its topic and its settings, parsed when the decorator was applied. */
 interface Declared {
@@ -33,15 +34,17 @@ export type SubscriberDecorator = {
  *
  * @category Subscribers
  */
-export interface SubscriberStart {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
+export interface SubscriberStart<T = any, Reply = unknown> {
   /**
    * Starts a chain with the decoder: `subscriber('orders').decode(Order).handle((order, ctx) => …)`; the handler
    * gets what the decoder returns. See {@link TopicBuilder}.
    */
-  decode<U>(decoder: Decoder<U>): TopicBuilder<U>;
+  decode<U>(decoder: Decoder<U>): TopicBuilder<U, false, Reply>;
   /** Starts a chain with the handler, as `subscriber(topic, handler)` does. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
-  handle<T = any>(handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
+  handle<U extends T = T, R = HandlerResult>(
+    handler: Handler<U, R> | HandlerObject<U, R>,
+  ): SubscriberBuilder<U, R, Reply>;
 }
 
 /**
@@ -62,7 +65,31 @@ export interface SubscriberStart {
  * @category Subscribers
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
-export function subscriber<T = any>(topic: string, handler: Handler<T> | HandlerObject<T>): SubscriberBuilder<T>;
+export function subscriber<T = any, R = HandlerResult>(
+  topic: string,
+  handler: Handler<T, R> | HandlerObject<T, R>,
+): SubscriberBuilder<T, R>;
+/**
+ * Starts a builder chain for `handler` on a {@link Topic}: the handler's payload is the topic's type, and the
+ * topic's `schema` decodes its messages (`.decode` may give another). Otherwise as `subscriber(name, handler)`.
+ *
+ * @example
+ * ```ts
+ * const orders = topic('orders', { schema: Order });
+ * subscriber(orders, (order) => invoiceOf(order)).publishTo(invoices); // order: what Order validates
+ * ```
+ */
+export function subscriber<T, Reply, R = HandlerResult>(
+  topic: Topic<T, Reply>,
+  handler: Handler<T, R> | HandlerObject<T, R>,
+): SubscriberBuilder<T, R, Reply>;
+/**
+ * `subscriber(topic)` of a {@link Topic}: as `subscriber(name)`, its handler's payload the topic's type and its
+ * messages decoded by the topic's `schema`.
+ */
+export function subscriber<T, Reply>(topic: Topic<T, Reply>): SubscriberDecorator & SubscriberStart<T, Reply>;
+/** `@subscriber(topic, options)` of a {@link Topic}: as with a name, its messages decoded by the topic's `schema`. */
+export function subscriber<T, Reply>(topic: Topic<T, Reply>, options: SubscriberOptions<T>): SubscriberDecorator;
 /**
  * `subscriber(topic)`, without options: the `@subscriber` decorator with no settings (see the form with
  * options), which also starts a builder chain — with the decoder, whose type then gives the handler's
@@ -109,14 +136,17 @@ export function subscriber(topic: string): SubscriberDecorator & SubscriberStart
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
 export function subscriber<T = any>(topic: string, options?: SubscriberOptions<T>): SubscriberDecorator;
 export function subscriber(
-  topic: string,
+  given: string | Topic<unknown, unknown>,
   second?: unknown,
 ): SubscriberBuilder | SubscriberDecorator | (SubscriberDecorator & SubscriberStart) {
+  const topic = isTopic(given) ? given.name : given;
+  const schema = isTopic(given) ? given.options.schema : undefined;
+  const decoded: SubscriberOptions = schema === undefined ? {} : { decode: schema };
   if (
     typeof second === 'function' ||
     (second !== null && typeof second === 'object' && typeof (second as HandlerObject).handle === 'function')
   ) {
-    return startBuilder(topic, second as Handler<unknown>);
+    return startBuilder(topic, second as Handler<unknown>, decoded);
   }
   checkTopic(topic);
   if (second !== undefined && (second === null || typeof second !== 'object' || Array.isArray(second))) {
@@ -125,7 +155,7 @@ export function subscriber(
       `subscriber(${show(topic)}): the second argument must be a handler (a function or an object with handle()) or decorator options, got ${show(second)}`,
     );
   }
-  const raw = (second ?? {}) as SubscriberOptions;
+  const raw = { ...decoded, ...((second ?? {}) as SubscriberOptions) };
   // Parsed when the decorator is applied, when the method (and, for legacy decorators, the class) is known.
   const decorator = ((target: unknown, context: unknown) => {
     if (typeof target === 'function' && typeof context === 'object' && context !== null && 'kind' in context) {
@@ -150,7 +180,7 @@ export function subscriber(
   if (second !== undefined) return decorator;
   const start: SubscriberStart = {
     decode: (decoder) => new TopicBuilder(topic, { decode: decoder }),
-    handle: (handler) => startBuilder(topic, handler),
+    handle: (handler) => startBuilder(topic, handler, decoded),
   };
   return Object.assign(decorator, start);
 }

@@ -1,25 +1,29 @@
 import type { Context } from '../core/context.js';
 import type { Headers } from '../core/message.js';
 import type { Middleware } from '../core/middleware.js';
-import type { HandlerOutcome } from '../core/outcome.js';
 import type { Duration } from './duration.js';
+import type { Topic } from './topic.js';
+import type { Decoder, HandlerResult } from './decoder.js';
 
-/**
- * What a handler may return: a {@link HandlerOutcome}, or nothing (the same as `HandlerOutcome.ack()`).
- *
- * @category Subscribers
- */
-export type HandlerResult = HandlerOutcome | void | undefined;
+export type {
+  Decoder,
+  HandlerResult,
+  StandardIssue,
+  StandardPathSegment,
+  StandardResult,
+  StandardSchema,
+} from './decoder.js';
 
 /**
  * A handler: gets the decoded payload (an array of them for batch subscribers; for a paced subscriber, the
  * run's payload) and the {@link Context}. Returning nothing acks; throwing (or rejecting) is a retry;
- * anything other than a {@link HandlerOutcome} counts as a failed attempt.
+ * anything other than a {@link HandlerOutcome} counts as a failed attempt, unless the subscriber publishes
+ * its results (`publishTo`, `replies`): then the value is published, and acked once the broker has it.
  *
  * @category Subscribers
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
-export type Handler<T = any> = (payload: T, ctx: Context) => HandlerResult | Promise<HandlerResult>;
+export type Handler<T = any, R = HandlerResult> = (payload: T, ctx: Context) => R | Promise<R>;
 
 /**
  * An object whose `handle` is the handler: `subscriber('refunds', { handle: (r) => payBack(r) })`.
@@ -27,94 +31,9 @@ export type Handler<T = any> = (payload: T, ctx: Context) => HandlerResult | Pro
  * @category Subscribers
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- so a handler's own payload type is taken as is
-export interface HandlerObject<T = any> {
+export interface HandlerObject<T = any, R = HandlerResult> {
   /** The handler, called bound to the object. */
-  handle(payload: T, ctx: Context): HandlerResult | Promise<HandlerResult>;
-}
-
-/**
- * Turns the message value into the payload: a function of the raw bytes (from the memory broker, a
- * `Buffer`), an object whose `parse` gets the JSON-decoded value (a zod schema fits), or any Standard Schema
- * validator ({@link StandardSchema}: valibot, arktype, zod and others), which validates the JSON-decoded
- * value. The default reads the bytes as UTF-8 JSON. A message that does not decode (bad JSON, `parse`
- * throws, the schema reports issues) is dead-lettered at once with `DECODE_FAILED: <message>`; the handler
- * is not called and there are no retries.
- *
- * @example
- * ```ts
- * subscriber('lines', (line: string) => store(line)).decode((raw) => Buffer.from(raw).toString('utf8'));
- * const Order = z.object({ id: z.string(), cents: z.number().int() });
- * subscriber('orders', bill).decode(Order);
- * ```
- *
- * @category Subscribers
- */
-export type Decoder<T = unknown> =
-  | ((raw: Uint8Array) => T)
-  | {
-      /** Checks and converts the JSON-decoded value; throws to refuse it. */
-      parse(raw: unknown): T;
-    }
-  | StandardSchema<T>;
-
-/**
- * A validator of the Standard Schema interface (version 1), as valibot, arktype, zod and others expose it
- * under `~standard`. Sluice calls `validate` on the JSON-decoded value: its `value` is the payload, its
- * `issues` refuse the message (`DECODE_FAILED`, naming each issue and its path). A validator that answers
- * asynchronously refuses the message too: decoding is synchronous. An object that also has `parse` is
- * called through `parse`.
- *
- * @category Subscribers
- */
-export interface StandardSchema<T = unknown> {
-  /** The interface's properties. */
-  readonly '~standard': {
-    /** The interface's version: 1. */
-    readonly version: 1;
-    /** The library behind it (`valibot`, `arktype`, `zod`). */
-    readonly vendor: string;
-    /** Validates a value: its value (the payload), or the issues that refuse it. */
-    readonly validate: (value: unknown) => StandardResult<T> | Promise<StandardResult<T>>;
-  };
-}
-
-/**
- * What a {@link StandardSchema}'s `validate` answers: the value, or the issues that refuse it.
- *
- * @category Subscribers
- */
-export type StandardResult<T> =
-  | {
-      /** The validated value. */
-      readonly value: T;
-      /** None: the value passed. */
-      readonly issues?: undefined;
-    }
-  | {
-      /** What refuses the value. */
-      readonly issues: readonly StandardIssue[];
-    };
-
-/**
- * One reason a {@link StandardSchema} refuses a value.
- *
- * @category Subscribers
- */
-export interface StandardIssue {
-  /** What is wrong. */
-  readonly message: string;
-  /** Where: the keys from the value's root, each a key or `{ key }`. */
-  readonly path?: readonly (PropertyKey | StandardPathSegment)[] | undefined;
-}
-
-/**
- * A step of a {@link StandardIssue}'s path, as an object.
- *
- * @category Subscribers
- */
-export interface StandardPathSegment {
-  /** The key at this step. */
-  readonly key: PropertyKey;
+  handle(payload: T, ctx: Context): R | Promise<R>;
 }
 
 /**
@@ -318,6 +237,18 @@ export interface SubscriberOptions<T = any> {
    * (see {@link Middleware}). Functions. @default `[]`
    */
   use?: readonly Middleware<T>[];
+  /**
+   * Topics the handler's return value is published on, each once the handler returned it (`undefined` and
+   * a {@link HandlerOutcome} publish nothing); the delivery is acked once the broker has every one of them,
+   * and a publish that fails fails the attempt (retried, then dead-lettered). @default `[]`
+   */
+  publishTo?: readonly Topic[];
+  /**
+   * The handler's return value answers the request it was given (`app.request`): it is published to the
+   * requester's reply topic. A message that is not a request is handled, and its result published only on
+   * `publishTo`. Not with `batch` or `pace`. @default false
+   */
+  replies?: boolean;
 }
 
 /**
@@ -373,4 +304,6 @@ export const OPTION_NAMES: ReadonlySet<string> = new Set([
   'pace',
   'timeoutMs',
   'use',
+  'publishTo',
+  'replies',
 ]);

@@ -6,17 +6,17 @@
  * when they are merged, in compile.ts.
  */
 import { SluiceError, show } from '../core/errors.js';
-import { checkName, fail, fields, nonNegative, positiveInt } from './checks.js';
+import { checkName, fail, fields, isDecoder, nonNegative, positiveInt } from './checks.js';
 import {
   OPTION_NAMES,
   SHARED_OPTION_NAMES,
-  type Decoder,
   type RetryOptions,
   type RouterOptions,
   type SharedOptions,
   type SubscriberOptions,
 } from './options.js';
 import { parsePace, type CompiledPace } from './pace.js';
+import { Topic } from './topic.js';
 
 /**
  * The most workers (or lanes) a subscriber may have, 10,000: each is a long-lived slot, made at start. More
@@ -75,6 +75,9 @@ export function parseOptions<T = any>(raw: SubscriberOptions<T>, who: string): P
   if (o.timeoutMs !== undefined && !(Number.isFinite(o.timeoutMs) && o.timeoutMs > 0))
     fail('CONFIG_INVALID', who, 'timeoutMs', o.timeoutMs, 'a positive number of milliseconds');
   if (o.use !== undefined) o.use = parseUse(o.use, who);
+  if (o.publishTo !== undefined) o.publishTo = parsePublishTo(o.publishTo, who);
+  if (o.replies !== undefined && typeof o.replies !== 'boolean')
+    fail('CONFIG_INVALID', who, 'replies', o.replies, 'true or false');
   const pace = o.pace === undefined ? undefined : parsePace(o.pace, who);
   if (o.pace !== undefined) o.pace = frozenPace(o.pace);
   if (o.byKey === true && o.batch !== undefined)
@@ -91,7 +94,21 @@ export function parseOptions<T = any>(raw: SubscriberOptions<T>, who: string): P
       `${who}: batch must not be combined with pace (a paced run is one key's; use pace.batch), got batch ${show(o.batch)}`,
     );
   }
+  if (o.replies === true && (pace !== undefined || o.batch !== undefined))
+    fail('CONFIG_INVALID', who, 'replies', o.replies, 'left out with batch and pace (a reply answers one request)');
   return { options: Object.freeze(o), pace };
+}
+
+/** Topics to publish on: an array of `topic(...)`s, each once, copied and frozen. */
+function parsePublishTo(raw: unknown, who: string): readonly Topic[] {
+  if (!Array.isArray(raw)) fail('CONFIG_INVALID', who, 'publishTo', raw, 'an array of topics made by topic()');
+  const list = raw as unknown[];
+  list.forEach((t, i) => {
+    if (!(t instanceof Topic)) fail('CONFIG_INVALID', who, `publishTo[${i}]`, t, 'a topic made by topic()');
+    if (list.findIndex((u) => (u as Topic).name === t.name) !== i)
+      fail('CONFIG_INVALID', who, `publishTo[${i}]`, t.name, 'a topic not given twice');
+  });
+  return Object.freeze([...(list as Topic[])]);
 }
 
 /**
@@ -141,12 +158,6 @@ export function parseUse<M>(raw: readonly M[], who: string): readonly M[] {
 }
 
 const SHARED_NAMES: ReadonlySet<string> = new Set(SHARED_OPTION_NAMES);
-
-function isDecoder(d: unknown): d is Decoder {
-  if (typeof d === 'function' || typeof (d as { parse?: unknown } | null)?.parse === 'function') return true;
-  const standard = (d as { '~standard'?: { version?: unknown; validate?: unknown } } | null)?.['~standard'];
-  return standard?.version === 1 && typeof standard.validate === 'function';
-}
 
 function parseBatch(raw: unknown, who: string): { max: number } {
   fields(who, 'batch', raw, '{ max }');

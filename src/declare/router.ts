@@ -1,6 +1,6 @@
 import { SluiceError, show } from '../core/errors.js';
 import type { Middleware } from '../core/middleware.js';
-import { SubscriberBuilder, TopicBuilder } from './builder.js';
+import { SubscriberBuilder, TopicBuilder, type BuildCheck } from './builder.js';
 import { hasSubscribers, specsOf } from './decorators.js';
 import type { Decoder, RetryOptions, RouterOptions, SharedOptions } from './options.js';
 import { parseRouterOptions } from './parse.js';
@@ -62,22 +62,34 @@ export interface NotIncludable<Reason extends string> {
  */
 export type Includable<X> = 0 extends 1 & X
   ? X // any: not checked
-  : X extends SubscriberSpec | SubscriberBuilder | Router
-    ? X
-    : X extends TopicBuilder<infer _T, infer _Many>
-      ? NotIncludable<'a subscriber without a handler yet: end its chain with .handle(...)'>
-      : X extends abstract new (...args: never[]) => infer O
-        ? X extends new () => object
-          ? MaySubscribe<O> extends true
-            ? X
-            : NotIncludable<'a class without methods, so none with @subscriber'>
-          : NotIncludable<'a class that include cannot make with new and no arguments: pass an instance'>
-        : X extends
-              BuiltIn | ((...args: never[]) => unknown) | string | number | boolean | bigint | symbol | null | undefined
-          ? NotIncludable<'not a subscriber spec, a builder, a router, or a class with @subscriber methods or an instance of one'>
-          : MaySubscribe<X> extends true
-            ? X
-            : NotIncludable<'an object without methods, so none with @subscriber'>;
+  : X extends SubscriberBuilder<infer _T, infer R, infer _Reply, infer Sent>
+    ? BuildCheck<R, Sent> extends []
+      ? X
+      : NotIncludable<'a handler that returns a value nothing publishes: add .publishTo(topic) or .replies()'>
+    : X extends SubscriberSpec | Router
+      ? X
+      : X extends TopicBuilder<infer _T, infer _Many>
+        ? NotIncludable<'a subscriber without a handler yet: end its chain with .handle(...)'>
+        : X extends abstract new (...args: never[]) => infer O
+          ? X extends new () => object
+            ? MaySubscribe<O> extends true
+              ? X
+              : NotIncludable<'a class without methods, so none with @subscriber'>
+            : NotIncludable<'a class that include cannot make with new and no arguments: pass an instance'>
+          : X extends
+                | BuiltIn
+                | ((...args: never[]) => unknown)
+                | string
+                | number
+                | boolean
+                | bigint
+                | symbol
+                | null
+                | undefined
+            ? NotIncludable<'not a subscriber spec, a builder, a router, or a class with @subscriber methods or an instance of one'>
+            : MaySubscribe<X> extends true
+              ? X
+              : NotIncludable<'an object without methods, so none with @subscriber'>;
 
 /** A subscriber with the router layers it was included through, outermost last. */
 export interface Mounted {

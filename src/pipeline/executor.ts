@@ -6,7 +6,9 @@ import type { Logger } from '../core/ports.js';
 import type { JobRunner, Slot } from '../dispatch/workers.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
 import { HandlerContext, messageOf, type ContextPort } from './handler-context.js';
+import type { Handler } from '../declare/options.js';
 import { composeAttempt, type Chain } from './middlewares.js';
+import { resultHandler } from './results.js';
 import { isRevoked, type Run, type Work } from './work.js';
 
 export { STRIPPED_HEADER, type DeadLetterCounts } from './dead-letters.js';
@@ -87,12 +89,15 @@ export class Executor implements JobRunner<Work> {
   private readonly chain: Chain | undefined;
   /** An attempt that starts: the handler under its middlewares, inside `host.around` when there is one. */
   private readonly invoke: (work: Work) => unknown;
+  /** The handler, publishing what it returns where the subscriber publishes its results. */
+  private readonly handler: Handler;
 
   constructor(
     private readonly sub: CompiledSubscriber,
     private readonly host: ExecutorHost,
     private readonly log: Logger,
   ) {
+    this.handler = resultHandler(sub);
     this.chain = composeAttempt(host.middlewares, (ctx) => this.handle(ctx));
     const around = host.around;
     // Called as this.invoke(work), so with this executor as `this`: a method call, as before tracing.
@@ -132,7 +137,7 @@ export class Executor implements JobRunner<Work> {
     try {
       const chain = this.chain;
       const ctx = work.context!; // made by begin
-      return chain === undefined ? this.sub.handler(work.payload, ctx) : chain(ctx);
+      return chain === undefined ? this.handler(work.payload, ctx) : chain(ctx);
     } finally {
       calling = outer;
     }
@@ -143,7 +148,7 @@ export class Executor implements JobRunner<Work> {
     const outer = calling;
     calling = this.host.owner;
     try {
-      return this.sub.handler(ctx.payload, ctx);
+      return this.handler(ctx.payload, ctx);
     } finally {
       calling = outer;
     }

@@ -82,7 +82,8 @@ describe('a decoder and its handler', () => {
         expectTypeOf(o).toEqualTypeOf<Order>();
       });
     // The chain that starts with the handler is the same as subscriber(topic, handler).
-    expectTypeOf(subscriber('orders').handle(bill)).toEqualTypeOf<SubscriberBuilder<Order>>();
+    expectTypeOf(subscriber('orders').handle(bill)).toEqualTypeOf<SubscriberBuilder<Order, void>>();
+    expectTypeOf(subscriber('orders').handle(bill)).toEqualTypeOf(subscriber('orders', bill));
   });
 
   it('after batch, or a pace with batch, the handler gets an array', () => {

@@ -186,7 +186,7 @@ export class AppTracing implements AppTracer {
     const context = this.contextOf(info);
     if (context === undefined) return next(message);
     const own = message.headers;
-    if (info.kind === 'publish' && own !== undefined && this.fields.some((f) => own[f] !== undefined))
+    if (info.kind !== 'dead-letter' && own !== undefined && this.fields.some((f) => own[f] !== undefined))
       return next(message);
     const headers: MutableHeaders = { ...own };
     this.inject(context, headers);
@@ -196,7 +196,7 @@ export class AppTracing implements AppTracer {
   /** What a publish is made under: a context with a valid span, or undefined. */
   private contextOf(info: PublishInfo): Otel.Context | undefined {
     const { api } = this;
-    if (info.kind === 'publish') {
+    if (info.kind !== 'dead-letter') {
       const active = api.context.active();
       const sc = api.trace.getSpanContext(active);
       if (sc !== undefined && api.trace.isSpanContextValid(sc)) return active;
