@@ -323,13 +323,17 @@ export class App extends AppSettings {
    * const rate = await app.request(rates, { from: 'EUR', to: 'USD' }, { timeoutMs: 2_000 }); // rate: Rate
    * ```
    */
-  request<Q, R>(topic: Topic<Q, R> & Requestable<R>, value: Q, options: RequestOptions = {}): Promise<R> {
+  request<Q, R>(topic: Topic<Q, R> & Requestable<R>, value: NoInfer<Q>, options: RequestOptions = {}): Promise<R> {
     return request(this.publisherHost(), topic, value, options);
   }
 
-  /** How this app's requests have fared since `start()`: sent, replied, timed out, replies come late. */
+  /**
+   * How this app's requests have fared since the last `start()`: sent, replied, timed out, replies come late.
+   * After `stop()`, the stopped run's counts, until the next start.
+   */
   requestCounts(): RequestCounts {
-    return this.lifecycle.parts?.requestCounts() ?? { sent: 0, replied: 0, timedOut: 0, late: 0 };
+    const parts = this.lifecycle.parts ?? this.lifecycle.closed;
+    return parts?.requestCounts() ?? { sent: 0, replied: 0, timedOut: 0, late: 0 };
   }
 
   private publisherHost(): PublisherHost {

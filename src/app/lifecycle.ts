@@ -39,6 +39,8 @@ export class Lifecycle {
   state: State = 'new';
   /** What the start under way or the running app opened; undefined before a start and once closed. */
   parts: StartParts | undefined;
+  /** The parts of the last start, once closed: what they counted stays readable until the next start. */
+  closed: StartParts | undefined;
   private starting: Promise<void> | undefined;
   private stopRequested = false;
   /** True once the start under way (or the running app's) ran its onStartup hooks: afterShutdown's will run. */
@@ -151,6 +153,7 @@ export class Lifecycle {
   /** Closes what a start opened, the HTTP server last; leaves the app ready for a new start. */
   private async closeParts(): Promise<unknown[]> {
     const failures = (await this.parts?.close()) ?? [];
+    this.closed = this.parts;
     this.parts = undefined;
     if (this.telemetryOpen) {
       this.telemetryOpen = false;

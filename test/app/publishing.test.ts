@@ -222,6 +222,7 @@ describe('app.request', () => {
     expect(client.requestCounts()).toEqual({ sent: 3, replied: 3, timedOut: 0, late: 0 });
     expect(broker.messages('rates')[0]!.headers[REPLY_TO_HEADER]).toBe('shop.replies');
     await client.stop();
+    expect(client.requestCounts()).toMatchObject({ sent: 3, replied: 3 }); // still readable once stopped
     await server.stop();
   });
 

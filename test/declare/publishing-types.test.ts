@@ -59,6 +59,11 @@ function typeChecks(app: App, router: Router): void {
   void app.request(invoices, { orderId: 'o', total: 1 });
   // @ts-expect-error -- not what the topic carries
   void app.request(topic<Order, Invoice>('quotes'), { id: 1 });
+  // The value's type is the topic's, not widened from the value: a literal union takes its literal.
+  const quotes = topic<{ currency: 'EUR' | 'USD' }, number>('quotes');
+  void app.request(quotes, { currency: 'USD' });
+  // @ts-expect-error -- not one of the topic's currencies
+  void app.request(quotes, { currency: 'GBP' });
   // A subscriber that replies must return the reply type.
   router.include(subscriber(rates, () => ({ rate: 1 })).replies());
   // @ts-expect-error -- the wrong reply

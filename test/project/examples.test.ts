@@ -15,6 +15,7 @@ describe('examples', () => {
     'pace.ts',
     'middlewares.ts',
     'observability.ts',
+    'publishing.ts',
   ])(
     'examples/%s runs to completion',
     async (file) => {
