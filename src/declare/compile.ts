@@ -62,7 +62,7 @@ export interface CompiledSubscriber {
    */
   readonly middlewares: readonly Middleware[];
   /** The topics its handler's return value is published on (`publishTo`), in the order given. */
-  readonly publishTo: readonly Topic[];
+  readonly publishTo: readonly Topic<unknown, unknown>[];
   /** Whether its handler's return value answers the requests it gets (`replies`). */
   readonly replies: boolean;
 }

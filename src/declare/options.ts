@@ -242,7 +242,8 @@ export interface SubscriberOptions<T = any> {
    * a {@link HandlerOutcome} publish nothing); the delivery is acked once the broker has every one of them,
    * and a publish that fails fails the attempt (retried, then dead-lettered). @default `[]`
    */
-  publishTo?: readonly Topic[];
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- topics of any type: the builder's `.publishTo` checks the type
+  publishTo?: readonly Topic<any, unknown>[];
   /**
    * The handler's return value answers the request it was given (`app.request`): it is published to the
    * requester's reply topic. A message that is not a request is handled, and its result published only on

@@ -21,8 +21,22 @@ const invoices = topic<Invoice>('invoices');
 const rates = topic('rates', { reply: z.object({ rate: z.number() }) });
 const invoice = (o: Order): Invoice => ({ orderId: o.id, total: o.cents });
 
+/** The decorator takes topics of any type to publish on (the builder checks them against the handler). */
+class Billing {
+  @subscriber(orders, { publishTo: [invoices, topic<Refund>('refunds')], workers: 2 })
+  bill(o: Order): Invoice {
+    return invoice(o);
+  }
+
+  @subscriber(rates, { replies: true })
+  rate(): { rate: number } {
+    return { rate: 1 };
+  }
+}
+
 /** Never called: what compiles and what does not. */
 function typeChecks(app: App, router: Router): void {
+  router.include(Billing);
   // The handler's payload comes from the topic's schema.
   subscriber(orders, (o) => expectTypeOf(o).toEqualTypeOf<Order>());
   subscriber(orders).handle((o) => expectTypeOf(o).toEqualTypeOf<Order>());
