@@ -10,11 +10,8 @@ import { askAgain, pauseAfter } from './catching-up.js';
 import { KafkaConsumer } from './consumer/kafka-consumer.js';
 import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
-import { PublishBatches } from './publish/publish-batches.js';
+import { PublishBatches, keyPartition } from './publish/publish-batches.js';
 import { isLegalTopic, publishError, recordOf } from './publish/publishing.js';
-
-/** kafkajs's default partitioner, for `partitionOf`: a key's partition does not depend on the topic. */
-const KEY_PARTITIONER = Partitioners.DefaultPartitioner();
 
 /**
  * Apache Kafka through kafkajs: one kafkajs consumer per subscriber (each made by a kafkajs client of
@@ -47,8 +44,13 @@ export class KafkaBroker implements Broker {
   /** The clock of the consumers' own timers: the app's, once an app has connected this broker. */
   private clock: Clock = new SystemClock();
   private readonly consumerSettings: KafkaConsumerSettings;
+  /** The partition count of each topic published to, as told when its first publish checked it. */
+  private readonly partitionCounts = new Map<string, number>();
   /** Publishes to one partition made in one turn, sent together. */
-  private readonly batches = new PublishBatches((topic, messages) => this.producer!.send({ topic, messages }));
+  private readonly batches = new PublishBatches(
+    (topic, messages) => this.producer!.send({ topic, messages }),
+    (topic) => this.partitionCounts.get(topic),
+  );
 
   /**
    * Makes the kafkajs client; connects nothing (the app calls `connect` at `start()`).
@@ -157,7 +159,9 @@ export class KafkaBroker implements Broker {
         await this.connect();
         await this.ensureTopic(topic);
         // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
-        if (isLegalTopic(topic)) await this.mustExist(topic, '(publishing)');
+        if (!isLegalTopic(topic)) return;
+        await this.mustExist(topic, '(publishing)');
+        await this.countPartitions(topic);
       })();
       made.catch(() => {
         if (this.checks.get(topic) === made) this.checks.delete(topic);
@@ -167,10 +171,20 @@ export class KafkaBroker implements Broker {
     return check;
   }
 
-  /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
-  private async unknownPartition(topic: string, partition: number): Promise<never> {
+  /**
+   * Learns how many partitions `topic` has, for the batches to gather publishes by partition. A count gone
+   * stale (partitions added since) only gathers less well: a keyed message is sent keyed, placed by kafkajs.
+   */
+  private async countPartitions(topic: string): Promise<number> {
     const metadata = await this.admin!.fetchTopicMetadata({ topics: [topic] });
     const count = metadata.topics[0]?.partitions.length ?? 0;
+    if (count > 0) this.partitionCounts.set(topic, count);
+    return count;
+  }
+
+  /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
+  private async unknownPartition(topic: string, partition: number): Promise<never> {
+    const count = await this.countPartitions(topic);
     if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
       throw new SluiceError(
         'CONFIG_INVALID',
@@ -211,14 +225,7 @@ export class KafkaBroker implements Broker {
    * over the key's UTF-8 bytes as Java clients hash it.
    */
   partitionOf(key: string, partitions: number): number {
-    const metadata = Array.from({ length: partitions }, (_, partitionId) => ({
-      partitionId,
-      leader: 0,
-      replicas: [0],
-      isr: [0],
-      partitionErrorCode: 0,
-    }));
-    return KEY_PARTITIONER({ topic: '', partitionMetadata: metadata, message: { key, value: null } });
+    return keyPartition(key, partitions);
   }
 
   /** How many partitions `topic` has, as the broker tells (connecting first if need be); 0 when it has none such. */

@@ -1,4 +1,5 @@
-import type { Message, RecordMetadata } from 'kafkajs';
+import type { Message, PartitionMetadata, RecordMetadata } from 'kafkajs';
+import { Partitioners } from '../kafkajs.js';
 import { isRefusal } from './publishing.js';
 
 /** Bytes of values and keys one batch carries at most (well under a topic's default `max.message.bytes`, 1 MiB). */
@@ -6,6 +7,33 @@ export const BATCH_BYTES = 256 * 1024;
 
 /** Sends messages of one topic in one request (kafkajs's `producer.send`). */
 export type SendMessages = (topic: string, messages: Message[]) => Promise<RecordMetadata[]>;
+
+/** How many partitions a topic has, as last known; undefined when not known. */
+export type PartitionCounts = (topic: string) => number | undefined;
+
+/** kafkajs's default partitioner: a key's partition does not depend on the topic. */
+const KEY_PARTITIONER = Partitioners.DefaultPartitioner();
+/** Partition metadata of `n` partitions, as the partitioner reads it (only the count counts), by `n`. */
+const metadataOf = new Map<number, PartitionMetadata[]>();
+
+/**
+ * The partition of `partitions` that a message with `key` lands in: kafkajs's default partitioner, murmur2
+ * over the key's bytes (a string's UTF-8) as Java clients hash it.
+ */
+export function keyPartition(key: string | Buffer, partitions: number): number {
+  let metadata = metadataOf.get(partitions);
+  if (metadata === undefined) {
+    metadata = Array.from({ length: partitions }, (_, partitionId) => ({
+      partitionId,
+      leader: 0,
+      replicas: [0],
+      isr: [0],
+      partitionErrorCode: 0,
+    }));
+    if (metadataOf.size < 64) metadataOf.set(partitions, metadata);
+  }
+  return KEY_PARTITIONER({ topic: '', partitionMetadata: metadata, message: { key, value: null } });
+}
 
 interface Waiting {
   readonly message: Message;
@@ -20,11 +48,16 @@ interface Batch {
 }
 
 /**
- * Publishes made in one turn of the event loop that land in one partition — pinned to it, or with the same
- * key — go to the broker together, in one produce request: each partition's messages in a request form one
- * record batch, which the broker appends or refuses whole. kafkajs sends each `send` on its own, and many
- * small concurrent publishes (routed `app.send`s, their replies) cost a request each. A message with no key
- * and no partition (the partitioner spreads those) goes on its own.
+ * Publishes made in one turn of the event loop that land in one partition go to the broker together, in one
+ * produce request: each partition's messages in a request form one record batch, which the broker appends or
+ * refuses whole. kafkajs sends each `send` on its own, and many small concurrent publishes (a subscriber's
+ * results, routed `app.send`s, requests and their replies) would cost a request each.
+ *
+ * A message's partition is the one it is pinned to; else, where the topic's partition count is known, the one
+ * its key hashes to (kafkajs's partitioner, which places it: the message is sent keyed, as it was given); a
+ * message with neither is pinned to the partition the topic's unkeyed messages stick to for the turn, the
+ * next one each turn (as Java's sticky partitioner does), so that they too go in one batch. Where the count
+ * is not known, a key stands for its partition, and a message with neither goes on its own.
  *
  * A partition has one send in flight at a time: publishes made meanwhile gather into its next batch, sent
  * once the one in flight is answered. Two sends of kafkajs to one partition at once may reach the broker in
@@ -41,12 +74,24 @@ export class PublishBatches {
   /** Partitions with a send in flight: their next batch waits for it. */
   private readonly sending = new Set<string>();
   private scheduled = false;
+  /** Per topic, the partition its unkeyed messages go to this turn. */
+  private readonly sticky = new Map<string, number>();
+  /** Per topic, the partition its unkeyed messages went to last. */
+  private readonly lastSticky = new Map<string, number>();
 
-  constructor(private readonly send: SendMessages) {}
+  /**
+   * @param send - sends one batch.
+   * @param partitions - the partition count of a topic, as last known (none: a key stands for its partition).
+   */
+  constructor(
+    private readonly send: SendMessages,
+    private readonly partitions: PartitionCounts = () => undefined,
+  ) {}
 
   /** Queues a message for the next batch of its partition; resolves with what its batch's send reported. */
-  publish(topic: string, message: Message): Promise<RecordMetadata[]> {
-    const group = groupOf(topic, message);
+  publish(topic: string, given: Message): Promise<RecordMetadata[]> {
+    const message = this.placed(topic, given);
+    const group = groupOf(topic, message, this.partitions(topic));
     if (group === undefined) return this.send(topic, [message]);
     return new Promise((resolve, reject) => {
       const bytes = (message.value?.length ?? 0) + (message.key?.length ?? 0);
@@ -60,9 +105,24 @@ export class PublishBatches {
     });
   }
 
+  /** The message, pinned to the partition of the turn for unkeyed messages when it has neither key nor partition. */
+  private placed(topic: string, message: Message): Message {
+    if (message.partition !== undefined || (message.key !== null && message.key !== undefined)) return message;
+    const count = this.partitions(topic);
+    if (count === undefined || count < 1) return message;
+    let partition = this.sticky.get(topic);
+    if (partition === undefined) {
+      partition = ((this.lastSticky.get(topic) ?? -1) + 1) % count;
+      this.sticky.set(topic, partition);
+      this.lastSticky.set(topic, partition);
+    }
+    return { ...message, partition };
+  }
+
   /** Sends the batch of every partition that has no send in flight; the others go when theirs is answered. */
   private flush(): void {
     this.scheduled = false;
+    this.sticky.clear();
     for (const [group, batch] of this.queued) {
       if (this.sending.has(group)) continue;
       this.queued.delete(group);
@@ -73,6 +133,7 @@ export class PublishBatches {
   /** Sends a partition's batch, its pieces one after the other; then the batch that gathered meanwhile. */
   private async sendBatch(group: string, { topic, waiting }: Batch): Promise<void> {
     this.sending.add(group);
+    this.sticky.delete(topic); // the topic's next unkeyed messages go to its next partition
     try {
       for (const piece of piecesOf(waiting)) await this.sendPiece(topic, piece);
     } finally {
@@ -100,11 +161,15 @@ export class PublishBatches {
   }
 }
 
-/** The partition a message lands in, as a name: its pinned partition, else its key; undefined for neither. */
-function groupOf(topic: string, message: Message): string | undefined {
+/**
+ * The partition a message lands in, as a name: its pinned partition, else its key's (its key itself where the
+ * count is not known); undefined for neither.
+ */
+function groupOf(topic: string, message: Message, count: number | undefined): string | undefined {
   if (message.partition !== undefined) return `${topic}\0p${message.partition}`;
   const key = message.key;
   if (key === null || key === undefined) return undefined;
+  if (count !== undefined && count > 0) return `${topic}\0p${keyPartition(key, count)}`;
   return `${topic}\0k${typeof key === 'string' ? `s${key}` : `b${key.toString('base64')}`}`;
 }
 

@@ -5,18 +5,21 @@
  */
 import type { Message } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
-import { BATCH_BYTES, PublishBatches } from '../../../../src/brokers/kafka/publish/publish-batches.js';
+import { BATCH_BYTES, PublishBatches, keyPartition } from '../../../../src/brokers/kafka/publish/publish-batches.js';
 
 const TOO_LARGE = Object.assign(new Error('too large'), { type: 'MESSAGE_TOO_LARGE' });
 
-function setup(refuse: (messages: Message[]) => Error | undefined = () => undefined) {
-  const sends: { topic: string; values: string[] }[] = [];
-  const batches = new PublishBatches(async (topic, messages) => {
-    sends.push({ topic, values: messages.map((m) => String(m.value)) });
-    const refused = refuse(messages);
-    if (refused) throw refused;
-    return [{ topicName: topic, partition: 0, errorCode: 0 }];
-  });
+function setup(refuse: (messages: Message[]) => Error | undefined = () => undefined, partitions?: number) {
+  const sends: { topic: string; values: string[]; partitions: (number | undefined)[] }[] = [];
+  const batches = new PublishBatches(
+    async (topic, messages) => {
+      sends.push({ topic, values: messages.map((m) => String(m.value)), partitions: messages.map((m) => m.partition) });
+      const refused = refuse(messages);
+      if (refused) throw refused;
+      return [{ topicName: topic, partition: 0, errorCode: 0 }];
+    },
+    () => partitions,
+  );
   return { batches, sends };
 }
 
@@ -36,7 +39,7 @@ describe('kafka: publishes gathered by partition', () => {
       batches.publish('u', message('u-p1', { partition: 1 })),
       batches.publish('t', message('k-b', { key: 'k' })),
     ]);
-    expect(sends).toEqual([
+    expect(sends.map(({ topic, values }) => ({ topic, values }))).toEqual([
       { topic: 't', values: ['p1-a', 'p1-b'] },
       { topic: 't', values: ['k-a', 'k-b'] },
       { topic: 'u', values: ['u-p1'] },
@@ -46,9 +49,40 @@ describe('kafka: publishes gathered by partition', () => {
   it('sends a message with neither key nor partition on its own, at once', async () => {
     const { batches, sends } = setup();
     await Promise.all([batches.publish('t', message('a', {})), batches.publish('t', message('b', {}))]);
-    expect(sends).toEqual([
-      { topic: 't', values: ['a'] },
-      { topic: 't', values: ['b'] },
+    expect(sends.map((s) => s.values)).toEqual([['a'], ['b']]);
+  });
+
+  it('where the partition count is known, keys of one partition go together, in order, sent keyed', async () => {
+    const { batches, sends } = setup(undefined, 3);
+    const keys = Array.from({ length: 60 }, (_, i) => `key-${i}`);
+    await Promise.all(keys.map((key) => batches.publish('t', message(key, { key }))));
+    const byPartition = [0, 1, 2].map((p) => keys.filter((k) => keyPartition(k, 3) === p));
+    const sent = sends.map((s) => s.values).sort((a, b) => keyPartition(a[0]!, 3) - keyPartition(b[0]!, 3));
+    expect(sent).toEqual(byPartition.filter((ks) => ks.length > 0));
+    expect(sends.flatMap((s) => s.partitions).every((p) => p === undefined)).toBe(true); // kafkajs places them
+  });
+
+  it('where the count is known, a turn’s unkeyed messages stick to one partition, the next turn to the next', async () => {
+    const { batches, sends } = setup(undefined, 3);
+    for (let turn = 0; turn < 4; turn++)
+      await Promise.all(['x', 'y'].map((v) => batches.publish('t', message(`${v}${turn}`, {}))));
+    expect(sends.map((s) => [s.values, s.partitions])).toEqual([
+      [
+        ['x0', 'y0'],
+        [0, 0],
+      ],
+      [
+        ['x1', 'y1'],
+        [1, 1],
+      ],
+      [
+        ['x2', 'y2'],
+        [2, 2],
+      ],
+      [
+        ['x3', 'y3'],
+        [0, 0],
+      ],
     ]);
   });
 
