@@ -18,7 +18,7 @@ import { isLegalTopic, publishError, recordOf } from './publish/publishing.js';
  * its own, in the subscriber's group), eachBatch with manual offsets, commits of finished work only
  * (per-partition watermarks), back-pressure by holding batches. Publishing uses one producer (acks from
  * all in-sync replicas) with the Java-compatible murmur2 partitioner, so a key lands where Java clients
- * put it; publishes to one partition (pinned, or by one key) made in one turn go in one request. The
+ * put it; publishes to one partition (pinned, or by their keys' hash) made in one turn go in one request. The
  * repository's `docs/kafka.md` tells how it reads, commits, rebalances and recovers.
  *
  * @example
@@ -122,8 +122,9 @@ export class KafkaBroker implements Broker {
    * Publishes one message (connecting first if need be): a `Uint8Array` as it is, a string as UTF-8
    * text, anything else as JSON; `{ tombstone: true }` sends a null value. Keys and header values may be
    * strings or bytes; a header given an array of values is sent once per value. Resolves once the
-   * in-sync replicas have it. Publishes made in one turn of the event loop to one partition (pinned, or by
-   * one key) are sent in one request (see `PublishBatches`). Publishes made one after another without
+   * in-sync replicas have it. Publishes made in one turn of the event loop to one partition (pinned, by
+   * their keys' hash, or unkeyed: a turn's stick to one partition) are sent in one request (see
+   * `PublishBatches`). Publishes made one after another without
    * waiting go out in the order they were made, those to a topic not published to before included.
    *
    * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses the
