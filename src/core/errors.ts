@@ -28,6 +28,7 @@ export const ERROR_CODES = [
   'SHUTDOWN_HOOK_FAILED',
   'HTTP_LISTEN_FAILED',
   'REQUEST_TIMEOUT',
+  'TRANSACTION_FENCED',
 ] as const;
 
 /**
@@ -78,6 +79,9 @@ export const ERROR_CODES = [
  *   message names the app, the port and the host; `start()` rejects with it, having opened nothing.
  * - `REQUEST_TIMEOUT`: `app.request` got no reply within its `timeoutMs`: the request was published (and may
  *   have been handled); a reply that comes later is dropped and counted (`app.requestCounts().late`).
+ * - `TRANSACTION_FENCED`: never thrown to your code; an `exactlyOnce` subscriber's partition was opened by
+ *   another holder (a rebalance, or this instance stalled past its session): what it had not committed is
+ *   dropped here, and the new holder handles it from the offset committed last.
  *
  * @category Errors
  */

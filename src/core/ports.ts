@@ -3,6 +3,7 @@
  * Every broker adapter (memory, Kafka) runs the one conformance suite in test/contract/.
  */
 import type { Headers, InboundMessage, PublishOptions } from './message.js';
+import type { InputTransactions } from './transactions.js';
 
 /**
  * A message broker. The app calls `connect` once before anything else and `close` once at the end.
@@ -61,6 +62,12 @@ export interface Broker {
    * a paced subscriber whose store routes `app.send` checks that the store keeps its topics on this cluster.
    */
   clusterId?(): Promise<string>;
+  /**
+   * The transactions of `group` over the partitions of `topic`, for a subscriber marked `exactlyOnce`: its
+   * publishes and its offsets commit together (see {@link InputTransactions}). Optional: a subscriber marked
+   * so refuses to start on a broker without it.
+   */
+  transactions?(group: string, topic: string): InputTransactions;
   /** Releases what `connect` opened (the app calls it last in `stop()`, after its consumers closed). */
   close(): Promise<void>;
 }
@@ -344,3 +351,4 @@ export interface Logger {
 
 export type { Headers, InboundMessage, PublishOptions };
 export type { ShardLog, Store, StoreObserver, StoreOwner } from './store-ports.js';
+export type { InputTransactions, StagedMessage } from './transactions.js';

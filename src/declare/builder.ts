@@ -194,6 +194,14 @@ export class SubscriberBuilder<T = any, R = HandlerResult, Reply = unknown, Sent
   }
 
   /**
+   * Commits what the handler publishes with its input offsets, in one transaction per input partition (see
+   * {@link SubscriberOptions.exactlyOnce}).
+   */
+  exactlyOnce(): SubscriberBuilder<T, R, Reply, Sent> {
+    return this.with({ exactlyOnce: true });
+  }
+
+  /**
    * Parses every setting and returns the frozen spec, for `include`.
    *
    * @throws {@link SluiceError} `WORKERS_INVALID`, `CONFIG_INVALID`, `PACE_UNKNOWN_PART` or

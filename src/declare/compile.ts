@@ -65,6 +65,8 @@ export interface CompiledSubscriber {
   readonly publishTo: readonly Topic<unknown, unknown>[];
   /** Whether its handler's return value answers the requests it gets (`replies`). */
   readonly replies: boolean;
+  /** Whether its publishes commit with its input offsets, in one transaction per partition (`exactlyOnce`). */
+  readonly exactlyOnce: boolean;
 }
 
 /**
@@ -141,6 +143,7 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
     middlewares: Object.freeze([...(mounted.middlewares ?? []), ...((own.use ?? []) as readonly Middleware[])]),
     publishTo: own.publishTo ?? [],
     replies: own.replies ?? false,
+    exactlyOnce: own.exactlyOnce ?? false,
   });
 }
 

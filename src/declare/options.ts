@@ -250,6 +250,16 @@ export interface SubscriberOptions<T = any> {
    * `publishTo`. Not with `batch` or `pace`. @default false
    */
   replies?: boolean;
+  /**
+   * Exactly-once from topic to topic: what the handler publishes (`ctx.publish`, `publishTo`) is held, and
+   * published with the input offsets it goes with, in one transaction per input partition, fenced so that a
+   * partition's earlier holder can commit nothing once it moved (see docs/publishing.md). Readers that read
+   * committed (Sluice's own, and kafkajs's by default) see each output once, however often the handler ran: a
+   * failed attempt's publishes are dropped, and so are those of work handled again after a crash. The
+   * broker must have transactions (Kafka, memory). Not with `batch` or `pace`. Dead letters stay at least
+   * once. @default false
+   */
+  exactlyOnce?: boolean;
 }
 
 /**
@@ -307,4 +317,5 @@ export const OPTION_NAMES: ReadonlySet<string> = new Set([
   'use',
   'publishTo',
   'replies',
+  'exactlyOnce',
 ]);

@@ -78,6 +78,8 @@ export function parseOptions<T = any>(raw: SubscriberOptions<T>, who: string): P
   if (o.publishTo !== undefined) o.publishTo = parsePublishTo(o.publishTo, who);
   if (o.replies !== undefined && typeof o.replies !== 'boolean')
     fail('CONFIG_INVALID', who, 'replies', o.replies, 'true or false');
+  if (o.exactlyOnce !== undefined && typeof o.exactlyOnce !== 'boolean')
+    fail('CONFIG_INVALID', who, 'exactlyOnce', o.exactlyOnce, 'true or false');
   const pace = o.pace === undefined ? undefined : parsePace(o.pace, who);
   if (o.pace !== undefined) o.pace = frozenPace(o.pace);
   if (o.byKey === true && o.batch !== undefined)
@@ -96,6 +98,14 @@ export function parseOptions<T = any>(raw: SubscriberOptions<T>, who: string): P
   }
   if (o.replies === true && (pace !== undefined || o.batch !== undefined))
     fail('CONFIG_INVALID', who, 'replies', o.replies, 'left out with batch and pace (a reply answers one request)');
+  if (o.exactlyOnce === true && (pace !== undefined || o.batch !== undefined))
+    fail(
+      'CONFIG_INVALID',
+      who,
+      'exactlyOnce',
+      o.exactlyOnce,
+      'left out with batch and pace (a transaction holds one input partition)',
+    );
   return { options: Object.freeze(o), pace };
 }
 

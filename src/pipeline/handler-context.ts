@@ -8,7 +8,8 @@ import {
   type MessageInfo,
   type PublishOptions,
 } from '../core/message.js';
-import type { Logger } from '../core/ports.js';
+import { SluiceError, show } from '../core/errors.js';
+import type { Logger, StagedMessage } from '../core/ports.js';
 import { ATTEMPT_SPAN, type Run, type Work, type WorkContext } from './work.js';
 
 /** The header a paced run's dead letter (and `ctx.message.headers`) carries its run ID in. */
@@ -85,6 +86,10 @@ export class HandlerContext implements WorkContext, MiddlewareContext {
   #controller: AbortController | undefined = undefined;
   /** The span of its last attempt, when the app has tracing. */
   [ATTEMPT_SPAN]: unknown = undefined;
+  /** Under exactly-once, what the current attempt published, held for its transaction. */
+  #staged: StagedMessage[] | undefined = undefined;
+  /** Set once the attempt's publishes were taken for its transaction: later ones are refused. */
+  #sealed = false;
 
   constructor(work: Work, port: ContextPort) {
     this.#work = work;
@@ -96,6 +101,29 @@ export class HandlerContext implements WorkContext, MiddlewareContext {
   /** A new attempt begins: it gets a signal of its own. */
   beginAttempt(): void {
     this.#controller = undefined;
+    this.#staged = undefined;
+    this.#sealed = false;
+  }
+
+  /**
+   * Under exactly-once, holds a publish of the current attempt for the transaction of its input (dropped if
+   * the attempt fails). A publish once the attempt ended (a handler that did not wait for it) is refused.
+   */
+  stage(message: StagedMessage): Promise<void> {
+    if (this.#sealed)
+      return Promise.reject(
+        new SluiceError(
+          'APP_STATE',
+          `subscriber ${show(this.#port.subscriber)}: ctx.publish(${show(message.topic)}) after its attempt ended; under exactlyOnce a handler's publishes count only until it returns (await them)`,
+        ),
+      );
+    (this.#staged ??= []).push(message);
+    return Promise.resolve();
+  }
+
+  takeStaged(): readonly StagedMessage[] | undefined {
+    this.#sealed = true;
+    return this.#staged;
   }
 
   /** Aborts the current attempt's `signal`. A handler that never read it is unaffected. */

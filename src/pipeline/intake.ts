@@ -130,6 +130,7 @@ export class Intake {
   }
 
   private delivery(m: InboundMessage): void {
+    if (!this.parts.offsets.admits(m)) return; // exactly-once: committed by the partition's earlier holder
     const marks = this.parts.offsets.track(m);
     const payload = this.decode(m);
     if (payload instanceof Undecoded) return this.parts.ledger.deadLetterNow([payload.bad], [marks]);

@@ -116,10 +116,17 @@ export class Ledger {
     }
   }
 
-  /** The work is done: its offsets committable, or its run's end recorded. */
-  private finish(work: Work): void {
+  /**
+   * The work is done: its offsets committable, or its run's end recorded. Under exactly-once, what an acked
+   * delivery's attempt published goes with its offset; a dead-lettered one's is dropped.
+   */
+  private finish(work: Work, acked = true): void {
     const offsets = this.parts.offsets;
-    if (work.kind === 'delivery') return offsets.complete(work.marks, work.message.offset);
+    if (work.kind === 'delivery') {
+      if (!this.parts.sub.exactlyOnce) return offsets.complete(work.marks, work.message.offset);
+      const staged = work.context?.takeStaged();
+      return offsets.completeWith(work.marks, work.message, acked ? staged : undefined);
+    }
     if (work.kind === 'batch') return work.messages.forEach((m, i) => offsets.complete(work.marks[i]!, m.offset));
     this.parts.pacer!.done(work.run).catch((error: unknown) =>
       this.parts.log.error('pace: a finished run was not recorded; it may run again after a restart', {
@@ -144,7 +151,7 @@ export class Ledger {
         messages.map((message) => ({ message, reason })),
       )
     )
-      this.finish(work);
+      this.finish(work, false);
   }
 
   /** Sends dead letters from a worker (which waits, not runs, while a publish is retried); false when stopped. */

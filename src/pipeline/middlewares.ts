@@ -18,8 +18,13 @@ import type { Broker } from '../core/ports.js';
 /** One attempt under middlewares: resolves with its outcome, rejects with what was thrown. */
 export type Chain = (ctx: MiddlewareContext) => Promise<HandlerOutcome>;
 
-/** A publish under publish middlewares. */
-export type Publish = (topic: string, value: unknown, options?: PublishOptions) => Promise<void>;
+/** A publish under publish middlewares; `context` is the handler's it comes from, if any. */
+export type Publish = (
+  topic: string,
+  value: unknown,
+  options?: PublishOptions,
+  context?: PublishInfo['context'],
+) => Promise<void>;
 
 /** `middleware #2 (timing)`: the position, from 1, outermost first, and the function's name when it has one. */
 function nameOf(kind: string, fn: { name: string }, index: number): string {
@@ -82,12 +87,12 @@ export function composePublish(
   publish: Publish,
   info: Omit<PublishInfo, 'context'>,
 ): PublishFrom {
-  if (middlewares.length === 0) return (_context, topic, value, options) => publish(topic, value, options);
+  if (middlewares.length === 0) return (context, topic, value, options) => publish(topic, value, options, context);
   const names = middlewares.map((m, i) => nameOf('publish middleware', m, i));
   const step = async (i: number, message: OutgoingMessage, about: PublishInfo): Promise<void> => {
     if (i === middlewares.length) {
       const { topic, value, ...options } = message;
-      return publish(topic, value, options);
+      return publish(topic, value, options, about.context);
     }
     let called = false;
     const next = (m: OutgoingMessage): Promise<void> => {
@@ -104,16 +109,20 @@ export function composePublish(
   return (context, topic, value, options) => step(0, { ...options, topic, value }, { ...info, context });
 }
 
-/** A subscriber's two publishes through the publish middlewares: its handlers' `ctx.publish`, its dead letters. */
+/**
+ * A subscriber's two publishes through the publish middlewares: its handlers' `ctx.publish`, its dead letters.
+ * `handled`, when given, takes a handler's publishes instead of the broker (exactly-once holds them).
+ */
 export function publishersOf(
   middlewares: readonly PublishMiddleware[],
   broker: Pick<Broker, 'publish'>,
   subscriber: string,
+  handled?: Publish,
 ): { publish: PublishFrom; deadLetter: PublishFrom } {
   // Looked up at each publish, as before middlewares: the broker's own `publish` at the time.
   const publish: Publish = (topic, value, options) => broker.publish(topic, value, options);
   return {
-    publish: composePublish(middlewares, publish, { kind: 'publish', subscriber }),
+    publish: composePublish(middlewares, handled ?? publish, { kind: 'publish', subscriber }),
     deadLetter: composePublish(middlewares, publish, { kind: 'dead-letter', subscriber }),
   };
 }

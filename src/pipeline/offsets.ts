@@ -1,7 +1,9 @@
+import { deadlineIn } from '../core/deadline.js';
 import type { InboundMessage } from '../core/message.js';
-import type { Clock, Consumer, Logger } from '../core/ports.js';
+import type { Clock, Consumer, Logger, StagedMessage } from '../core/ports.js';
 import { Waiters } from '../core/waiters.js';
 import { Watermark } from '../dispatch/watermark.js';
+import type { TransactionCommits } from './transaction-commits.js';
 
 /** What the offsets of a subscription are bounded by. */
 export interface OffsetSettings {
@@ -23,7 +25,16 @@ export class Offsets {
   /** Woken whenever a revoked partition's delivery finishes or is abandoned (or a revoke's time runs out). */
   private readonly revokedChanged = new Waiters();
 
-  constructor(private readonly settings: OffsetSettings) {}
+  constructor(
+    private readonly settings: OffsetSettings,
+    /** An `exactlyOnce` subscription's: watermarks are committed there, with what was published below them. */
+    private readonly transactions?: TransactionCommits,
+  ) {}
+
+  /** Whether a delivery is to be handled: under exactly-once, not one an earlier holder committed. */
+  admits(m: InboundMessage): boolean {
+    return this.transactions === undefined || this.transactions.admits(m);
+  }
 
   connect(consumer: Consumer): void {
     this.consumer = consumer;
@@ -55,6 +66,15 @@ export class Offsets {
     return marks;
   }
 
+  /**
+   * A delivery handled under exactly-once finished, having published `staged`: they are committed with its
+   * offset (unless its partition was revoked meanwhile: then they are dropped, and it is handled again).
+   */
+  completeWith(marks: Watermark, message: InboundMessage, staged: readonly StagedMessage[] | undefined): void {
+    if (!marks.revoked) this.transactions?.hold(message, staged);
+    this.complete(marks, message.offset);
+  }
+
   /** A delivery finished: its offset may be committed once everything below it is. */
   complete(marks: Watermark, offset: number): void {
     const moved = marks.complete(offset);
@@ -62,7 +82,7 @@ export class Offsets {
     this.quietCheck(marks);
     if (!moved) return;
     const consumer = this.consumer!;
-    consumer.commit(marks.partition, marks.watermark());
+    this.commit(marks);
     if (marks.paused && marks.window() < this.settings.maxUncommitted) {
       marks.paused = false;
       consumer.resume(marks.partition);
@@ -112,16 +132,35 @@ export class Offsets {
           partitions,
         });
     }
+    const transactions = this.transactions;
+    if (transactions !== undefined) {
+      const deadline = deadlineIn(this.settings.clock, this.settings.revokeTimeoutMs, { keepAlive: true });
+      const marks = new Map(revoked.map((m) => [m.partition, m.watermark()]));
+      await transactions.release(partitions, marks, deadline.passed).finally(() => deadline.cancel());
+      return;
+    }
     for (const marks of revoked) this.consumer?.commit(marks.partition, marks.watermark());
     await this.consumer?.flush();
   }
 
-  /** At shutdown: every partition commits what finished, and later results count nowhere. */
-  commitAll(): void {
-    for (const marks of this.marks.values()) {
-      marks.revoked = true;
-      this.consumer?.commit(marks.partition, marks.watermark());
+  /**
+   * At shutdown: every partition commits what finished, and later results count nowhere. Under exactly-once,
+   * resolves once the transactions ended, or `deadline` passed.
+   */
+  async commitAll(deadline: Promise<void>): Promise<void> {
+    const marks = new Map<number, number>();
+    for (const m of this.marks.values()) {
+      m.revoked = true;
+      marks.set(m.partition, m.watermark());
+      if (this.transactions === undefined) this.consumer?.commit(m.partition, m.watermark());
     }
     this.marks.clear();
+    await this.transactions?.release(this.transactions.held(), marks, deadline);
+  }
+
+  /** The partition's watermark moved: it may be committed (under exactly-once, in a transaction). */
+  private commit(marks: Watermark): void {
+    if (this.transactions !== undefined) this.transactions.commit(marks.partition, marks.watermark());
+    else this.consumer!.commit(marks.partition, marks.watermark());
   }
 }

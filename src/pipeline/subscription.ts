@@ -27,6 +27,17 @@ import { SendRouting } from '../pace-stage/send-routing.js';
 import { SubscriptionProbe } from './subscription-probe.js';
 import { Watchdog } from './watchdog.js';
 import type { Run, Work } from './work.js';
+import { HandlerContext } from './handler-context.js';
+import { TransactionCommits } from './transaction-commits.js';
+import type { Publish } from './middlewares.js';
+
+/** Exactly-once: a handler's publishes are held for its transaction; others (none today) go to the broker. */
+function stageIn(broker: Broker): Publish {
+  return (topic, value, options, context) =>
+    context instanceof HandlerContext
+      ? context.stage({ topic, value, options })
+      : broker.publish(topic, value, options);
+}
 
 export { RUN_HEADER } from './handler-context.js';
 
@@ -94,6 +105,8 @@ export class Subscription {
   private readonly ended: AttemptEnded | undefined;
   /** Told of what reaches no handler (dropped by pace, on the instance that owns the key), when the app has metrics. */
   private readonly observer: PipelineObserver | undefined;
+  /** An `exactlyOnce` subscriber's transactions: its publishes commit with its offsets. */
+  private readonly transactions: TransactionCommits | undefined;
 
   constructor(
     readonly sub: CompiledSubscriber,
@@ -112,7 +125,14 @@ export class Subscription {
     const traced = tracing?.of(sub, broker.kind);
     // Tracing's publish middleware is the outermost: the ones added with app.usePublish see its headers.
     const own = settings.publishMiddlewares;
-    const { publish, deadLetter } = publishersOf(tracing ? [tracing.publish, ...own] : own, broker, sub.name);
+    const transactions = sub.exactlyOnce ? this.transactionsOf(sub, broker, clock, log) : undefined;
+    this.transactions = transactions;
+    const { publish, deadLetter } = publishersOf(
+      tracing ? [tracing.publish, ...own] : own,
+      broker,
+      sub.name,
+      transactions && stageIn(broker),
+    );
     const middlewares = [...settings.middlewares, ...sub.middlewares];
     const port = this.port(publish);
     const host = { stopping, owner: this, port, record, mayStart, middlewares, around: traced?.around };
@@ -125,7 +145,7 @@ export class Subscription {
     const workers = new Workers(this.strategy(pacer), runner, pump); // a freed worker: read again
     this.workers = workers;
     this.deadLetterSender = new DeadLetters(sub, deadLetter, clock, log, this.stopController.signal);
-    const offsets = new Offsets({ ...settings, clock, log });
+    const offsets = new Offsets({ ...settings, clock, log }, transactions);
     this.offsets = offsets;
     this.watchdog = new Watchdog({
       clock,
@@ -164,6 +184,9 @@ export class Subscription {
       onReadable: this.intake.pump,
       onRevoke: (partitions) => this.revoke(partitions, owning),
       ...(owning ? { onAssign: (partitions: readonly number[]) => owning.own(partitions) } : {}),
+      ...(this.transactions
+        ? { onAssign: (partitions: readonly number[]) => this.transactions!.open(partitions) }
+        : {}),
       active: (partition) => this.offsets.active(partition),
       shutdownTimeoutMs: this.settings.revokeTimeoutMs,
       ...(routing ? { requests: routing.requests } : {}),
@@ -265,7 +288,9 @@ export class Subscription {
 
   /** Work in flight anywhere: queued, running, waiting to retry, being appended or dead-lettered. */
   private busy(): boolean {
-    return this.workers.inFlight > 0 || this.intake.appending > 0 || !this.ledger.quiet;
+    return (
+      this.workers.inFlight > 0 || this.intake.appending > 0 || !this.ledger.quiet || this.transactions?.busy() === true
+    );
   }
 
   /** Tells the app when this subscription may have become idle: the only moment `idle()` cares about. */
@@ -282,6 +307,22 @@ export class Subscription {
     const consumer = this.consumer;
     if (this.pacer?.ownedByPartition !== true || consumer?.inSession === undefined) return true;
     return this.pacer.mayStart(work.run, (p) => consumer.inSession!(p), this.stopSignal);
+  }
+
+  /** The transactions of an `exactlyOnce` subscriber; a broker without them is refused. */
+  private transactionsOf(sub: CompiledSubscriber, broker: Broker, clock: Clock, log: Logger): TransactionCommits {
+    if (broker.transactions === undefined)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `subscriber ${show(sub.name)}: exactlyOnce needs a broker with transactions; ${broker.kind} has none`,
+      );
+    // A delivery whose publish the broker refuses for good is dead-lettered instead, then committed.
+    const refused = async (message: InboundMessage, reason: string): Promise<void> => {
+      if (!(await this.deadLetterSender.send([{ message, reason }], 1, () => {}, undefined)))
+        throw new SluiceError('APP_STATE', `subscriber ${show(sub.name)}: stopped before a dead letter was sent`);
+    };
+    const progress = (): void => this.progress();
+    return new TransactionCommits(broker.transactions(sub.group, sub.topic), clock, log, refused, progress);
   }
 
   /** What a handler's `ctx` may use of this subscription. */
@@ -319,7 +360,7 @@ export class Subscription {
     if (!(await within(Promise.all([this.workers.drained(), this.ledger.sent()]), deadline)))
       await this.abortHandlers();
     this.workers.close();
-    this.offsets.commitAll();
+    await this.offsets.commitAll(deadline);
     await this.consumer?.close(deadline); // which commits: waiting for the broker until the same deadline
     await this.routing?.close(deadline);
   }

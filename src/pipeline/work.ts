@@ -1,5 +1,6 @@
 import type { MiddlewareContext } from '../core/middleware.js';
 import type { InboundMessage } from '../core/message.js';
+import type { StagedMessage } from '../core/transactions.js';
 import type { Watermark } from '../dispatch/watermark.js';
 import type { PaceRun } from '../pace/rules.js';
 
@@ -27,6 +28,8 @@ export interface WorkContext extends MiddlewareContext {
   beginAttempt(): void;
   /** Aborts the current attempt's `signal` (its time ran out). */
   abort(reason: unknown): void;
+  /** Under exactly-once: what the attempt published, for its transaction; later publishes are refused. */
+  takeStaged(): readonly StagedMessage[] | undefined;
 }
 
 /** A message that did not decode, with why: it goes to the dead-letter topic. */

@@ -19,7 +19,7 @@ const WHO = 'subscriber "bill"';
 const check = (options: unknown) => () => parseOptions(options as SubscriberOptions, WHO);
 const DURATION = "is not a duration (milliseconds, or text such as '500 ms', '10s', '2 minutes', '1 hour')";
 const OPTIONS =
-  'name, workers, byKey, key, group, decode, batch, retry, deadLetter, pace, timeoutMs, use, publishTo, replies';
+  'name, workers, byKey, key, group, decode, batch, retry, deadLetter, pace, timeoutMs, use, publishTo, replies, exactlyOnce';
 const PARTS = 'debounce, batch, perMinute, drop, order, turns, dedup';
 
 describe('parseOptions', () => {

@@ -4,7 +4,7 @@ import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
 import type { PublishOptions } from '../../core/message.js';
-import type { Broker, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import type { Broker, Clock, ConsumeRequest, Consumer, InputTransactions, Logger } from '../../core/ports.js';
 import { SESSION_CLOCK } from './consumer/batch-reader.js';
 import { askAgain, pauseAfter } from './catching-up.js';
 import { KafkaConsumer } from './consumer/kafka-consumer.js';
@@ -12,6 +12,7 @@ import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
 import { PublishBatches, keyPartition } from './publish/publish-batches.js';
 import { isLegalTopic, publishError, recordOf } from './publish/publishing.js';
+import { KafkaInputTransactions } from './publish/input-transactions.js';
 
 /**
  * Apache Kafka through kafkajs: one kafkajs consumer per subscriber (each made by a kafkajs client of
@@ -219,6 +220,22 @@ export class KafkaBroker implements Broker {
     this.consumers.add(consumer);
     await consumer.start();
     return consumer;
+  }
+
+  /**
+   * The transactions of `group` over `topic`'s partitions, for a subscriber marked `exactlyOnce`: a
+   * transactional producer per input partition, fenced per partition (see {@link KafkaInputTransactions}).
+   * The app opens a partition before it reads it and releases it when it goes.
+   */
+  transactions(group: string, topic: string): InputTransactions {
+    return new KafkaInputTransactions({
+      kafka: this.kafka,
+      admin: () => this.admin!,
+      group,
+      topic,
+      ready: (t) => this.checked(t),
+      log: this.log.child({ group, topic }),
+    });
   }
 
   /**

@@ -2,6 +2,9 @@ import type { LogEntry } from 'kafkajs';
 import type { Logger } from '../../core/ports.js';
 import { logLevel as KafkaLogLevel } from './kafkajs.js';
 
+/** kafkajs's retried CONCURRENT_TRANSACTIONS answer, as its producer logs it. */
+const CONCURRENT_TRANSACTIONS = /another concurrent operation on the same transaction/;
+
 /**
  * Writes one line of kafkajs's own log to `log`. kafkajs logs every error answer of the broker as an error,
  * though it handles most itself: a group rebalancing is the normal course of a rebalance (debug); other
@@ -9,7 +12,9 @@ import { logLevel as KafkaLogLevel } from './kafkajs.js';
  */
 export function logKafkajs(log: Logger, { level, log: entry }: LogEntry): void {
   const { message, ...fields } = entry;
-  if (level === KafkaLogLevel.ERROR && message.startsWith('Response ')) {
+  if (level === KafkaLogLevel.ERROR && CONCURRENT_TRANSACTIONS.test(message)) {
+    log.debug(message, fields); // a transaction begun while the last one's markers are written: retried at once
+  } else if (level === KafkaLogLevel.ERROR && message.startsWith('Response ')) {
     if (/rebalanc/i.test(String((fields as { error?: unknown }).error))) log.debug(message, fields);
     else log.warn(message, fields);
   } else if (level === KafkaLogLevel.ERROR && message.startsWith('Crash: ')) {

@@ -17,6 +17,8 @@ export interface GroupMember {
 export class GroupTopic {
   readonly members: GroupMember[] = [];
   readonly committed: number[];
+  /** Per partition, how many times transactions opened it (see `MemoryTransactions`): the holder's epoch. */
+  readonly epochs: number[];
   /** Messages handed to members, redeliveries included: lets tests see how far the group has read. */
   readCount = 0;
   /** Members that read this topic beside their own as a requests topic (see `ConsumeRequest.requests`). */
@@ -28,6 +30,7 @@ export class GroupTopic {
     readonly log: TopicLog,
   ) {
     this.committed = new Array<number>(log.partitions.length).fill(0);
+    this.epochs = new Array<number>(log.partitions.length).fill(0);
   }
 
   join(member: GroupMember): Promise<void> {

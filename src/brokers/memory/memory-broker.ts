@@ -1,8 +1,9 @@
 import { SluiceError, show } from '../../core/errors.js';
 import { utf8, type InboundMessage, type PublishOptions } from '../../core/message.js';
-import type { Broker, ConsumeRequest, Consumer } from '../../core/ports.js';
+import type { Broker, ConsumeRequest, Consumer, InputTransactions, StagedMessage } from '../../core/ports.js';
 import { GroupTopic } from './group.js';
 import { MemoryConsumer } from './memory-consumer.js';
+import { MemoryTransactions } from './memory-transactions.js';
 import { TopicLog, keyPartition } from './topic-log.js';
 
 /**
@@ -121,18 +122,55 @@ export class MemoryBroker implements Broker {
    * offset and timestamp). Throws what `publish` rejects with.
    */
   publishNow(topic: string, value: unknown, options?: PublishOptions): InboundMessage {
-    checkPublish(
-      topic,
-      options,
-      this.topicLogs.get(topic)?.partitions.length ?? this.topicPartitions.get(topic) ?? this.defaultPartitions,
-    );
+    checkPublish(topic, options, this.partitionsOf(topic));
     const message = this.topic(topic).append(value, options, this.now());
+    this.appended(message);
+    return message;
+  }
+
+  /** How many partitions `topic` has, or will have once used. */
+  private partitionsOf(topic: string): number {
+    return this.topicLogs.get(topic)?.partitions.length ?? this.topicPartitions.get(topic) ?? this.defaultPartitions;
+  }
+
+  /** Tells the readers of a message's topic that it is there. */
+  private appended(message: InboundMessage): void {
     for (const g of this.groups.values()) {
-      if (g.log.name !== topic) continue;
+      if (g.log.name !== message.topic) continue;
       for (const m of g.members) m.notifyAppended(message.partition);
       for (const r of g.requestReaders) r.requestArrived(message.partition);
     }
-    return message;
+  }
+
+  /**
+   * The transactions of `group` over `topic`'s partitions (see {@link Broker.transactions}): a commit appends
+   * its messages and commits the group's offset at once, or, if one message is refused, does neither;
+   * opening a partition fences its earlier holder's transactions.
+   */
+  transactions(group: string, topic: string): InputTransactions {
+    return new MemoryTransactions(this.group(group, topic), (messages) => this.publishAll(messages));
+  }
+
+  /** Appends every message or, when one is refused, none (the partitions are cut back to where they were). */
+  private publishAll(messages: readonly StagedMessage[]): void {
+    const before = new Map<TopicLog, number[]>();
+    const stored: InboundMessage[] = [];
+    try {
+      for (const { topic, value, options } of messages) {
+        checkPublish(topic, options, this.partitionsOf(topic));
+        const log = this.topic(topic);
+        if (!before.has(log))
+          before.set(
+            log,
+            log.partitions.map((p) => p.length),
+          );
+        stored.push(log.append(value, options, this.now()));
+      }
+    } catch (error) {
+      for (const [log, lengths] of before) lengths.forEach((n, p) => (log.partitions[p]!.length = n));
+      throw error;
+    }
+    for (const message of stored) this.appended(message);
   }
 
   /**
