@@ -5,6 +5,8 @@
  * - `topic(name, { schema, key })`: one value that is both a subscriber's decoder and a producer's type.
  * - `.publishTo(invoices)`: the handler's return value goes on `invoices`; the order counts as done only
  *   once the broker has the invoice. `undefined` publishes nothing; an outcome means what it always means.
+ * - `.exactlyOnce()`: the invoice and the order's offset commit together, in one transaction per partition
+ *   (on Kafka, a transaction; a reader that reads committed sees each invoice once, whatever crashes).
  * - `app.publisher(orders).publish(order)`: typed, through the publish middlewares and tracing.
  * - `app.request(quotes, q)`: answered by the subscriber marked `replies`, on the app's reply topic.
  *
@@ -46,7 +48,8 @@ const app = new App({ name: 'billing', logger }).withBroker(broker, (b) =>
       return { orderId: o.id, total: (o.cents / 100).toFixed(2) };
     })
       .publishTo(invoices)
-      .workers(4),
+      .workers(4)
+      .exactlyOnce(),
     subscriber(invoices, (i) => void issued.push(`${i.orderId}: ${i.total}`)).build(),
     Quotes,
   ),
