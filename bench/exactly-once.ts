@@ -1,0 +1,431 @@
+/**
+ * bench/exactly-once: consume → transform → publish in Kafka transactions, on one Kafka broker (started by
+ * scripts/kafka/start.mjs unless KAFKA_BROKERS is set), beside a raw kafkajs transactional loop doing the same
+ * work, measured in the same run (the helpers are bench/publishing-sides.ts's).
+ *
+ * Each round preloads a new input topic of P partitions with N small JSON messages `{ id, n }`, keyed by id (as
+ * bench/publishing), and each side drains it into `{ id, doubled: n * 2 }` on a new output topic of P partitions
+ * (keyed by id), in a group of its own.
+ *  Sluice: `subscriber(in, transform).publishTo(out).workers(WORKERS).exactlyOnce()`: per input partition, what
+ *      finished is published with its offsets in one transaction, one transaction of a partition at a time.
+ *      Counted by wrapping what `KafkaBroker.transactions` returns: its commits, and the inputs each covered.
+ *  Raw: a kafkajs consumer, `eachBatch` over the partitions at once, `autoCommit: false`, and per input
+ *      partition a transactional producer (`transactionalId` of its own, idempotent, maxInFlightRequests 1, the
+ *      retry settings of Sluice's producers: PRODUCER_RETRY). Per fetched batch, in chunks of at most CHUNK
+ *      inputs: a transaction, `sendBatch` of the outputs, `sendOffsets` of the chunk's last offset + 1, commit.
+ *      CHUNK (BENCH_RAW_CHUNK) defaults to the Sluice side's average inputs per transaction, as last measured
+ *      (Sluice runs first in rounds 1, 3, …); `0`: whole fetched batches.
+ * Rate from the first message handled to the time the group's committed offsets of the input (asked every 10 ms)
+ * add up to N: an offset commits with its outputs, so all N outputs are committed then. Beside it this
+ * process's CPU per message, the inputs per transaction, the mean time of a transaction and the
+ * CONCURRENT_TRANSACTIONS answers kafkajs retried. After each drain (not timed) a read_committed consumer checks
+ * that the output holds N messages, N distinct ids. Consumers fetch with maxWaitTimeInMs 100. Figures are
+ * medians of rounds, ratios those of the same round (Sluice/raw).
+ *
+ *   npm run bench:exactly-once
+ *   BENCH_ROUNDS=5 BENCH_N=50000 BENCH_WORKERS=1024 BENCH_RAW_CHUNK=0 npm run bench:exactly-once
+ */
+import { loadavg } from 'node:os';
+import { Kafka, Partitioners, logLevel, type LogEntry, type Producer } from 'kafkajs';
+import { App, subscriber, topic, type Logger } from '../src/index.js';
+import { KafkaBroker } from '../src/brokers/kafka/index.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
+import { fmt, median, range } from './stats.js';
+import { MAX_WAIT_MS, admin, brokers, createTopic, kafka, preload, sleep, unique } from './publishing-sides.js';
+
+const P = Number(process.env.BENCH_PARTITIONS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const N = Number(process.env.BENCH_N ?? 30_000);
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 256);
+/** Unset: the Sluice side's average inputs per transaction, as last measured; `0`: whole fetched batches. */
+const RAW_CHUNK = process.env.BENCH_RAW_CHUNK === undefined ? undefined : Number(process.env.BENCH_RAW_CHUNK);
+
+const ms = (x: number): string => x.toFixed(1);
+const ratio = (x: number): string => x.toFixed(2);
+const load = (): string => loadavg()[0]!.toFixed(1);
+
+/** kafkajs's CONCURRENT_TRANSACTIONS answer (a transaction begun while the last one's markers are written). */
+const CONCURRENT_TRANSACTIONS = /another concurrent operation on the same transaction/;
+
+interface In {
+  readonly id: number;
+  readonly n: number;
+}
+interface Out {
+  readonly id: number;
+  readonly doubled: number;
+}
+const transform = (v: In): Out => ({ id: v.id, doubled: v.n * 2 });
+
+/** What one side's transactions did. */
+interface Counts {
+  /** The consumer group whose offsets the transactions commit (known once the side joined). */
+  group: string | undefined;
+  commits: number;
+  inputs: number;
+  outputs: number;
+  /** Time spent in transactions, from begin to committed, in ms, summed. */
+  txMs: number;
+  /** CONCURRENT_TRANSACTIONS answers kafkajs retried. */
+  concurrent: number;
+  /** Warnings and errors logged (Sluice: its logger; raw: kafkajs's errors other than the above). */
+  complaints: string[];
+}
+
+const counts = (): Counts => ({
+  group: undefined,
+  commits: 0,
+  inputs: 0,
+  outputs: 0,
+  txMs: 0,
+  concurrent: 0,
+  complaints: [],
+});
+
+/** What a drain measured. */
+interface Side {
+  /** Messages/s from the first message handled to all N offsets (and so all N outputs) committed. */
+  readonly rate: number;
+  /** This process's CPU time (user + system) per message, in microseconds, over the same span. */
+  readonly cpuUs: number;
+  /** Average inputs per transaction. */
+  readonly perTx: number;
+  /** Mean time of a transaction, begin to committed, ms. */
+  readonly txMs: number;
+  readonly commits: number;
+  readonly concurrent: number;
+  /** Messages on the output read committed, and distinct ids among them (both N: exactly once). */
+  readonly read: number;
+  readonly distinct: number;
+  readonly complaints: readonly string[];
+}
+
+/** Resolves with the time at which `group`'s committed offsets of `input` add up to `n` (asked every 10 ms). */
+async function committedHolds(
+  group: () => string | undefined,
+  input: string,
+  n: number,
+  started: () => number,
+): Promise<number> {
+  const deadline = performance.now() + 300_000;
+  for (;;) {
+    const groupId = group();
+    if (groupId !== undefined) {
+      const [fetched] = await admin.fetchOffsets({ groupId, topics: [input] });
+      const sum = (fetched?.partitions ?? []).reduce((s, p) => s + Math.max(0, Number(p.offset)), 0);
+      if (sum >= n) return performance.now();
+    }
+    if (performance.now() > deadline) throw new Error(`${input}: fewer than ${n} offsets committed after 300 s`);
+    await sleep(started() === 0 ? 50 : 10);
+  }
+}
+
+/** Reads `out` committed from the start until it has `n` distinct ids (then 500 ms more): messages and ids. */
+async function readCommitted(out: string, n: number): Promise<{ read: number; distinct: number }> {
+  const consumer = kafka.consumer({ groupId: unique('eos-check'), maxWaitTimeInMs: MAX_WAIT_MS });
+  await consumer.connect();
+  await consumer.subscribe({ topic: out, fromBeginning: true });
+  const ids = new Set<number>();
+  let read = 0;
+  await consumer.run({
+    eachBatch: async ({ batch }) => {
+      for (const m of batch.messages) {
+        read++;
+        ids.add((JSON.parse(m.value!.toString('utf8')) as Out).id);
+      }
+    },
+  });
+  const deadline = performance.now() + 60_000;
+  while (ids.size < n && performance.now() < deadline) await sleep(50);
+  await sleep(500);
+  await consumer.disconnect();
+  return { read, distinct: ids.size };
+}
+
+/** Runs `start`, waits for `n` committed offsets, then `stop`, then reads the output; the rate from the first. */
+async function drain(
+  input: string,
+  out: string,
+  n: number,
+  c: Counts,
+  start: (first: () => void) => Promise<void>,
+  stop: () => Promise<void>,
+): Promise<Side> {
+  let t0 = 0;
+  let cpu0 = process.cpuUsage();
+  await start(() => {
+    if (t0 !== 0) return;
+    t0 = performance.now();
+    cpu0 = process.cpuUsage();
+  });
+  const t1 = await committedHolds(
+    () => c.group,
+    input,
+    n,
+    () => t0,
+  );
+  const cpu = process.cpuUsage(cpu0);
+  await stop();
+  const { read, distinct } = await readCommitted(out, n);
+  void admin.deleteTopics({ topics: [out] }).catch(() => undefined);
+  return {
+    rate: n / ((t1 - t0) / 1000),
+    cpuUs: (cpu.user + cpu.system) / n,
+    perTx: c.inputs / c.commits,
+    txMs: c.txMs / c.commits,
+    commits: c.commits,
+    concurrent: c.concurrent,
+    read,
+    distinct,
+    complaints: c.complaints,
+  };
+}
+
+// ---- raw: a kafkajs transactional loop ----
+
+/** A kafkajs client of the raw side's own, whose log counts the CONCURRENT_TRANSACTIONS answers retried. */
+function rawKafka(c: Counts): Kafka {
+  return new Kafka({
+    clientId: 'bench-eos-raw',
+    brokers: [brokers],
+    logLevel: logLevel.ERROR,
+    logCreator:
+      () =>
+      ({ log }: LogEntry) => {
+        if (CONCURRENT_TRANSACTIONS.test(log.message)) c.concurrent++;
+        else if (c.complaints.length < 5) c.complaints.push(log.message);
+      },
+  });
+}
+
+/**
+ * Raw: a kafkajs consumer, `eachBatch` over the partitions at once with `autoCommit: false`, and a transactional
+ * producer per input partition; per chunk of at most `chunk` inputs of a fetched batch (0: the whole batch), a
+ * transaction: `sendBatch` of the outputs, `sendOffsets` of the chunk's last offset + 1, commit.
+ */
+async function drainRaw(input: string, partitions: number, n: number, chunk: number): Promise<Side> {
+  const out = unique('eos-raw-out');
+  await createTopic(out, partitions);
+  const group = unique('eos-raw');
+  const c = counts();
+  const client = rawKafka(c);
+  const producers: Producer[] = await Promise.all(
+    Array.from({ length: partitions }, async (_, p) => {
+      const producer = client.producer({
+        transactionalId: `${group}.${input}.${p}`,
+        idempotent: true,
+        maxInFlightRequests: 1,
+        retry: PRODUCER_RETRY,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
+      await producer.connect();
+      await (await producer.transaction()).abort(); // InitProducerId before anything is timed
+      return producer;
+    }),
+  );
+  const consumer = client.consumer({ groupId: group, maxWaitTimeInMs: MAX_WAIT_MS });
+  await consumer.connect();
+  await consumer.subscribe({ topic: input, fromBeginning: true });
+  c.group = group;
+  return drain(
+    input,
+    out,
+    n,
+    c,
+    (first) =>
+      consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: partitions,
+        // eslint-disable-next-line @typescript-eslint/unbound-method -- closures, though typed as methods
+        eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+          if (batch.messages.length === 0) return;
+          first();
+          const producer = producers[batch.partition]!;
+          const size = chunk > 0 ? chunk : batch.messages.length;
+          for (let i = 0; i < batch.messages.length; i += size) {
+            const taken = batch.messages.slice(i, i + size);
+            const last = taken[taken.length - 1]!.offset;
+            const messages = taken.map((m) => {
+              const o = transform(JSON.parse(m.value!.toString('utf8')) as In);
+              return { key: String(o.id), value: JSON.stringify(o) };
+            });
+            const t = performance.now();
+            const transaction = await producer.transaction();
+            try {
+              await transaction.sendBatch({ topicMessages: [{ topic: out, messages }] });
+              await transaction.sendOffsets({
+                consumerGroupId: group,
+                topics: [
+                  { topic: input, partitions: [{ partition: batch.partition, offset: String(Number(last) + 1) }] },
+                ],
+              });
+              await transaction.commit();
+            } catch (error) {
+              if (transaction.isActive()) await transaction.abort().catch(() => undefined);
+              throw error;
+            }
+            c.txMs += performance.now() - t;
+            c.commits++;
+            c.inputs += taken.length;
+            c.outputs += messages.length;
+            resolveOffset(last);
+            await heartbeat();
+          }
+        },
+      }),
+    async () => {
+      await consumer.disconnect();
+      await Promise.all(producers.map((p) => p.disconnect()));
+    },
+  );
+}
+
+// ---- Sluice: `.exactlyOnce()` ----
+
+/** A logger that keeps the warnings and errors (a few), and counts kafkajs's CONCURRENT_TRANSACTIONS answers. */
+function countingLogger(c: Counts): Logger {
+  const logger: Logger = {
+    debug(message) {
+      if (CONCURRENT_TRANSACTIONS.test(message)) c.concurrent++;
+    },
+    info() {},
+    warn(message) {
+      if (c.complaints.length < 5) c.complaints.push(`warn: ${message}`);
+    },
+    error(message) {
+      if (c.complaints.length < 5) c.complaints.push(`error: ${message}`);
+    },
+    child: () => logger,
+  };
+  return logger;
+}
+
+/** Wraps what `broker.transactions` returns: counts its commits, the inputs and outputs each covered, their time. */
+function countTransactions(broker: KafkaBroker, c: Counts): void {
+  const transactions = broker.transactions.bind(broker);
+  broker.transactions = (group, topicName) => {
+    c.group = group;
+    const tx = transactions(group, topicName);
+    /** Where each partition's next transaction starts: the offset opened at, then the last committed. */
+    const from = new Map<number, number>();
+    return {
+      async open(partition) {
+        const offset = await tx.open(partition);
+        from.set(partition, offset);
+        return offset;
+      },
+      async commit(partition, offset, messages) {
+        const t = performance.now();
+        await tx.commit(partition, offset, messages);
+        c.txMs += performance.now() - t;
+        c.commits++;
+        c.inputs += offset - (from.get(partition) ?? 0);
+        c.outputs += messages.length;
+        from.set(partition, offset);
+      },
+      release: (partition) => tx.release(partition),
+    };
+  };
+}
+
+/** Sluice: `subscriber(in, transform).publishTo(out).workers(workers).exactlyOnce()`, out keyed by id. */
+async function drainSluice(input: string, partitions: number, n: number, workers: number): Promise<Side> {
+  const out = unique('eos-sluice-out');
+  await createTopic(out, partitions);
+  const inTopic = topic<In>(input);
+  const outTopic = topic<Out>(out, { key: (o) => String(o.id) });
+  const c = counts();
+  const logger = countingLogger(c);
+  const broker = new KafkaBroker({ brokers: [brokers], logger, consumer: { maxWaitTimeMs: MAX_WAIT_MS } });
+  countTransactions(broker, c);
+  let first = (): void => {};
+  const app = new App({ name: unique('eos-sluice'), logger }).withBroker(broker, (b) =>
+    b.include(
+      subscriber(inTopic, (v) => {
+        first();
+        return transform(v);
+      })
+        .publishTo(outTopic)
+        .workers(workers)
+        .exactlyOnce(),
+    ),
+  );
+  return drain(
+    input,
+    out,
+    n,
+    c,
+    async (f) => {
+      first = f;
+      await app.start();
+    },
+    async () => {
+      await app.stop();
+      await broker.close();
+    },
+  );
+}
+
+// ---- the rounds ----
+
+console.log(
+  `\nbench/exactly-once: ${P} partitions, ${fmt(N)} messages a round, Sluice workers(${WORKERS}).exactlyOnce(), raw chunk ${RAW_CHUNK === undefined ? "Sluice's inputs a transaction" : RAW_CHUNK === 0 ? 'a fetched batch' : fmt(RAW_CHUNK)}; ${ROUNDS} rounds, node ${process.version}, kafka at ${brokers}, 1-minute load ${load()}\n`,
+);
+
+const rounds: { raw: Side; sluice: Side; chunk: number }[] = [];
+let sluicePerTx: number | undefined;
+for (let round = 0; round < ROUNDS; round++) {
+  const input = await preload(P, N);
+  const chunk = (): number => RAW_CHUNK ?? Math.max(1, Math.round(sluicePerTx!));
+  let raw: Side;
+  let sluice: Side;
+  let used: number;
+  // Sluice first in rounds 1, 3, …: the raw loop's chunk is the Sluice side's inputs a transaction, as last measured.
+  if (round % 2 === 0) {
+    sluice = await drainSluice(input, P, N, WORKERS);
+    sluicePerTx = sluice.perTx;
+    raw = await drainRaw(input, P, N, (used = chunk()));
+  } else {
+    raw = await drainRaw(input, P, N, (used = chunk()));
+    sluice = await drainSluice(input, P, N, WORKERS);
+    sluicePerTx = sluice.perTx;
+  }
+  await admin.deleteTopics({ topics: [input] }).catch(() => undefined);
+  rounds.push({ raw, sluice, chunk: used });
+  const side = (x: Side): string =>
+    `${fmt(x.rate)}/s (${ms(x.cpuUs)} µs CPU a message, ${fmt(x.commits)} transactions of ${ms(x.perTx)} inputs, ${ms(x.txMs)} ms each, ${x.concurrent} CONCURRENT_TRANSACTIONS retried; read committed ${fmt(x.read)}, ${fmt(x.distinct)} distinct)`;
+  console.log(
+    `  round ${round + 1}: raw (chunk ${used === 0 ? 'a batch' : fmt(used)}) ${side(raw)}, Sluice ${side(sluice)}, ratio ${ratio(sluice.rate / raw.rate)}`,
+  );
+  for (const [name, x] of [
+    ['raw', raw],
+    ['Sluice', sluice],
+  ] as const)
+    for (const line of x.complaints) console.log(`    ${name} logged: ${line}`);
+}
+
+// ---- the table ----
+
+const ratios = rounds.map((r) => r.sluice.rate / r.raw.rate);
+const med = (f: (r: { raw: Side; sluice: Side; chunk: number }) => number): number => median(rounds.map(f));
+console.log(
+  `\nconsume → transform → publish in transactions, ${fmt(N)} messages over ${P} partitions (median of ${ROUNDS} rounds; ratio Sluice/raw of the same round)\n`,
+);
+console.log(
+  '| loop | msgs/s | CPU µs a message (this process) | inputs a transaction | ms a transaction | ratio Sluice/raw | range of ratios |',
+);
+console.log('|---|---:|---:|---:|---:|---:|---:|');
+console.log(
+  `| raw kafkajs eachBatch, a transaction a chunk (chunk ${fmt(med((r) => r.chunk))}) | ${fmt(med((r) => r.raw.rate))} | ${ms(med((r) => r.raw.cpuUs))} | ${ms(med((r) => r.raw.perTx))} | ${ms(med((r) => r.raw.txMs))} | 1.00 | |`,
+);
+console.log(
+  `| Sluice \`.publishTo(out).workers(${WORKERS}).exactlyOnce()\` | ${fmt(med((r) => r.sluice.rate))} | ${ms(med((r) => r.sluice.cpuUs))} | ${ms(med((r) => r.sluice.perTx))} | ${ms(med((r) => r.sluice.txMs))} | ${ratio(median(ratios))} | ${range(ratios)} |`,
+);
+const exact = rounds.every((r) => [r.raw, r.sluice].every((x) => x.read === N && x.distinct === N));
+console.log(
+  `\noutputs read committed: ${exact ? `${fmt(N)} messages, ${fmt(N)} distinct ids, on every output` : 'NOT exactly N on every output (see the rounds)'}; target ratio ≥ 0.8: ${median(ratios) >= 0.8 ? 'met' : 'not met'}`,
+);
+
+console.log(`\n1-minute load at the end: ${load()}`);
+await admin.disconnect();
