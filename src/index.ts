@@ -72,11 +72,13 @@ export type {
   ConsumeRequest,
   /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   Consumer,
+  InputTransactions,
   LogFields,
   Logger,
   LogLevel,
   /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   ShardLog,
+  StagedMessage,
   Store,
   /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   Timer,

@@ -10,8 +10,11 @@ import type { PublishOptions } from './message.js';
  * @category Brokers
  */
 export interface StagedMessage {
+  /** The topic it goes to. */
   readonly topic: string;
+  /** The value, as `Broker.publish` takes it. */
   readonly value: unknown;
+  /** Its key, headers, partition, as `Broker.publish` takes them. */
   readonly options?: PublishOptions | undefined;
 }
 

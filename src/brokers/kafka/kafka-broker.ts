@@ -224,7 +224,7 @@ export class KafkaBroker implements Broker {
 
   /**
    * The transactions of `group` over `topic`'s partitions, for a subscriber marked `exactlyOnce`: a
-   * transactional producer per input partition, fenced per partition (see {@link KafkaInputTransactions}).
+   * transactional producer per input partition, fenced per partition (docs/publishing.md).
    * The app opens a partition before it reads it and releases it when it goes.
    */
   transactions(group: string, topic: string): InputTransactions {
