@@ -1,8 +1,8 @@
 import type { Admin, Message, Producer } from 'kafkajs';
 import { SluiceError } from '../../../core/errors.js';
 import type { InputTransactions, Logger, StagedMessage } from '../../../core/ports.js';
-import { Partitioners, type Kafka } from '../kafkajs.js';
-import { PRODUCER_RETRY, isFenced } from '../store/kafka-shard-log.js';
+import type { Kafka } from '../kafkajs.js';
+import { fencingProducer, isFenced } from '../transactional-producer.js';
 import { isRefusal, publishError, recordOf } from './publishing.js';
 
 /** How many times a commit whose outcome is unknown is found out and tried again before `commit` rejects. */
@@ -38,24 +38,11 @@ export class KafkaInputTransactions implements InputTransactions {
 
   /** Opens the partition with a new producer (the one it had, if any, fenced and let go). */
   async open(partition: number): Promise<number> {
-    const producer = this.s.kafka.producer({
-      transactionalId: `sluice.eos.${this.s.group}.${this.s.topic}.${partition}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      retry: PRODUCER_RETRY,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
-    try {
-      await producer.connect();
-      await (await producer.transaction()).abort(); // InitProducerId: the earlier holder is fenced from here on
-    } catch (error) {
-      await producer.disconnect().catch(() => {});
-      throw error;
-    }
+    const { kafka, group, topic } = this.s;
+    const producer = await fencingProducer(kafka, `sluice.eos.${group}.${topic}.${partition}`);
     const before = this.producers.get(partition);
     this.producers.set(partition, producer);
-    await before?.disconnect().catch((error: unknown) => this.s.log.debug('producer disconnect failed', { error }));
+    if (before !== undefined) await this.letGo(before);
     return this.committed(partition);
   }
 
@@ -103,6 +90,10 @@ export class KafkaInputTransactions implements InputTransactions {
     if (producer === undefined) return;
     this.producers.delete(partition);
     this.unsure.delete(partition);
+    await this.letGo(producer);
+  }
+
+  private async letGo(producer: Producer): Promise<void> {
     await producer.disconnect().catch((error: unknown) => this.s.log.debug('producer disconnect failed', { error }));
   }
 

@@ -4,7 +4,8 @@ import type { Logger, ShardLog, StoreObserver } from '../../../core/ports.js';
 import { checkRecord } from '../../../core/records.js';
 import { RecordAssembler, changelogValues } from './changelog-records.js';
 import { HEAD_KEY, SnapshotReader, snapshotMessages, type SnapshotHead } from './kafka-snapshots.js';
-import { Partitioners, type Kafka } from '../kafkajs.js';
+import type { Kafka } from '../kafkajs.js';
+import { fencingProducer, isFenced } from '../transactional-producer.js';
 import { readPartition } from './partition-reader.js';
 
 /** What a {@link KafkaShardLog} is made with (by `kafkaStore`, which checked it). */
@@ -25,12 +26,7 @@ export interface KafkaShardLogSettings {
   readonly log: Logger;
 }
 
-/**
- * The producer's retries: for ever (kafkajs's default for an idempotent producer), the first after 10 ms.
- * A transaction begun right after a commit is answered CONCURRENT_TRANSACTIONS until the commit's markers are
- * written, a few milliseconds; kafkajs's default first retry, 300 ms, would hold every group commit that long.
- */
-export const PRODUCER_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 10, maxRetryTime: 1_000 };
+export { PRODUCER_RETRY, isFenced } from '../transactional-producer.js';
 
 /** Room kept in each request for Kafka's own batch and record headers. */
 const OVERHEAD_BYTES = 1024;
@@ -99,19 +95,7 @@ export class KafkaShardLog implements ShardLog {
    * @throws {@link SluiceError} `STORE_CORRUPT` when the snapshot does not read, or records are missing.
    */
   async open(): Promise<void> {
-    const s = this.settings;
-    const producer = s.kafka.producer({
-      transactionalId: s.transactionalId,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      allowAutoTopicCreation: false,
-      retry: PRODUCER_RETRY,
-      // Unused (every message names its partition), but kafkajs warns without one.
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
-    this.producer = producer;
-    await producer.connect();
-    await (await producer.transaction()).abort(); // InitProducerId: the previous owner is fenced from here on
+    this.producer = await fencingProducer(this.settings.kafka, this.settings.transactionalId);
     const [snapshot] = await Promise.all([this.readSnapshotPartition(), this.readChangelog()]);
     this.head = snapshot.head;
     this.stale = snapshot.stale;
@@ -376,18 +360,4 @@ export class KafkaShardLog implements ShardLog {
     if (records.length > 0) this.boundaries.push({ lsn: assembler.lastLsn, offset: lastOffset + 1 });
     this.tail = { first: records.length > 0 ? first : 1, records };
   }
-}
-
-/** True when kafkajs failed because a newer producer with the same transactional id fenced this one. */
-export function isFenced(error: unknown): boolean {
-  for (
-    let e = error as { type?: unknown; cause?: unknown; originalError?: unknown } | undefined, depth = 0;
-    e && depth < 8;
-    depth++
-  ) {
-    if (e.type === 'INVALID_PRODUCER_EPOCH' || e.type === 'PRODUCER_FENCED') return true;
-    if (/Unknown error code 90\b/.test(String((e as { message?: unknown }).message))) return true; // PRODUCER_FENCED: kafkajs 2.2 has no name for it
-    e = (e.cause ?? e.originalError) as typeof e;
-  }
-  return false;
 }
