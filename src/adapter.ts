@@ -43,6 +43,7 @@ export type {
   Logger,
   LogLevel,
   PartitionLag,
+  Alongside,
   ShardLog,
   StagedMessage,
   Store,

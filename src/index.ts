@@ -77,6 +77,7 @@ export type {
   Logger,
   LogLevel,
   /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
+  Alongside,
   ShardLog,
   StagedMessage,
   Store,

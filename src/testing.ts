@@ -23,6 +23,6 @@
  * @module sluice/testing
  */
 export { DEFAULTS, type CompiledSubscriber } from './declare/compile.js';
-export { memoryStore, type MemoryStore, type MemoryStoreOptions } from './store/memory-store.js';
+export { memoryStore, type MemoryStore, type MemoryStoreOptions, type MessageSink } from './store/memory-store.js';
 export { ManualClock, settle } from './testing/manual-clock.js';
 export { memoryLogger, silentLogger, type LogRecord } from './testing/memory-logger.js';

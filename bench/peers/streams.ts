@@ -30,15 +30,17 @@
  * read, then 5 s more (120 s at most). Counted per key: windows read (by id: Kafka Streams key@session start
  * or key@first seq, Sluice the run ID), the same window read twice (duplicated), windows beyond those due on
  * a key that has all its events (split), events in no window (lost) or in two (doubled).
- * Kafka Streams with exactly_once_v2 promises each window's result once. Sluice promises at least once
- * under one run ID (a run in flight at the kill runs again on the survivor, same ID); its windows go by its
+ * Kafka Streams with exactly_once_v2 promises each window's result once. So does Sluice, its subscriber marked
+ * exactlyOnce: a run's result commits with its done record in the Kafka store's transaction, and a run in
+ * flight at the kill runs again on the survivor under the same ID (BENCH_STREAMS_AT_LEAST_ONCE=1 drops
+ * exactlyOnce: the result is published before the done record, at least once). Its windows go by its
  * clock, but a shard taken over gathers its partition's backlog by broker time and closes no window on the
  * clock before it has read it, so the time a partition had no owner splits no window. Figures and
  * findings: docs/benchmarks.md.
  *
  * Environment: BENCH_STREAMS_ROUNDS (2), BENCH_STREAMS_MODES (debounce,batch), BENCH_STREAMS_SIDES
  * (streams,sluice), BENCH_STREAMS_PARTS (measure,kill), BENCH_STREAMS_KEYS (500), BENCH_STREAMS_PER_KEY (60),
- * BENCH_STREAMS_GAP_MS (2000), BENCH_STREAMS_BATCH (10), BENCH_DEBUG (the children's lines and stderr;
+ * BENCH_STREAMS_GAP_MS (2000), BENCH_STREAMS_BATCH (10), BENCH_STREAMS_AT_LEAST_ONCE (0), BENCH_DEBUG (the children's lines and stderr;
  * SLUICE_LOG_LEVEL=debug adds Sluice's log), KAFKA_BROKERS
  * (else scripts/kafka/start.mjs). Jars into ${SLUICE_CACHE:-~/.cache/sluice}/peers (bench/peers/setup.ts).
  */
@@ -61,6 +63,7 @@ const KEYS = Number(env('KEYS', '500'));
 const PER_KEY = Number(env('PER_KEY', '60'));
 const GAP_MS = Number(env('GAP_MS', '2000'));
 const BATCH = Number(env('BATCH', '10'));
+const AT_LEAST_ONCE = env('AT_LEAST_ONCE', '0') === '1';
 const P = 6;
 const SESSION_TIMEOUT_MS = 6_000;
 const LIVE = { keys: 100, perSecond: 200 };
@@ -114,6 +117,7 @@ async function withWorld<T>(k: io.Io, side: Side, mode: Mode, body: (w: World) =
     stateDir: path.join(stateRoot, `${runNo}-${i}`),
     sessionTimeoutMs: SESSION_TIMEOUT_MS,
     tickPrefix: io.TICK_PREFIX,
+    atLeastOnce: AT_LEAST_ONCE,
   });
   const instances: Instance[] = [];
   try {

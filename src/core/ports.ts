@@ -350,5 +350,5 @@ export interface Logger {
 }
 
 export type { Headers, InboundMessage, PublishOptions };
-export type { ShardLog, Store, StoreObserver, StoreOwner } from './store-ports.js';
+export type { Alongside, ShardLog, Store, StoreObserver, StoreOwner } from './store-ports.js';
 export type { InputTransactions, StagedMessage } from './transactions.js';

@@ -3,6 +3,27 @@
  * promises. Every store (memory, file, Kafka) runs the one contract suite in test/contract/shard-log-contract.ts.
  * Re-exported by `ports.ts`, beside the broker's, the clock's and the logger's ports.
  */
+import type { SluiceError } from './errors.js';
+import type { StagedMessage } from './transactions.js';
+
+/**
+ * Messages a store publishes in the same commit as a record (see {@link Store.publishes}): readers that read
+ * committed see them exactly when the record is durable, never one without the other. Under `exactlyOnce`,
+ * a paced run's publishes go with its `done` record.
+ *
+ * @category Store
+ */
+export interface Alongside {
+  /** The messages, in order. */
+  readonly messages: readonly StagedMessage[];
+  /**
+   * Called, before the append resolves, when the store cannot publish them for good (a topic that does not
+   * exist, a message over the broker's limit): the record is made durable without them, and the caller sends
+   * them elsewhere (a dead letter). Must not throw.
+   */
+  readonly refused: (error: SluiceError) => void;
+}
+
 /**
  * One shard's append-only log of opaque records, numbered by LSN from 1 without gaps.
  *
@@ -22,9 +43,10 @@ export interface ShardLog {
   readonly shard: number;
   /**
    * Appends a record. Its LSN is fixed by the call (LSNs are given in call order: `assignedLsn()` right
-   * after the call is this record's); the promise resolves with it once the record is durable.
+   * after the call is this record's); the promise resolves with it once the record is durable. The messages
+   * `alongside`, taken only by a store that {@link Store.publishes}, are published in its commit.
    */
-  append(record: Uint8Array): Promise<number>;
+  append(record: Uint8Array, alongside?: Alongside): Promise<number>;
   /** The LSN given to the latest `append` call, durable or not (0 before any). */
   assignedLsn(): number;
   /** The LSN of the last durable record, 0 when there is none. */
@@ -80,6 +102,12 @@ export interface Store {
    * `openShard` when its consumer is given a partition and `closeShard` when it is taken away. @default 'all'
    */
   readonly ownership?: 'all' | 'partition';
+  /**
+   * Whether its logs' `append(record, alongside)` publishes the messages in the record's commit (the Kafka store:
+   * in the shard's transaction, on the store's cluster). An `exactlyOnce` paced subscriber needs it.
+   * @default false
+   */
+  readonly publishes?: boolean;
   /**
    * Takes shard `shard` (a store owned by partition): whoever had it before is fenced (its pending appends
    * reject with `STORE_FENCED`, and its later ones throw it, before an LSN is given), and the log returned

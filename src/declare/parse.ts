@@ -98,13 +98,13 @@ export function parseOptions<T = any>(raw: SubscriberOptions<T>, who: string): P
   }
   if (o.replies === true && (pace !== undefined || o.batch !== undefined))
     fail('CONFIG_INVALID', who, 'replies', o.replies, 'left out with batch and pace (a reply answers one request)');
-  if (o.exactlyOnce === true && (pace !== undefined || o.batch !== undefined))
+  if (o.exactlyOnce === true && o.batch !== undefined)
     fail(
       'CONFIG_INVALID',
       who,
       'exactlyOnce',
       o.exactlyOnce,
-      'left out with batch and pace (a transaction holds one input partition)',
+      "left out with batch (a transaction holds one input partition; pace's batch rule can take it)",
     );
   return { options: Object.freeze(o), pace };
 }

@@ -90,7 +90,7 @@ export class ShardsKeptOnRevoke extends OwnedShards {
 function brokenLog(log: ShardLog, { applyTwice, loseTimers }: Faults): ShardLog {
   return {
     shard: log.shard,
-    append: (record) => log.append(record),
+    append: (record, outputs) => log.append(record, outputs),
     assignedLsn: () => log.assignedLsn(),
     durableLsn: () => log.durableLsn(),
     replay: applyTwice

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SluiceError } from '../core/errors.js';
-import type { Clock, Logger, ShardLog, Store, StoreOwner } from '../core/ports.js';
+import type { Alongside, Clock, Logger, ShardLog, Store, StoreOwner } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
 import { encodeEvent } from '../pace/codec.js';
 import {
@@ -99,6 +99,11 @@ export class Pacer {
   /** The ID of the cluster that holds the store's topics, if the store tells (see `Store.clusterId`). */
   clusterId(): Promise<string | undefined> {
     return this.store.clusterId?.() ?? Promise.resolve(undefined);
+  }
+
+  /** Whether the store publishes a run's messages with its `done` record (see `Store.publishes`). */
+  get publishes(): boolean {
+    return this.store.publishes === true;
   }
 
   /** The store's shard count. */
@@ -248,9 +253,10 @@ export class Pacer {
 
   /**
    * Records that a run finished: it never runs again. A run of a shard this instance no longer owns is not
-   * recorded (`SHARD_NOT_OWNED`): the shard's new owner runs it again, under the same ID.
+   * recorded (`SHARD_NOT_OWNED`): the shard's new owner runs it again, under the same ID. Under
+   * `exactlyOnce`, `alongside` holds what the run published: the store publishes it with the `done` record.
    */
-  async done(run: PaceRun): Promise<void> {
+  async done(run: PaceRun, alongside?: Alongside): Promise<void> {
     const placement = this.opened ? this.placement : undefined;
     if (!placement)
       throw new SluiceError('APP_STATE', `pace: the end of run ${run.id} cannot be recorded, the store is not open`);
@@ -259,7 +265,7 @@ export class Pacer {
       const host = placement.hostOfRun(run, key);
       if (host === undefined)
         throw new SluiceError('SHARD_NOT_OWNED', `pace: run ${run.id} ended after its shard was handed over`);
-      await host.submit({ key, type: DONE, data: run.id });
+      await host.submit({ key, type: DONE, data: run.id }, undefined, alongside);
     } finally {
       placement.runEnded(run);
     }

@@ -1,11 +1,16 @@
 import { SluiceError } from '../core/errors.js';
 import { utf8 } from '../core/message.js';
-import type { Clock, ShardLog, Timer } from '../core/ports.js';
+import type { Alongside, Clock, ShardLog, Timer } from '../core/ports.js';
 import { MAX_RECORD_BYTES } from '../core/records.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
 import { readSnapshotText, writeSnapshotText } from '../shard/snapshot-text.js';
 import { decodeRecord, encodeRecord } from './journal-record.js';
+
+/** A record as it is handed in: stamped with the host's time unless it has one. */
+type Unstamped = Omit<ShardRecord, 'at'> & { at?: number };
+/** Told of the rules' reply to a record as it is applied. */
+type OnReply = (reply: unknown) => void;
 
 /** Settings of a {@link ShardHost}. */
 export interface ShardHostOptions<S, O> {
@@ -194,7 +199,7 @@ export class ShardHost<S, O> {
    * Appends a record (stamped with `now()` unless it has a time; never one before the last record's) and
    * applies it. Resolves with its LSN once it is durable, after its outputs were handed out.
    */
-  async append(record: Omit<ShardRecord, 'at'> & { at?: number }): Promise<number> {
+  async append(record: Unstamped): Promise<number> {
     return (await this.submit(record)).lsn;
   }
 
@@ -202,8 +207,9 @@ export class ShardHost<S, O> {
    * Like `append`, and resolves with the rules' reply to the record too (a receipt), once it is durable;
    * `onReply` (which must not throw) has it as the record is applied, before any output it makes leaves.
    * Throws `SEND_INVALID` at once for a record over `MAX_RECORD_BYTES` (64 MiB) encoded: no store takes it.
+   * `alongside` goes to the log's append (a store that publishes puts its messages in the record's commit).
    */
-  submit(record: Omit<ShardRecord, 'at'> & { at?: number }, onReply?: (reply: unknown) => void): Promise<Submitted> {
+  submit(record: Unstamped, onReply?: OnReply, alongside?: Alongside): Promise<Submitted> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
     // Before replay, a record would take an LSN that a journaled record holds; after close, go to a closed log.
     if (this.stage !== 'serving')
@@ -235,16 +241,16 @@ export class ShardHost<S, O> {
         'SEND_INVALID',
         `shard log: a record may take at most ${MAX_RECORD_BYTES} bytes, got ${bytes.length}`,
       );
-    return this.commit(stamped, bytes, onReply);
+    return this.commit(stamped, bytes, onReply, alongside);
   }
 
-  private async commit(stamped: ShardRecord, bytes: Buffer, onReply?: (reply: unknown) => void): Promise<Submitted> {
+  private async commit(record: ShardRecord, data: Buffer, told?: OnReply, alongside?: Alongside): Promise<Submitted> {
     const log = this.options.log;
-    const durable = log.append(bytes);
-    this.appendedBytes += bytes.length;
+    const durable = log.append(data, alongside);
+    this.appendedBytes += data.length;
     this.pendingAppends++;
-    const reply = this.core.apply(log.assignedLsn(), stamped);
-    onReply?.(reply);
+    const reply = this.core.apply(log.assignedLsn(), record);
+    told?.(reply);
     this.options.onApplied?.(log.assignedLsn(), (upTo) => {
       for (const o of this.core.release(upTo)) this.options.onOutput(o);
     });

@@ -1,4 +1,5 @@
-import type { Clock, Logger, Timer } from '../core/ports.js';
+import type { SluiceError } from '../core/errors.js';
+import type { Alongside, Clock, Logger, StagedMessage, Timer } from '../core/ports.js';
 import { backoffMs } from '../dispatch/backoff.js';
 import type { Watermark } from '../dispatch/watermark.js';
 import type { Slot, Workers } from '../dispatch/workers.js';
@@ -8,7 +9,7 @@ import type { DeadLetters } from './dead-letters.js';
 import type { Outcome } from './executor.js';
 import type { Offsets } from './offsets.js';
 import type { Pacer } from '../pace-stage/pacer.js';
-import { isRevoked, watermarksOf, type Undecodable, type Work } from './work.js';
+import { isRevoked, watermarksOf, type Run, type Undecodable, type Work } from './work.js';
 
 /** A timer due at once: on the next turn, after the worker has let the work go. */
 function immediately(fire: () => void): Timer {
@@ -118,7 +119,8 @@ export class Ledger {
 
   /**
    * The work is done: its offsets committable, or its run's end recorded. Under exactly-once, what an acked
-   * delivery's attempt published goes with its offset; a dead-lettered one's is dropped.
+   * delivery's attempt published goes with its offset, and an acked run's with its `done` record; a
+   * dead-lettered one's is dropped.
    */
   private finish(work: Work, acked = true): void {
     const offsets = this.parts.offsets;
@@ -128,12 +130,32 @@ export class Ledger {
       return offsets.completeWith(work.marks, work.message, acked ? staged : undefined);
     }
     if (work.kind === 'batch') return work.messages.forEach((m, i) => offsets.complete(work.marks[i]!, m.offset));
-    this.parts.pacer!.done(work.run).catch((error: unknown) =>
+    const staged = this.parts.sub.exactlyOnce ? work.context?.takeStaged() : undefined;
+    const alongside = acked && staged !== undefined && staged.length > 0 ? this.alongside(work, staged) : undefined;
+    this.parts.pacer!.done(work.run, alongside).catch((error: unknown) =>
       this.parts.log.error('pace: a finished run was not recorded; it may run again after a restart', {
         runId: work.run.id,
         error,
       }),
     );
+  }
+
+  /**
+   * A run's publishes, to go with its `done` record. Those the store refuses for good dead-letter the run
+   * instead (its `done` record goes without them).
+   */
+  private alongside(work: Run, messages: readonly StagedMessage[]): Alongside {
+    const refused = (error: SluiceError): void => {
+      const bad = [{ message: messageOf(work), reason: `its publishes were refused: ${error.message}` }];
+      const sending = this.parts.deadLetters
+        .send(bad, work.attempt, () => {}, work.context)
+        .then(() => {
+          this.sending.delete(sending);
+          this.parts.pump();
+        });
+      this.sending.add(sending);
+    };
+    return { messages, refused };
   }
 
   /** The work will not finish here: it stays uncommitted (a run stays not done, and runs again after a restart). */

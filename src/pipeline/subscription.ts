@@ -29,6 +29,7 @@ import { Watchdog } from './watchdog.js';
 import type { Run, Work } from './work.js';
 import { HandlerContext } from './handler-context.js';
 import { TransactionCommits } from './transaction-commits.js';
+import { checkPublishingCluster, checkPublishingStore } from './paced-exactly-once.js';
 import type { Publish } from './middlewares.js';
 
 /** Exactly-once: a handler's publishes are held for its transaction; others (none today) go to the broker. */
@@ -125,14 +126,12 @@ export class Subscription {
     const traced = tracing?.of(sub, broker.kind);
     // Tracing's publish middleware is the outermost: the ones added with app.usePublish see its headers.
     const own = settings.publishMiddlewares;
-    const transactions = sub.exactlyOnce ? this.transactionsOf(sub, broker, clock, log) : undefined;
+    // Paced, a run's publishes go with its done record; else a delivery's with its offset, in a transaction.
+    if (sub.exactlyOnce && pacer !== undefined) checkPublishingStore(sub, pacer);
+    const transactions = sub.exactlyOnce && !pacer ? this.transactionsOf(sub, broker, clock, log) : undefined;
     this.transactions = transactions;
-    const { publish, deadLetter } = publishersOf(
-      tracing ? [tracing.publish, ...own] : own,
-      broker,
-      sub.name,
-      transactions && stageIn(broker),
-    );
+    const staging = sub.exactlyOnce ? stageIn(broker) : undefined;
+    const { publish, deadLetter } = publishersOf(tracing ? [tracing.publish, ...own] : own, broker, sub.name, staging);
     const middlewares = [...settings.middlewares, ...sub.middlewares];
     const port = this.port(publish);
     const host = { stopping, owner: this, port, record, mayStart, middlewares, around: traced?.around };
@@ -177,6 +176,7 @@ export class Subscription {
     const checked = owning !== undefined && (await this.checkPartitions(owning, false));
     const routing = owning && this.routeSends(owning);
     await routing?.checkCluster(); // before anything joins
+    if (this.sub.exactlyOnce && this.pacer) await checkPublishingCluster(this.sub, this.broker, this.pacer);
     await routing?.start(); // joined before the app runs: no reply to a send of this instance is missed
     this.consumer = await this.broker.consume({
       topic: this.sub.topic,

@@ -1,5 +1,5 @@
-import { SluiceError, show } from '../core/errors.js';
-import type { ShardLog, Store, StoreOwner } from '../core/ports.js';
+import { SluiceError, reasonOf, show } from '../core/errors.js';
+import type { Alongside, ShardLog, StagedMessage, Store, StoreOwner } from '../core/ports.js';
 import { checkRecord } from '../core/records.js';
 
 /**
@@ -51,6 +51,17 @@ export interface MemoryStoreOptions {
    * `Store.routes`), which the memory broker creates on first use. @default 'all'
    */
   ownership?: 'all' | 'partition';
+  /**
+   * A broker that takes a record's messages when the record becomes durable (`MemoryBroker`'s `publishAll`:
+   * all or none): the store then publishes (see `Store.publishes`), as a Kafka store does in its
+   * transaction, so that a paced subscriber marked `exactlyOnce` runs on the memory broker.
+   */
+  publishesTo?: MessageSink;
+}
+
+/** Where a memory store publishes a record's messages: all of them, or (throwing) none. */
+export interface MessageSink {
+  publishAll(messages: readonly StagedMessage[]): void;
 }
 
 /**
@@ -80,6 +91,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
     [],
     seed === undefined ? () => 1 : turnsOf(seed),
     ownership,
+    options.publishesTo,
   );
 }
 
@@ -108,16 +120,20 @@ class InMemoryStore implements MemoryStore {
     snapshots: ({ lsn: number; state: Uint8Array } | undefined)[],
     private readonly turns: () => number,
     readonly ownership: 'all' | 'partition',
+    private readonly sink: MessageSink | undefined,
   ) {
     this.shards = durable.length;
-    this.logs = durable.map((records, i) => new MemoryShardLog(i, records, snapshots[i], turns));
+    this.publishes = sink !== undefined;
+    this.logs = durable.map((records, i) => new MemoryShardLog(i, records, snapshots[i], turns, sink));
   }
+
+  readonly publishes: boolean;
 
   /** A new log of the shard's durable records: the one it had is fenced, its pending appends refused. */
   async openShard(shard: number): Promise<ShardLog> {
     const old = this.log(shard) as MemoryShardLog;
     old.fence();
-    const log = new MemoryShardLog(shard, old.durableRecords(), old.snapshotForCrash(), this.turns);
+    const log = new MemoryShardLog(shard, old.durableRecords(), old.snapshotForCrash(), this.turns, this.sink);
     this.logs[shard] = log;
     await read(this.turns);
     return log;
@@ -153,6 +169,7 @@ class InMemoryStore implements MemoryStore {
       this.logs.map((l) => l.snapshotForCrash()),
       this.turns,
       this.ownership,
+      this.sink,
     );
   }
 }
@@ -209,7 +226,12 @@ class MemoryShardLog implements ShardLog {
   private readonly records = new RecordArena();
   private durable: number;
   private scheduled = false;
-  private waiting: { lsn: number; resolve: (lsn: number) => void; reject: (error: unknown) => void }[] = [];
+  private waiting: {
+    lsn: number;
+    alongside: Alongside | undefined;
+    resolve: (lsn: number) => void;
+    reject: (error: unknown) => void;
+  }[] = [];
   /** Set when another owner opened the shard: appends pending and later are refused. */
   private fenced: SluiceError | undefined;
   /** Set by a crash: this instance is gone, its pending appends never resolve. */
@@ -220,13 +242,14 @@ class MemoryShardLog implements ShardLog {
     durable: Uint8Array[],
     snapshot: { lsn: number; state: Uint8Array } | undefined,
     private readonly turns: () => number,
+    private readonly sink: MessageSink | undefined,
   ) {
     for (const r of durable) this.records.push(r);
     this.durable = durable.length;
     this.snapshot = snapshot;
   }
 
-  append(record: Uint8Array): Promise<number> {
+  append(record: Uint8Array, alongside?: Alongside): Promise<number> {
     // Refused as the file and Kafka logs refuse an append once they failed: by a throw, before an LSN is
     // given (a rejected promise would leave the caller's record under the last LSN, and unheard).
     if (this.fenced) throw this.fenced;
@@ -238,7 +261,7 @@ class MemoryShardLog implements ShardLog {
       this.scheduled = true;
       setImmediate(() => this.commit());
     }
-    return new Promise((resolve, reject) => this.waiting.push({ lsn, resolve, reject }));
+    return new Promise((resolve, reject) => this.waiting.push({ lsn, alongside, resolve, reject }));
   }
 
   /** Another owner took the shard: what is pending is refused, and so is every later append. */
@@ -294,6 +317,23 @@ class MemoryShardLog implements ShardLog {
     this.scheduled = false;
     if (this.lost || this.fenced) return;
     this.durable = this.records.length;
-    for (const w of this.waiting.splice(0)) w.resolve(w.lsn);
+    for (const w of this.waiting.splice(0)) {
+      if (w.alongside !== undefined && w.alongside.messages.length > 0) this.publish(w.alongside);
+      w.resolve(w.lsn);
+    }
+  }
+
+  /** A durable record's messages, published with it; refused whole when the broker refuses one. */
+  private publish({ messages, refused }: Alongside): void {
+    if (this.sink === undefined) throw new SluiceError('APP_STATE', 'memoryStore: made without publishesTo');
+    try {
+      this.sink.publishAll(messages);
+    } catch (error) {
+      refused(
+        error instanceof SluiceError
+          ? error
+          : new SluiceError('PUBLISH_REFUSED', `memoryStore: publishes refused: ${reasonOf(error)}`, { cause: error }),
+      );
+    }
   }
 }

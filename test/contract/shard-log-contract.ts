@@ -4,7 +4,7 @@
  * test/kafka/shard-log.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { SluiceError, type ShardLog, type Store } from '../../src/index.js';
+import { SluiceError, type Alongside, type PublishOptions, type ShardLog, type Store } from '../../src/index.js';
 import { MAX_RECORD_BYTES } from '../../src/core/records.js';
 
 /** How a suite gets stores of one shard. */
@@ -25,6 +25,15 @@ export interface ShardLogFixture {
   breakWrites?(store: Store): Promise<void>;
   /** Per-test timeout, in milliseconds, for stores behind a network. @default vitest's */
   readonly timeoutMs?: number;
+  /** For a store that publishes a record's messages in its commit (`Store.publishes`). */
+  readonly publishing?: {
+    /** A topic no one has used, of one partition, made. */
+    topic(): Promise<string>;
+    /** What a reader that reads committed finds in `topic`, in order, the values parsed. */
+    read(topic: string): Promise<unknown[]>;
+    /** A message the broker refuses for good. */
+    readonly refused: { readonly value: unknown; readonly options?: PublishOptions };
+  };
 }
 
 const bytes = (text: string): Buffer => Buffer.from(text);
@@ -211,6 +220,58 @@ export function shardLogContract(name: string, fixture: ShardLogFixture): void {
           [2, 'b'],
         ]);
         expect([[], [[3, 'c']]]).toContainEqual(read.slice(2));
+      },
+    );
+
+    const publishing = fixture.publishing;
+    /** Messages to `topic` beside a record, and the errors it was refused with. */
+    const alongside = (topic: string, values: unknown[], options?: PublishOptions) => {
+      const refused: SluiceError[] = [];
+      const messages = values.map((value) => ({ topic, value, options }));
+      return { messages, refused: (e: SluiceError) => void refused.push(e), errors: refused } satisfies Alongside & {
+        errors: SluiceError[];
+      };
+    };
+
+    it.skipIf(!publishing)("publishes a record's messages in its commit, in the records' order", async () => {
+      const store = await opened(fixture.fresh());
+      expect(store.publishes).toBe(true);
+      const log = store.log(0);
+      const topic = await publishing!.topic();
+      const [one, three] = [alongside(topic, [{ n: 1 }, { n: 2 }]), alongside(topic, [{ n: 3 }])];
+      await Promise.all([log.append(bytes('a'), one), log.append(bytes('b')), log.append(bytes('c'), three)]);
+      expect(await publishing!.read(topic)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      expect([one.errors, three.errors]).toEqual([[], []]);
+      expect(await texts(log)).toEqual([
+        [1, 'a'],
+        [2, 'b'],
+        [3, 'c'],
+      ]);
+    });
+
+    it.skipIf(!publishing)(
+      'gives back messages the broker refuses, and makes their record durable without them; the others go',
+      async () => {
+        const store = await opened(fixture.fresh());
+        const log = store.log(0);
+        const topic = await publishing!.topic();
+        const { value, options } = publishing!.refused;
+        const good = alongside(topic, [{ n: 1 }]);
+        const bad = alongside(topic, [{ n: 2 }, value], options);
+        const after = alongside(topic, [{ n: 3 }]);
+        const lsns = await Promise.all([
+          log.append(bytes('a'), good),
+          log.append(bytes('b'), bad),
+          log.append(bytes('c'), after),
+        ]);
+        expect(lsns).toEqual([1, 2, 3]);
+        expect(bad.errors).toHaveLength(1);
+        expect(bad.errors[0]).toBeInstanceOf(SluiceError);
+        expect([good.errors, after.errors]).toEqual([[], []]);
+        expect(await publishing!.read(topic)).toEqual([{ n: 1 }, { n: 3 }]);
+        expect((await texts(log)).map(([, r]) => r)).toEqual(['a', 'b', 'c']);
+        expect(await log.append(bytes('d'), alongside(topic, [{ n: 4 }]))).toBe(4); // the log goes on
+        expect(await publishing!.read(topic)).toEqual([{ n: 1 }, { n: 3 }, { n: 4 }]);
       },
     );
   });

@@ -1,12 +1,24 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileStore, memoryStore, type MemoryStore, type Store } from '../../src/index.js';
+import { MemoryBroker, fileStore, memoryStore, type MemoryStore, type Store } from '../../src/index.js';
 import { shardLogContract } from './shard-log-contract.js';
 
 shardLogContract('memory', {
   fresh: () => memoryStore({ shards: 1 }),
   again: (store) => (store as MemoryStore).crash(), // what was durable: all of it, once closed
+});
+
+const broker = new MemoryBroker();
+let topics = 0;
+shardLogContract('memory, publishing to a memory broker', {
+  fresh: () => memoryStore({ shards: 1, publishesTo: broker }),
+  again: (store) => (store as MemoryStore).crash(),
+  publishing: {
+    topic: async () => `published-${++topics}`,
+    read: async (topic) => broker.values(topic),
+    refused: { value: { n: 'bad' }, options: { partition: 99 } }, // the memory broker has 1 partition
+  },
 });
 
 const dirs = new WeakMap<Store, string>();

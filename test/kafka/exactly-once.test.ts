@@ -7,9 +7,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { App, jsonLogger, silentLogger, subscriber, topic } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
-import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 import { Counter, Gate } from '../helpers.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closeAll, kafkaBrokers, readCommitted, testKafka } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 const N = 600;
@@ -82,12 +81,7 @@ describe.skipIf(!kafkaBrokers)('exactlyOnce on Kafka', { timeout: 120_000 }, () 
     await Promise.all([first.stop(), second.stop()]);
     expect(by[0]).toBeGreaterThan(0);
     expect(by[1]).toBeGreaterThan(0);
-    const read: Output[] = [];
-    for (const partition of [0, 1, 2])
-      await readPartition(
-        { kafka, admin, topic: outputs.name, partition, groupPrefix: `${run}.read`, until: 'end', log: silentLogger },
-        (m) => read.push(JSON.parse(m.value!.toString()) as Output),
-      );
+    const read = await readCommitted<Output>(kafka, admin, outputs.name, 3);
     expect(read.filter((o) => o.ghost === true)).toEqual([]);
     expect(read.map((o) => o.id).sort((a, b) => a - b)).toEqual(Array.from({ length: N }, (_, i) => i));
     for (let k = 0; k < KEYS; k++) {

@@ -1,7 +1,9 @@
-import type { Consumer } from 'kafkajs';
+import type { Admin, Consumer } from 'kafkajs';
 import { inject } from 'vitest';
-import { jsonLogger } from '../../src/index.js';
+import { jsonLogger, silentLogger } from '../../src/index.js';
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
+import type { Kafka } from '../../src/brokers/kafka/kafkajs.js';
+import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 
 /** The bootstrap address of the test broker, or undefined (with a reason) when there is none. */
 export const kafkaBrokers = inject('kafkaBrokers');
@@ -50,4 +52,15 @@ export function eachConsumer(broker: KafkaBroker, touch: (consumer: Consumer) =>
     };
     return kafka;
   };
+}
+
+/** Every committed message of `topic`'s partitions 0 to `partitions` − 1 (read_committed), parsed as JSON. */
+export async function readCommitted<T>(kafka: Kafka, admin: Admin, topic: string, partitions: number): Promise<T[]> {
+  const read: T[] = [];
+  for (let partition = 0; partition < partitions; partition++)
+    await readPartition(
+      { kafka, admin, topic, partition, groupPrefix: `${topic}.read`, until: 'end', log: silentLogger },
+      (m) => read.push(JSON.parse(m.value!.toString()) as T),
+    );
+  return read;
 }

@@ -11,10 +11,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { App, silentLogger, subscriber, topic } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
-import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closeAll, kafkaBrokers, readCommitted, testKafka } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 const N = 600;
@@ -62,13 +61,7 @@ describe.skipIf(!kafkaBrokers)('publishTo across SIGKILL', { timeout: 240_000 },
     await app.start();
     await app.idle();
     await app.stop();
-    const outputs: Output[] = [];
-    for (const partition of [0, 1, 2])
-      await readPartition(
-        { kafka, admin, topic: output, partition, groupPrefix: `${output}.read`, until: 'end', log: silentLogger },
-        (m) => outputs.push(JSON.parse(m.value!.toString()) as Output),
-      );
-    return outputs;
+    return readCommitted<Output>(kafka, admin, output, 3);
   }
 
   it(`${KILLS} kills at random points lose none of ${N} outputs`, async () => {

@@ -1,16 +1,22 @@
 import { afterAll, describe } from 'vitest';
 import type { Store } from '../../src/index.js';
+import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { shardLogContract } from '../contract/shard-log-contract.js';
-import { kafkaBrokers } from './fixture.js';
+import { kafkaBrokers, readCommitted } from './fixture.js';
 import { TEST_MAX_MESSAGE_BYTES, prefixOf, testKafkaStore, uniquePrefix } from './store-fixture.js';
 
 const fencers: Store[] = [];
 /** What a record's message holds at most: the request's size less the store's room for headers. */
 const room = TEST_MAX_MESSAGE_BYTES - 1024 - 17;
+/** The published topics' limit on a batch of messages. */
+const OUTPUT_LIMIT = { name: 'max.message.bytes', value: '20000' };
 
 describe.skipIf(!kafkaBrokers)('kafka', () => {
+  const kafka = new Kafka({ clientId: 'sluice-test', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
   afterAll(async () => {
     await Promise.allSettled(fencers.map((s) => s.close()));
+    await admin.disconnect();
   });
   shardLogContract('kafka', {
     fresh: () => testKafkaStore(uniquePrefix('log-contract')),
@@ -23,5 +29,18 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       await fencer.open();
     },
     timeoutMs: 120_000,
+    publishing: {
+      topic: async () => {
+        const topic = uniquePrefix('log-published');
+        await admin.connect();
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [OUTPUT_LIMIT] }],
+        });
+        return topic;
+      },
+      read: (topic) => readCommitted(kafka, admin, topic, 1),
+      refused: { value: 'x'.repeat(2 * Number(OUTPUT_LIMIT.value)) }, // over the topic's max.message.bytes
+    },
   });
 });

@@ -8,15 +8,17 @@
 //            instance that took it), with the latest event and ctx.run.size.
 //  batch:    pace({ batch: { max: batchSize, wait: '1 minute' } }): a run at batchSize events (the wait is
 //            longer than a failover, so no batch closes on time in the benchmark).
-// Each run of a key not starting with tickPrefix sends its result to `output` (acks -1) and returns once the
-// send is acknowledged: {"key","id","count","lastSeq","lastTs","seqs"?}, id being ctx.run.id, the same on every
-// attempt. Lines on stdout, written synchronously (none is lost at a SIGKILL), times in ms:
+// Each run of a key not starting with tickPrefix publishes its result on `output` with ctx.publish:
+// {"key","id","count","lastSeq","lastTs","seqs"?}, id being ctx.run.id, the same on every attempt. The
+// subscriber is marked exactlyOnce (unless spec.atLeastOnce): the result commits with the run's done record,
+// in the Kafka store's transaction of the run's shard, so a run killed after it published is not read twice.
+// With spec.atLeastOnce the result is published at once (acks -1), before the done record.
+// Lines on stdout, written synchronously (none is lost at a SIGKILL), times in ms:
 //   ready <ms>             app.start() resolved
 //   own <p> <ms>           shard p restored and serving here; release <p> <ms> when it is handed over
 //   first <ms>             the first event appended to this instance's shards
 // bench/pace-failover-child.mjs is the same app shape for bench/kafka-pace's failover figure, without output.
 import { writeSync } from 'node:fs';
-import { Kafka, logLevel } from 'kafkajs';
 import { App, jsonLogger, silentLogger, subscriber } from '../../../dist/index.js';
 import { KafkaBroker, kafkaStore } from '../../../dist/brokers/kafka/index.js';
 
@@ -49,18 +51,20 @@ function reportingStore() {
   let first = true;
   const counted = (log) => {
     const append = log.append.bind(log);
-    log.append = (record) => {
+    log.append = (record, alongside) => {
       if (first) {
         first = false;
         out(`first ${Date.now()}`);
       }
-      return append(record);
+      return append(record, alongside);
     };
     return log;
   };
   return {
     shards: inner.shards,
     ownership: inner.ownership,
+    publishes: inner.publishes,
+    clusterId: () => inner.clusterId(),
     snapshotEvery: inner.snapshotEvery,
     open: () => inner.open(),
     close: () => inner.close(),
@@ -77,28 +81,21 @@ function reportingStore() {
   };
 }
 
-const producer = new Kafka({
-  clientId: 'streams-sluice-out',
-  brokers: spec.brokers,
-  logLevel: logLevel.NOTHING,
-}).producer();
-await producer.connect();
-const result = (key, value) =>
-  producer.send({ topic: spec.output, acks: -1, messages: [{ key, value: JSON.stringify(value) }] });
+const result = (ctx, key, value) => ctx.publish(spec.output, value, { key });
 
 const handler =
   spec.mode === 'debounce'
     ? async (latest, ctx) => {
         if (ctx.run.key.startsWith(spec.tickPrefix)) return;
         const { key, id, size } = ctx.run;
-        await result(key, { key, id, count: size, lastSeq: latest.seq, lastTs: latest.ts });
+        await result(ctx, key, { key, id, count: size, lastSeq: latest.seq, lastTs: latest.ts });
       }
     : async (events, ctx) => {
         if (ctx.run.key.startsWith(spec.tickPrefix)) return;
         const { key, id } = ctx.run;
         const last = events[events.length - 1];
         const seqs = events.map((e) => e.seq);
-        await result(key, { key, id, count: events.length, lastSeq: last.seq, lastTs: last.ts, seqs });
+        await result(ctx, key, { key, id, count: events.length, lastSeq: last.seq, lastTs: last.ts, seqs });
       };
 const pace = spec.mode === 'debounce' ? { debounce: spec.gapMs } : { batch: { max: spec.batchSize, wait: '1 minute' } };
 
@@ -114,12 +111,10 @@ const broker = new KafkaBroker({
   },
 });
 const app = new App({ name: spec.app, logger, store: reportingStore(), shutdownTimeoutMs: 5_000 });
-app.withBroker(broker, (b) => b.include(subscriber(spec.input, handler).name('p').workers(32).pace(pace).build()));
+const paced = subscriber(spec.input, handler).name('p').workers(32).pace(pace);
+app.withBroker(broker, (b) => b.include((spec.atLeastOnce ? paced : paced.exactlyOnce()).build()));
 process.on('SIGTERM', () => {
-  void app
-    .stop()
-    .then(() => producer.disconnect())
-    .finally(() => process.exit(0));
+  void app.stop().finally(() => process.exit(0));
 });
 await app.start();
 out(`ready ${Date.now()}`);

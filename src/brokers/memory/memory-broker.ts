@@ -151,8 +151,13 @@ export class MemoryBroker implements Broker {
     return new MemoryTransactions(this.group(group, topic), (messages) => this.publishAll(messages));
   }
 
-  /** Appends every message or, when one is refused, none (the partitions are cut back to where they were). */
-  private publishAll(messages: readonly StagedMessage[]): void {
+  /**
+   * Appends every message or, when one is refused, none (the partitions are cut back to where they were):
+   * what a transaction publishes, and a memory store made with `publishesTo` this broker.
+   *
+   * @throws {@link SluiceError} as `publish` rejects for a message it refuses.
+   */
+  publishAll(messages: readonly StagedMessage[]): void {
     const before = new Map<TopicLog, number[]>();
     const stored: InboundMessage[] = [];
     try {

@@ -1,12 +1,13 @@
 import type { Admin, Producer, Transaction } from 'kafkajs';
 import { SluiceError } from '../../../core/errors.js';
-import type { Logger, ShardLog, StoreObserver } from '../../../core/ports.js';
+import type { Alongside, Logger, ShardLog, StoreObserver } from '../../../core/ports.js';
 import { checkRecord } from '../../../core/records.js';
 import { RecordAssembler, changelogValues } from './changelog-records.js';
 import { HEAD_KEY, SnapshotReader, snapshotMessages, type SnapshotHead } from './kafka-snapshots.js';
 import type { Kafka } from '../kafkajs.js';
 import { fencingProducer, isFenced } from '../transactional-producer.js';
 import { readPartition } from './partition-reader.js';
+import { aborted, alongsideOf, alongsideRefusal, sendAlongside } from './alongside.js';
 
 /** What a {@link KafkaShardLog} is made with (by `kafkaStore`, which checked it). */
 export interface KafkaShardLogSettings {
@@ -38,6 +39,8 @@ const SNAPSHOT_BYTES_PER_TRANSACTION = 4 * 1024 * 1024;
 interface Pending {
   readonly lsn: number;
   readonly record: Uint8Array;
+  /** Published in the record's transaction; dropped once refused. */
+  alongside: Alongside | undefined;
   readonly resolve: (lsn: number) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -81,6 +84,8 @@ export class KafkaShardLog implements ShardLog {
   /** The records read at open past the snapshot, until the first replay takes them. */
   private tail: { first: number; records: Buffer[] } | undefined;
   private snapshotting: Promise<void> = Promise.resolve();
+  /** Appends to send one per transaction, after a transaction with outputs was refused: whose were, is found out. */
+  private alone = 0;
   private readonly where: string;
 
   constructor(private readonly settings: KafkaShardLogSettings) {
@@ -122,14 +127,14 @@ export class KafkaShardLog implements ShardLog {
     return this.nextLsn - 1;
   }
 
-  append(record: Uint8Array): Promise<number> {
+  append(record: Uint8Array, alongside?: Alongside): Promise<number> {
     if (this.failed !== undefined) throw this.failed;
     if (this.producer === undefined)
       throw new SluiceError('APP_STATE', `${this.where}: appends are taken once the store is open`);
     checkRecord(record);
     const lsn = this.nextLsn++;
     return new Promise((resolve, reject) => {
-      this.pending.push({ lsn, record, resolve, reject });
+      this.pending.push({ lsn, record, alongside, resolve, reject });
       this.startFlush();
     });
   }
@@ -232,8 +237,9 @@ export class KafkaShardLog implements ShardLog {
   /** Transactions one after another, each with every append waiting and at most one piece of a snapshot. */
   private async flush(): Promise<void> {
     while ((this.pending.length > 0 || this.snapshotWork.length > 0) && this.failed === undefined) {
-      const batch = this.pending;
-      this.pending = [];
+      const batch = this.pending.splice(0, this.alone > 0 ? 1 : this.pending.length);
+      if (this.alone > 0) this.alone--;
+      const alongside = alongsideOf(batch);
       const work = this.snapshotWork.shift();
       let boundary: { lsn: number; offset: number } | undefined;
       let txn: Transaction | undefined;
@@ -242,9 +248,11 @@ export class KafkaShardLog implements ShardLog {
         txn = await this.producer!.transaction();
         if (batch.length > 0) boundary = await this.sendRecords(txn, batch);
         if (work) await this.sendSlices(txn, this.settings.snapshots, work.messages);
+        if (alongside.length > 0) await sendAlongside(txn, alongside);
         await txn.commit();
         if (batch.length > 0) this.observer?.flushed(this.shard, batch.length, (performance.now() - startedAt) / 1000);
       } catch (error) {
+        if (await this.refused(error, batch, work, txn)) continue;
         this.fail(error, batch, work, txn);
         return;
       }
@@ -256,6 +264,25 @@ export class KafkaShardLog implements ShardLog {
       for (const p of batch) p.resolve(p.lsn);
       work?.resolve();
     }
+  }
+
+  /**
+   * A transaction with outputs failed: if they were refused for good and it aborted, its appends go again, one
+   * per transaction until the refused outputs are found (refused, and dropped: their record is made durable
+   * without them). False for any other failure, which is fatal.
+   */
+  private async refused(error: unknown, batch: Pending[], work?: SnapshotWork, txn?: Transaction): Promise<boolean> {
+    const refusal = alongsideRefusal(alongsideOf(batch), error);
+    if (refusal === undefined || !(await aborted(txn))) return false;
+    if (batch.length === 1) {
+      this.settings.log.warn('kafka store: publishes refused; the record goes without them', { lsn: batch[0]!.lsn });
+      batch[0]!.alongside!.refused(refusal);
+      batch[0]!.alongside = undefined;
+      this.alone++;
+    } else this.alone = batch.length;
+    this.pending.unshift(...batch);
+    if (work) this.snapshotWork.unshift(work);
+    return true;
   }
 
   /** Sends a batch's records (packed, see `changelogValues`); returns the offset just past the last one. */

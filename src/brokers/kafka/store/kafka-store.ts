@@ -105,6 +105,8 @@ class KafkaStore implements Store {
   readonly shards: number;
   readonly ownership: 'all' | 'partition';
   readonly snapshotEvery: number | undefined;
+  /** A record's outputs go in its shard's transaction (see `Store.publishes`). */
+  readonly publishes = true;
   private readonly kafka: Kafka;
   private readonly admin: Admin;
   /** The shards open here: every one (`all`), or those opened and not closed (`partition`). */
