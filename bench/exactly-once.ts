@@ -1,7 +1,8 @@
 /**
  * bench/exactly-once: consume → transform → publish in Kafka transactions, on one Kafka broker (started by
  * scripts/kafka/start.mjs unless KAFKA_BROKERS is set), beside a raw kafkajs transactional loop doing the same
- * work, measured in the same run (the helpers are bench/publishing-sides.ts's).
+ * work, measured in the same run (the raw side in bench/exactly-once-raw.ts, the helpers in
+ * bench/publishing-sides.ts).
  *
  * Each round preloads a new input topic of P partitions with N small JSON messages `{ id, n }`, keyed by id (as
  * bench/publishing), and each side drains it into `{ id, doubled: n * 2 }` on a new output topic of P partitions
@@ -26,12 +27,21 @@
  *   BENCH_ROUNDS=5 BENCH_N=50000 BENCH_WORKERS=1024 BENCH_RAW_CHUNK=0 npm run bench:exactly-once
  */
 import { loadavg } from 'node:os';
-import { Kafka, Partitioners, logLevel, type LogEntry, type Producer } from 'kafkajs';
 import { App, subscriber, topic, type Logger } from '../src/index.js';
 import { KafkaBroker } from '../src/brokers/kafka/index.js';
-import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
 import { fmt, median, range } from './stats.js';
-import { MAX_WAIT_MS, admin, brokers, createTopic, kafka, preload, sleep, unique } from './publishing-sides.js';
+import { MAX_WAIT_MS, admin, brokers, createTopic, preload, unique } from './publishing-sides.js';
+import {
+  CONCURRENT_TRANSACTIONS,
+  counts,
+  drain,
+  drainRaw,
+  transform,
+  type Counts,
+  type In,
+  type Out,
+  type Side,
+} from './exactly-once-raw.js';
 
 const P = Number(process.env.BENCH_PARTITIONS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -43,243 +53,6 @@ const RAW_CHUNK = process.env.BENCH_RAW_CHUNK === undefined ? undefined : Number
 const ms = (x: number): string => x.toFixed(1);
 const ratio = (x: number): string => x.toFixed(2);
 const load = (): string => loadavg()[0]!.toFixed(1);
-
-/** kafkajs's CONCURRENT_TRANSACTIONS answer (a transaction begun while the last one's markers are written). */
-const CONCURRENT_TRANSACTIONS = /another concurrent operation on the same transaction/;
-
-interface In {
-  readonly id: number;
-  readonly n: number;
-}
-interface Out {
-  readonly id: number;
-  readonly doubled: number;
-}
-const transform = (v: In): Out => ({ id: v.id, doubled: v.n * 2 });
-
-/** What one side's transactions did. */
-interface Counts {
-  /** The consumer group whose offsets the transactions commit (known once the side joined). */
-  group: string | undefined;
-  commits: number;
-  inputs: number;
-  outputs: number;
-  /** Time spent in transactions, from begin to committed, in ms, summed. */
-  txMs: number;
-  /** CONCURRENT_TRANSACTIONS answers kafkajs retried. */
-  concurrent: number;
-  /** Warnings and errors logged (Sluice: its logger; raw: kafkajs's errors other than the above). */
-  complaints: string[];
-}
-
-const counts = (): Counts => ({
-  group: undefined,
-  commits: 0,
-  inputs: 0,
-  outputs: 0,
-  txMs: 0,
-  concurrent: 0,
-  complaints: [],
-});
-
-/** What a drain measured. */
-interface Side {
-  /** Messages/s from the first message handled to all N offsets (and so all N outputs) committed. */
-  readonly rate: number;
-  /** This process's CPU time (user + system) per message, in microseconds, over the same span. */
-  readonly cpuUs: number;
-  /** Average inputs per transaction. */
-  readonly perTx: number;
-  /** Mean time of a transaction, begin to committed, ms. */
-  readonly txMs: number;
-  readonly commits: number;
-  readonly concurrent: number;
-  /** Messages on the output read committed, and distinct ids among them (both N: exactly once). */
-  readonly read: number;
-  readonly distinct: number;
-  readonly complaints: readonly string[];
-}
-
-/** Resolves with the time at which `group`'s committed offsets of `input` add up to `n` (asked every 10 ms). */
-async function committedHolds(
-  group: () => string | undefined,
-  input: string,
-  n: number,
-  started: () => number,
-): Promise<number> {
-  const deadline = performance.now() + 300_000;
-  for (;;) {
-    const groupId = group();
-    if (groupId !== undefined) {
-      const [fetched] = await admin.fetchOffsets({ groupId, topics: [input] });
-      const sum = (fetched?.partitions ?? []).reduce((s, p) => s + Math.max(0, Number(p.offset)), 0);
-      if (sum >= n) return performance.now();
-    }
-    if (performance.now() > deadline) throw new Error(`${input}: fewer than ${n} offsets committed after 300 s`);
-    await sleep(started() === 0 ? 50 : 10);
-  }
-}
-
-/** Reads `out` committed from the start until it has `n` distinct ids (then 500 ms more): messages and ids. */
-async function readCommitted(out: string, n: number): Promise<{ read: number; distinct: number }> {
-  const consumer = kafka.consumer({ groupId: unique('eos-check'), maxWaitTimeInMs: MAX_WAIT_MS });
-  await consumer.connect();
-  await consumer.subscribe({ topic: out, fromBeginning: true });
-  const ids = new Set<number>();
-  let read = 0;
-  await consumer.run({
-    eachBatch: async ({ batch }) => {
-      for (const m of batch.messages) {
-        read++;
-        ids.add((JSON.parse(m.value!.toString('utf8')) as Out).id);
-      }
-    },
-  });
-  const deadline = performance.now() + 60_000;
-  while (ids.size < n && performance.now() < deadline) await sleep(50);
-  await sleep(500);
-  await consumer.disconnect();
-  return { read, distinct: ids.size };
-}
-
-/** Runs `start`, waits for `n` committed offsets, then `stop`, then reads the output; the rate from the first. */
-async function drain(
-  input: string,
-  out: string,
-  n: number,
-  c: Counts,
-  start: (first: () => void) => Promise<void>,
-  stop: () => Promise<void>,
-): Promise<Side> {
-  let t0 = 0;
-  let cpu0 = process.cpuUsage();
-  await start(() => {
-    if (t0 !== 0) return;
-    t0 = performance.now();
-    cpu0 = process.cpuUsage();
-  });
-  const t1 = await committedHolds(
-    () => c.group,
-    input,
-    n,
-    () => t0,
-  );
-  const cpu = process.cpuUsage(cpu0);
-  await stop();
-  const { read, distinct } = await readCommitted(out, n);
-  void admin.deleteTopics({ topics: [out] }).catch(() => undefined);
-  return {
-    rate: n / ((t1 - t0) / 1000),
-    cpuUs: (cpu.user + cpu.system) / n,
-    perTx: c.inputs / c.commits,
-    txMs: c.txMs / c.commits,
-    commits: c.commits,
-    concurrent: c.concurrent,
-    read,
-    distinct,
-    complaints: c.complaints,
-  };
-}
-
-// ---- raw: a kafkajs transactional loop ----
-
-/** A kafkajs client of the raw side's own, whose log counts the CONCURRENT_TRANSACTIONS answers retried. */
-function rawKafka(c: Counts): Kafka {
-  return new Kafka({
-    clientId: 'bench-eos-raw',
-    brokers: [brokers],
-    logLevel: logLevel.ERROR,
-    logCreator:
-      () =>
-      ({ log }: LogEntry) => {
-        if (CONCURRENT_TRANSACTIONS.test(log.message)) c.concurrent++;
-        else if (c.complaints.length < 5) c.complaints.push(log.message);
-      },
-  });
-}
-
-/**
- * Raw: a kafkajs consumer, `eachBatch` over the partitions at once with `autoCommit: false`, and a transactional
- * producer per input partition; per chunk of at most `chunk` inputs of a fetched batch (0: the whole batch), a
- * transaction: `sendBatch` of the outputs, `sendOffsets` of the chunk's last offset + 1, commit.
- */
-async function drainRaw(input: string, partitions: number, n: number, chunk: number): Promise<Side> {
-  const out = unique('eos-raw-out');
-  await createTopic(out, partitions);
-  const group = unique('eos-raw');
-  const c = counts();
-  const client = rawKafka(c);
-  const producers: Producer[] = await Promise.all(
-    Array.from({ length: partitions }, async (_, p) => {
-      const producer = client.producer({
-        transactionalId: `${group}.${input}.${p}`,
-        idempotent: true,
-        maxInFlightRequests: 1,
-        retry: PRODUCER_RETRY,
-        createPartitioner: Partitioners.DefaultPartitioner,
-      });
-      await producer.connect();
-      await (await producer.transaction()).abort(); // InitProducerId before anything is timed
-      return producer;
-    }),
-  );
-  const consumer = client.consumer({ groupId: group, maxWaitTimeInMs: MAX_WAIT_MS });
-  await consumer.connect();
-  await consumer.subscribe({ topic: input, fromBeginning: true });
-  c.group = group;
-  return drain(
-    input,
-    out,
-    n,
-    c,
-    (first) =>
-      consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        partitionsConsumedConcurrently: partitions,
-        // eslint-disable-next-line @typescript-eslint/unbound-method -- closures, though typed as methods
-        eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
-          if (batch.messages.length === 0) return;
-          first();
-          const producer = producers[batch.partition]!;
-          const size = chunk > 0 ? chunk : batch.messages.length;
-          for (let i = 0; i < batch.messages.length; i += size) {
-            const taken = batch.messages.slice(i, i + size);
-            const last = taken[taken.length - 1]!.offset;
-            const messages = taken.map((m) => {
-              const o = transform(JSON.parse(m.value!.toString('utf8')) as In);
-              return { key: String(o.id), value: JSON.stringify(o) };
-            });
-            const t = performance.now();
-            const transaction = await producer.transaction();
-            try {
-              await transaction.sendBatch({ topicMessages: [{ topic: out, messages }] });
-              await transaction.sendOffsets({
-                consumerGroupId: group,
-                topics: [
-                  { topic: input, partitions: [{ partition: batch.partition, offset: String(Number(last) + 1) }] },
-                ],
-              });
-              await transaction.commit();
-            } catch (error) {
-              if (transaction.isActive()) await transaction.abort().catch(() => undefined);
-              throw error;
-            }
-            c.txMs += performance.now() - t;
-            c.commits++;
-            c.inputs += taken.length;
-            c.outputs += messages.length;
-            resolveOffset(last);
-            await heartbeat();
-          }
-        },
-      }),
-    async () => {
-      await consumer.disconnect();
-      await Promise.all(producers.map((p) => p.disconnect()));
-    },
-  );
-}
 
 // ---- Sluice: `.exactlyOnce()` ----
 
