@@ -61,6 +61,7 @@ export interface MemoryStoreOptions {
 
 /** Where a memory store publishes a record's messages: all of them, or (throwing) none. */
 export interface MessageSink {
+  /** Publishes every message, in order, or throws and publishes none. */
   publishAll(messages: readonly StagedMessage[]): void;
 }
 
