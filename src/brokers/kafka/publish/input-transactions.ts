@@ -3,7 +3,7 @@ import { SluiceError } from '../../../core/errors.js';
 import type { InputTransactions, Logger, StagedMessage } from '../../../core/ports.js';
 import type { Kafka } from '../kafkajs.js';
 import { fencingProducer, isFenced } from '../transactional-producer.js';
-import { isRefusal, publishError, recordOf } from './publishing.js';
+import { byTopic, isRefusal, publishError } from './publishing.js';
 
 /** How many times a commit whose outcome is unknown is found out and tried again before `commit` rejects. */
 const ATTEMPTS = 5;
@@ -47,15 +47,8 @@ export class KafkaInputTransactions implements InputTransactions {
   }
 
   async commit(partition: number, offset: number, messages: readonly StagedMessage[]): Promise<void> {
-    const records = new Map<string, Message[]>();
-    for (const m of messages) {
-      let list = records.get(m.topic);
-      if (list === undefined) {
-        records.set(m.topic, (list = []));
-        await this.s.ready(m.topic);
-      }
-      list.push(recordOf(m.value, m.options));
-    }
+    const records = byTopic(messages);
+    for (const t of records.keys()) await this.s.ready(t);
     for (let attempt = 1; ; attempt++) {
       if (this.unsure.has(partition) && (await this.findOut(partition)) >= offset) return;
       const producer = this.producerOf(partition);

@@ -1,6 +1,7 @@
 import type { Message } from 'kafkajs';
 import { SluiceError, reasonOf } from '../../../core/errors.js';
 import { encodeValue, type PublishOptions } from '../../../core/message.js';
+import type { StagedMessage } from '../../../core/transactions.js';
 import { headersTo } from '../convert.js';
 
 /** What Kafka allows a topic's name to be (besides not `.` or `..`). */
@@ -53,12 +54,26 @@ export function publishError(topic: string, error: unknown): unknown {
 export const isRefusal = (error: unknown): boolean => refusalOf(error) !== undefined;
 
 /** The refusal in a kafkajs error or its causes (kafkajs wraps the broker's answer), if there is one. */
-function refusalOf(error: unknown): string | undefined {
+const refusalOf = (error: unknown): string | undefined => errorTypeIn(error, (type) => REFUSALS.has(type));
+
+/** The first broker answer (`type`) in a kafkajs error or its causes that `matches`, if there is one. */
+export function errorTypeIn(error: unknown, matches: (type: string) => boolean): string | undefined {
   let e: unknown = error;
   for (let depth = 0; depth < 8 && e !== null && typeof e === 'object'; depth++) {
     const { type, cause } = e as { type?: unknown; cause?: unknown };
-    if (typeof type === 'string' && REFUSALS.has(type)) return type;
+    if (typeof type === 'string' && matches(type)) return type;
     e = cause;
   }
   return undefined;
+}
+
+/** Messages as kafkajs's `sendBatch` takes them: by topic, each topic's in the order given. */
+export function byTopic(messages: Iterable<StagedMessage>): Map<string, Message[]> {
+  const records = new Map<string, Message[]>();
+  for (const m of messages) {
+    let list = records.get(m.topic);
+    if (list === undefined) records.set(m.topic, (list = []));
+    list.push(recordOf(m.value, m.options));
+  }
+  return records;
 }

@@ -1,24 +1,15 @@
-import type { Message, Transaction } from 'kafkajs';
+import type { Transaction } from 'kafkajs';
 import { SluiceError, reasonOf } from '../../../core/errors.js';
 import type { Alongside } from '../../../core/ports.js';
-import { isRefusal, publishError, recordOf } from '../publish/publishing.js';
+import { byTopic, errorTypeIn, isRefusal, publishError } from '../publish/publishing.js';
 
 /**
  * Sends the outputs of a transaction's records (a paced run's publishes beside its `done` record, see
  * `Alongside`), gathered by topic, in the records' order.
  */
 export async function sendAlongside(txn: Transaction, alongside: readonly Alongside[]): Promise<void> {
-  const byTopic = new Map<string, Message[]>();
-  for (const o of alongside)
-    for (const m of o.messages) {
-      let list = byTopic.get(m.topic);
-      if (list === undefined) byTopic.set(m.topic, (list = []));
-      list.push(recordOf(m.value, m.options));
-    }
-  await txn.sendBatch({
-    topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-    acks: -1,
-  });
+  const records = byTopic(alongside.flatMap((a) => a.messages));
+  await txn.sendBatch({ topicMessages: [...records].map(([topic, messages]) => ({ topic, messages })), acks: -1 });
 }
 
 /** The messages of `pending` appends that carry some. */
@@ -34,18 +25,9 @@ export const aborted = (txn: Transaction | undefined): Promise<boolean> =>
         () => false,
       );
 
-/** The kafkajs error of a missing topic, as it ends kafkajs's retries. */
-const UNKNOWN_TOPIC = 'UNKNOWN_TOPIC_OR_PARTITION';
-
-function isUnknownTopic(error: unknown): boolean {
-  let e: unknown = error;
-  for (let depth = 0; depth < 8 && e !== null && typeof e === 'object'; depth++) {
-    const { type, cause } = e as { type?: unknown; cause?: unknown };
-    if (type === UNKNOWN_TOPIC) return true;
-    e = cause;
-  }
-  return false;
-}
+/** A missing topic, as kafkajs's error ends its retries (the broker's answer in it or its causes). */
+const isUnknownTopic = (error: unknown): boolean =>
+  errorTypeIn(error, (type) => type === 'UNKNOWN_TOPIC_OR_PARTITION') !== undefined;
 
 /**
  * The error outputs get when a transaction that carries them fails for a reason sending them again cannot
