@@ -4,7 +4,7 @@
  */
 import { Kafka, Partitioners, logLevel, type LogEntry, type Producer } from 'kafkajs';
 import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
-import { MAX_WAIT_MS, admin, brokers, createTopic, kafka, sleep, unique } from './publishing-sides.js';
+import { MAX_WAIT_MS, admin, brokers, createTopic, fromFirst, kafka, sleep, unique } from './publishing-sides.js';
 
 /** kafkajs's CONCURRENT_TRANSACTIONS answer (a transaction begun while the last one's markers are written). */
 export const CONCURRENT_TRANSACTIONS = /another concurrent operation on the same transaction/;
@@ -113,26 +113,13 @@ export async function drain(
   start: (first: () => void) => Promise<void>,
   stop: () => Promise<void>,
 ): Promise<Side> {
-  let t0 = 0;
-  let cpu0 = process.cpuUsage();
-  await start(() => {
-    if (t0 !== 0) return;
-    t0 = performance.now();
-    cpu0 = process.cpuUsage();
-  });
-  const t1 = await committedHolds(
-    () => c.group,
-    input,
-    n,
-    () => t0,
-  );
-  const cpu = process.cpuUsage(cpu0);
+  const span = await fromFirst(start, (started) => committedHolds(() => c.group, input, n, started));
   await stop();
   const { read, distinct } = await readCommitted(out, n);
   void admin.deleteTopics({ topics: [out] }).catch(() => undefined);
   return {
-    rate: n / ((t1 - t0) / 1000),
-    cpuUs: (cpu.user + cpu.system) / n,
+    rate: n / span.seconds,
+    cpuUs: span.cpuUs / n,
     perTx: c.inputs / c.commits,
     txMs: c.txMs / c.commits,
     commits: c.commits,

@@ -79,13 +79,15 @@ async function outputHolds(name: string, n: number, started: () => number): Prom
   }
 }
 
-/** Runs `start`, waits for `n` outputs on `out`, then `stop`; the rate from the first handled message. */
-async function drain(
-  out: string,
-  n: number,
+/**
+ * Runs `start`, which calls `first` as it handles its first message, then waits for `done` (given the time
+ * of that first message, 0 before it), which resolves with the time the work was done: the span between, in
+ * seconds, and this process's CPU time (user + system) over it, in microseconds.
+ */
+export async function fromFirst(
   start: (first: () => void) => Promise<void>,
-  stop: () => Promise<void>,
-): Promise<Drain> {
+  done: (started: () => number) => Promise<number>,
+): Promise<{ seconds: number; cpuUs: number }> {
   let t0 = 0;
   let cpu0 = process.cpuUsage();
   await start(() => {
@@ -93,11 +95,22 @@ async function drain(
     t0 = performance.now();
     cpu0 = process.cpuUsage();
   });
-  const t1 = await outputHolds(out, n, () => t0);
+  const t1 = await done(() => t0);
   const cpu = process.cpuUsage(cpu0);
+  return { seconds: (t1 - t0) / 1000, cpuUs: cpu.user + cpu.system };
+}
+
+/** Runs `start`, waits for `n` outputs on `out`, then `stop`; the rate from the first handled message. */
+async function drain(
+  out: string,
+  n: number,
+  start: (first: () => void) => Promise<void>,
+  stop: () => Promise<void>,
+): Promise<Drain> {
+  const span = await fromFirst(start, (started) => outputHolds(out, n, started));
   await stop();
   void dropTopics([out]);
-  return { rate: n / ((t1 - t0) / 1000), cpuUs: (cpu.user + cpu.system) / n };
+  return { rate: n / span.seconds, cpuUs: span.cpuUs / n };
 }
 
 /**
