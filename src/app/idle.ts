@@ -30,12 +30,25 @@ export async function waitIdle(app: IdleSource): Promise<void> {
     // Work taken and finished while the brokers answer makes their answer stale: a handler may have read a
     // message and published another after its topic's end was read. Then the answer does not count.
     const wakes = app.progress.wakes;
-    const lags = await app.lags();
+    const lags = await app.lags().catch((error: unknown) => {
+      // A broker that cannot answer for a moment (its group coordinator loading after a restart) is asked again.
+      if (isRetriable(error)) return undefined;
+      throw error;
+    });
+    if (lags === undefined) {
+      await progressOrAfter(app.progress, LOOK_AGAIN_MS);
+      continue;
+    }
     if (app.progress.wakes !== wakes) continue;
     if (app.quiet() && lags.every((l) => l === 0)) return;
     // Something is on its way: wait for progress, or look again shortly (a remote fetch is under way).
     await progressOrAfter(app.progress, LOOK_AGAIN_MS);
   }
+}
+
+/** Whether a broker marked `error` as one that can pass when asked again (kafkajs's `retriable`). */
+function isRetriable(error: unknown): boolean {
+  return (error as { retriable?: unknown } | null | undefined)?.retriable === true;
 }
 
 /** Resolves at the next progress, or after `ms` of Node's own time, whichever comes first. */

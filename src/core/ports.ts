@@ -170,7 +170,9 @@ export interface Consumer {
   backlog(): number;
   /**
    * Messages in the broker beyond what this member has taken, over the partitions it owns (asks the
-   * broker where it must). `app.idle()` uses it: 0 means everything published so far was handed out.
+   * broker where it must). `app.idle()` uses it: 0 means everything published so far was handed out. A
+   * broker that cannot answer for a moment rejects with an error marked `retriable: true`; `app.idle()` asks
+   * again.
    */
   lag(): Promise<number>;
   /** The partitions this member owns now. */

@@ -42,4 +42,22 @@ describe('waitIdle', () => {
     await waitIdle({ quiet: () => true, progress: new Waiters(), lags: async () => (asked++, [0, 0]) });
     expect(asked).toBe(1);
   });
+
+  it('asks again when a broker cannot answer for a moment (retriable), and fails on any other error', async () => {
+    let asked = 0;
+    const coordinatorLoading = Object.assign(new Error('The coordinator is loading'), { retriable: true });
+    await waitIdle({
+      quiet: () => true,
+      progress: new Waiters(),
+      lags: async () => {
+        if (++asked <= 2) throw coordinatorLoading;
+        return [0];
+      },
+    });
+    expect(asked).toBe(3);
+    const refused = new Error('not authorized');
+    await expect(
+      waitIdle({ quiet: () => true, progress: new Waiters(), lags: () => Promise.reject(refused) }),
+    ).rejects.toBe(refused);
+  });
 });

@@ -178,7 +178,8 @@ export class KafkaBroker implements Broker {
    * stale (partitions added since) only gathers less well: a keyed message is sent keyed, placed by kafkajs.
    */
   private async countPartitions(topic: string): Promise<number> {
-    const metadata = await this.admin!.fetchTopicMetadata({ topics: [topic] });
+    // Another client may have just created it: this broker can list it before it serves its metadata.
+    const metadata = await askAgain(() => this.admin!.fetchTopicMetadata({ topics: [topic] }), SESSION_CLOCK);
     const count = metadata.topics[0]?.partitions.length ?? 0;
     if (count > 0) this.partitionCounts.set(topic, count);
     return count;

@@ -155,7 +155,9 @@ export class KafkaConsumer implements Consumer {
     await consumer.connect();
     if (this.request.fromEnd === true) await this.startAtEnd();
     const topics = [this.request.topic, ...(this.request.requests ? [this.request.requests.topic] : [])];
-    await consumer.subscribe({ topics, fromBeginning: this.settings.fromBeginning });
+    // kafkajs reads the topics' metadata here, and gives up while the broker still catches up with a topic
+    // another client has just created.
+    await askAgain(() => consumer.subscribe({ topics, fromBeginning: this.settings.fromBeginning }), SESSION_CLOCK);
     await this.run();
     await joined;
     this.commitEvery(this.settings.commitIntervalMs);
