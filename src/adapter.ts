@@ -35,6 +35,7 @@ export {
 } from './core/message.js';
 export type {
   Broker,
+  BrokerServer,
   Clock,
   ConsumeRequest,
   Consumer,

@@ -28,6 +28,7 @@
  * @module sluice
  */
 export { App, type AppOptions, type Receipt } from './app/app.js';
+export type { AsyncApiDocument } from './app/asyncapi.js';
 export type { AppHealth, AppStatus, SubscriberHealth } from './telemetry/health.js';
 export type {
   HealthOptions,
@@ -67,6 +68,7 @@ export { HandlerOutcome } from './core/outcome.js';
 export type {
   /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   Broker,
+  BrokerServer,
   Clock,
   /** @deprecated Import it from `sluice/adapter`; `sluice` stops exporting it in a later release. */
   ConsumeRequest,

@@ -25,6 +25,8 @@ export interface AppOptions {
   name: string;
   /** The app's version, written in the `started` log line. @default '0.0.0' */
   version?: string;
+  /** What the app does, in a sentence or two: the `info.description` of its AsyncAPI document. */
+  description?: string;
   /**
    * The bound of a whole `stop()`, in milliseconds: in-flight deliveries finish within it (then their
    * `ctx.signal` is aborted), and the final commit and closing the brokers get what is left of it. Also
@@ -86,6 +88,7 @@ export interface AppOptions {
 const APP_OPTION_NAMES: ReadonlySet<string> = new Set([
   'name',
   'version',
+  'description',
   'shutdownTimeoutMs',
   'store',
   'clock',
@@ -140,6 +143,7 @@ export function checkAppOptions(options: AppOptions): void {
 /** The settings that are values: each of its type and range. */
 function checkValues(options: AppOptions, bad: (field: string, expected: string) => never): void {
   if (options.version !== undefined && typeof options.version !== 'string') bad('version', 'a string');
+  if (options.description !== undefined && typeof options.description !== 'string') bad('description', 'a string');
   const t = options.shutdownTimeoutMs;
   if (t !== undefined && !(typeof t === 'number' && t >= 0 && Number.isFinite(t)))
     bad('shutdownTimeoutMs', 'a finite number >= 0');

@@ -13,6 +13,7 @@ import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options
 import { callingHandlerHost, type DeadLetterCounts } from '../pipeline/executor.js';
 import { Hooks } from './hooks.js';
 import { AppSettings } from './app-settings.js';
+import { asyncApiOf, type AsyncApiDocument, type AsyncApiSource } from './asyncapi.js';
 import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
@@ -24,6 +25,7 @@ import type { Subscription } from '../pipeline/subscription.js';
 import { Topic } from '../declare/topic.js';
 import {
   Publisher,
+  publisherHostOf,
   request,
   type BrokerChoice,
   type PublisherHost,
@@ -84,6 +86,8 @@ export class App extends AppSettings {
   protected readonly hooks: Hooks;
   /** Woken whenever work was taken or finished, an append became durable, or the app stopped: `idle()` looks again. */
   private readonly progress = new Waiters();
+  /** The topics of `app.publisher` and `app.request`, for {@link App.asyncapi}. */
+  private readonly published = new Map<string, AsyncApiSource['published'][number]>();
   /** Metrics, health and the HTTP server. */
   private readonly telemetry: Telemetry;
 
@@ -304,6 +308,7 @@ export class App extends AppSettings {
   publisher<T>(topic: Topic<T, unknown>, options: BrokerChoice = {}): Publisher<T> {
     if (!((topic as unknown) instanceof Topic))
       throw new SluiceError('CONFIG_INVALID', `App "${this.name}": publisher() takes a topic(), got ${show(topic)}`);
+    this.published.set(topic.name, { topic: topic as Topic<unknown, unknown>, requests: false });
     return new Publisher(topic, this.publisherHost(), options);
   }
 
@@ -324,7 +329,18 @@ export class App extends AppSettings {
    * ```
    */
   request<Q, R>(topic: Topic<Q, R> & Requestable<R>, value: NoInfer<Q>, options: RequestOptions = {}): Promise<R> {
+    this.published.set(topic.name, { topic: topic as Topic<unknown, unknown>, requests: true });
     return request(this.publisherHost(), topic, value, options);
+  }
+
+  /**
+   * The app's AsyncAPI 3.0 document: a channel per topic it reads, publishes, dead-letters or replies on,
+   * its operations, payload schemas from its topics' validators, and `x-sluice-*` extensions for what AsyncAPI
+   * cannot say (docs/asyncapi.md). Topics used by `app.publisher` and `app.request` so far are included.
+   */
+  asyncapi(): AsyncApiDocument {
+    const { options, version, mounts, published } = this;
+    return asyncApiOf({ ...options, version, mounts: mounts.all, published: [...published.values()] });
   }
 
   /**
@@ -337,20 +353,7 @@ export class App extends AppSettings {
   }
 
   private publisherHost(): PublisherHost {
-    const app = this.lifecycle;
-    const brokers = (): Broker[] => [...new Set(this.mounts.all.map((m) => m.broker))];
-    return {
-      name: this.name,
-      get state() {
-        return app.state;
-      },
-      get parts() {
-        return app.parts;
-      },
-      get brokers() {
-        return brokers();
-      },
-    };
+    return publisherHostOf(this.name, this.lifecycle, () => this.mounts.all.map((m) => m.broker));
   }
 
   private sendTarget(): SendTarget {

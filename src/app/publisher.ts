@@ -62,6 +62,26 @@ export interface PublisherHost {
   readonly brokers: readonly Broker[];
 }
 
+/** The host of an app's publishers: its name, and its lifecycle's state and parts and brokers as they are now. */
+export function publisherHostOf(
+  name: string,
+  app: { readonly state: string; readonly parts: StartParts | undefined },
+  brokers: () => readonly Broker[],
+): PublisherHost {
+  return {
+    name,
+    get state() {
+      return app.state;
+    },
+    get parts() {
+      return app.parts;
+    },
+    get brokers() {
+      return [...new Set(brokers())];
+    },
+  };
+}
+
 /**
  * A typed producer of one topic, outside handlers: `app.publisher(invoices).publish(invoice)`. Each publish
  * goes through the app's publish middlewares and tracing (told `kind: 'publisher'`), with the topic's key and

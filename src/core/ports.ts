@@ -6,6 +6,18 @@ import type { Headers, InboundMessage, PublishOptions } from './message.js';
 import type { InputTransactions } from './transactions.js';
 
 /**
+ * Where a broker is, as an AsyncAPI server names it.
+ *
+ * @category Brokers
+ */
+export interface BrokerServer {
+  /** Its address: a Kafka cluster's bootstrap addresses, comma-separated; `localhost` in the app's process. */
+  readonly host: string;
+  /** Its protocol: `kafka`, `memory`. */
+  readonly protocol: string;
+}
+
+/**
  * A message broker. The app calls `connect` once before anything else and `close` once at the end.
  *
  * An adapter promises:
@@ -24,6 +36,11 @@ import type { InputTransactions } from './transactions.js';
 export interface Broker {
   /** A short name for logs: `memory`, `kafka`. */
   readonly kind: string;
+  /**
+   * Where the broker is, for the app's AsyncAPI document: its `host` (a Kafka cluster's bootstrap addresses,
+   * comma-separated) and `protocol` (`kafka`). Optional; a broker without it is described by its `kind`.
+   */
+  server?(): BrokerServer;
   /**
    * Connects (the app calls it in `start()`, once per broker); a rejection fails the start.
    *

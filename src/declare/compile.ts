@@ -37,6 +37,8 @@ export interface CompiledSubscriber {
   readonly key: KeyFn | undefined;
   /** The decoder as a function of the raw bytes (a `parse` object is wrapped: JSON first, then `parse`). */
   readonly decode: (raw: Uint8Array) => unknown;
+  /** The decoder as given (a Standard Schema, a `parse` object, a function), or `undefined` for plain JSON. */
+  readonly schema: SubscriberOptions['decode'];
   /** Messages per batch for batch handlers; undefined for one-at-a-time handlers. */
   readonly batchMax: number | undefined;
   /** The retry policy. */
@@ -130,6 +132,7 @@ export function compile(mounted: Mounted, app: { name: string; defaults?: Shared
     byKey,
     key: own.key,
     decode: decoderOf(pick('decode')),
+    schema: pick('decode'),
     batchMax: own.batch?.max,
     retry: Object.freeze({
       attempts: retryField((r) => r.attempts) ?? DEFAULTS.attempts,

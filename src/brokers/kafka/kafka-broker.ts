@@ -4,7 +4,15 @@ import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
 import type { PublishOptions } from '../../core/message.js';
-import type { Broker, Clock, ConsumeRequest, Consumer, InputTransactions, Logger } from '../../core/ports.js';
+import type {
+  Broker,
+  BrokerServer,
+  Clock,
+  ConsumeRequest,
+  Consumer,
+  InputTransactions,
+  Logger,
+} from '../../core/ports.js';
 import { SESSION_CLOCK } from './consumer/batch-reader.js';
 import { askAgain, pauseAfter } from './catching-up.js';
 import { KafkaConsumer } from './consumer/kafka-consumer.js';
@@ -32,6 +40,11 @@ import { KafkaInputTransactions } from './publish/input-transactions.js';
 export class KafkaBroker implements Broker {
   /** `'kafka'`. */
   readonly kind = 'kafka';
+
+  /** Its bootstrap addresses, comma-separated, and protocol `kafka`. */
+  server(): BrokerServer {
+    return { host: this.options.brokers.join(','), protocol: 'kafka' };
+  }
   /** The kafkajs client the producer and the admin client share, made with this broker's settings. */
   readonly kafka: Kafka;
   private producer: Producer | undefined;

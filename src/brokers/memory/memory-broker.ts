@@ -1,6 +1,13 @@
 import { SluiceError, show } from '../../core/errors.js';
 import { utf8, type InboundMessage, type PublishOptions } from '../../core/message.js';
-import type { Broker, ConsumeRequest, Consumer, InputTransactions, StagedMessage } from '../../core/ports.js';
+import type {
+  Broker,
+  BrokerServer,
+  ConsumeRequest,
+  Consumer,
+  InputTransactions,
+  StagedMessage,
+} from '../../core/ports.js';
 import { GroupTopic } from './group.js';
 import { MemoryConsumer } from './memory-consumer.js';
 import { MemoryTransactions } from './memory-transactions.js';
@@ -55,6 +62,11 @@ export interface MemoryBrokerOptions {
 export class MemoryBroker implements Broker {
   /** `'memory'`. */
   readonly kind = 'memory';
+
+  /** In the app's process: host `localhost`, protocol `memory`. */
+  server(): BrokerServer {
+    return { host: 'localhost', protocol: 'memory' };
+  }
   private readonly topicLogs = new Map<string, TopicLog>();
   private readonly groups = new Map<string, GroupTopic>();
   private readonly defaultPartitions: number;
