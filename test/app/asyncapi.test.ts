@@ -54,7 +54,9 @@ function shop(broker: Broker = new MemoryBroker()): App {
 /** What the parser says of `doc` at warning level or worse (0 error, 1 warning). */
 async function complaints(doc: unknown): Promise<string[]> {
   const { diagnostics } = await new Parser().parse(JSON.stringify(doc));
-  return diagnostics.filter((d) => Number(d.severity) <= 1).map((d) => `${d.code} at ${d.path.join('.')}: ${d.message}`);
+  return diagnostics
+    .filter((d) => Number(d.severity) <= 1)
+    .map((d) => `${d.code} at ${d.path.join('.')}: ${d.message}`);
 }
 
 type Doc = {
