@@ -333,6 +333,11 @@ export class App extends AppSettings {
     return request(this.publisherHost(), topic, value, options);
   }
 
+  /** The brokers the app is mounted on, in the order of their first `withBroker` (`sluice publish` uses them). */
+  brokers(): readonly Broker[] {
+    return [...new Set(this.mounts.all.map((m) => m.broker))];
+  }
+
   /**
    * The app's AsyncAPI 3.0 document: a channel per topic it reads, publishes, dead-letters or replies on,
    * its operations, payload schemas from its topics' validators, and `x-sluice-*` extensions for what AsyncAPI
