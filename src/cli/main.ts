@@ -3,7 +3,7 @@
  * The `sluice` command: `run`, `asyncapi`, `docs serve`, `publish` (docs/cli.md). Each loads a module that
  * exports an App; a TypeScript module loads through ts-node, with no build step.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -87,7 +87,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const main = fileURLToPath(import.meta.url);
     return supervise(main, pass, path.resolve(values.watch ?? path.dirname(module)));
   }
-  if (isTypeScript(module)) registerTypeScript();
+  if (isTypeScript(module) && existsSync(module)) registerTypeScript(); // else loadApp tells it is missing
   const app = await loadApp(module, values.export);
   switch (command) {
     case 'run':
