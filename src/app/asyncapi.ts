@@ -83,7 +83,8 @@ export function asyncApiOf(app: AsyncApiSource): AsyncApiDocument {
 /** A subscriber's operations: it receives; it sends its dead letters, its results and its replies. */
 function receive(s: CompiledSubscriber, server: string, kafka: boolean, channels: Channels, operations: Json): void {
   const name = keyOf(s.name);
-  const input = channels.add(s.topic, jsonSchemaOf(s.schema), { server, keyed: s.byKey || s.pace !== undefined });
+  const keyed = s.byKey || s.pace !== undefined;
+  const input = channels.add(s.topic, jsonSchemaOf(s.schema), { server, keyed, correlated: s.replies });
   const operation: Json = {
     action: 'receive',
     channel: ref(`channels/${input}`),
