@@ -1,3 +1,4 @@
+import { isRetriable } from '../core/errors.js';
 import type { Waiters } from '../core/waiters.js';
 
 /** How long `idle()` waits, without progress, before it asks the brokers again (a remote fetch may be under way). */
@@ -44,11 +45,6 @@ export async function waitIdle(app: IdleSource): Promise<void> {
     // Something is on its way: wait for progress, or look again shortly (a remote fetch is under way).
     await progressOrAfter(app.progress, LOOK_AGAIN_MS);
   }
-}
-
-/** Whether a broker marked `error` as one that can pass when asked again (kafkajs's `retriable`). */
-function isRetriable(error: unknown): boolean {
-  return (error as { retriable?: unknown } | null | undefined)?.retriable === true;
 }
 
 /** Resolves at the next progress, or after `ms` of Node's own time, whichever comes first. */

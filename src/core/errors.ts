@@ -186,3 +186,11 @@ function attempt<T, F>(read: () => T, fallback: F): T | F {
     return fallback;
   }
 }
+
+/**
+ * Whether a broker marked `error` as one that can pass when asked again: kafkajs's `retriable` (a leader
+ * moved, a request timed out, a connection dropped, a group coordinator still loading).
+ */
+export function isRetriable(error: unknown): boolean {
+  return (error as { retriable?: unknown } | null | undefined)?.retriable === true;
+}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Admin, KafkaMessage, PartitionAssigner } from 'kafkajs';
+import { isRetriable } from '../../../core/errors.js';
 import type { Logger } from '../../../core/ports.js';
 import { SESSION_CLOCK } from '../consumer/batch-reader.js';
 import { askAgain } from '../catching-up.js';
@@ -122,9 +123,6 @@ async function fetchPartition(
     await cluster.disconnect().catch((error: unknown) => read.log.debug('reader not disconnected', { error }));
   }
 }
-
-/** kafkajs's retriable errors (a leader moved, a request timed out, a connection dropped). */
-const isRetriable = (error: unknown): boolean => (error as { retriable?: unknown } | undefined)?.retriable === true;
 
 /** The read in a consumer group of its own (a kafkajs without the internals a fetch takes). */
 async function readInGroup(read: PartitionRead, end: number, visit: (message: KafkaMessage) => void): Promise<void> {
