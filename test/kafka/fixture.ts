@@ -2,7 +2,7 @@ import type { Admin, Consumer } from 'kafkajs';
 import { inject } from 'vitest';
 import { jsonLogger, silentLogger } from '../../src/index.js';
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
-import type { Kafka } from '../../src/brokers/kafka/kafkajs.js';
+import { READ_UNCOMMITTED, kafkajsInternals, type Kafka } from '../../src/brokers/kafka/kafkajs.js';
 import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 
 /** The bootstrap address of the test broker, or undefined (with a reason) when there is none. */
@@ -54,8 +54,12 @@ export function eachConsumer(broker: KafkaBroker, touch: (consumer: Consumer) =>
   };
 }
 
-/** Every committed message of `topic`'s partitions 0 to `partitions` − 1 (read_committed), parsed as JSON. */
+/**
+ * Every committed message of `topic`'s partitions 0 to `partitions` − 1 (read_committed), parsed as JSON, once
+ * every transaction written to them so far has its outcome marked (see {@link settled}).
+ */
 export async function readCommitted<T>(kafka: Kafka, admin: Admin, topic: string, partitions: number): Promise<T[]> {
+  await settled(kafka, admin, topic, partitions);
   const read: T[] = [];
   for (let partition = 0; partition < partitions; partition++)
     await readPartition(
@@ -63,4 +67,39 @@ export async function readCommitted<T>(kafka: Kafka, admin: Admin, topic: string
       (m) => read.push(JSON.parse(m.value!.toString()) as T),
     );
   return read;
+}
+
+/** How long {@link settled} waits for a transaction's markers at most. */
+const SETTLE_MS = 30_000;
+
+/**
+ * Resolves once the last stable offset of each of `topic`'s partitions 0 to `partitions` − 1 (what a
+ * read_committed offset listing answers, and where a read_committed read of the partition ends) has reached
+ * the high watermark it had when this was called. A transaction's commit resolves once its coordinator has
+ * decided it; the markers reach its partitions a moment later, and until then a read_committed read ends
+ * before the transaction's messages. Call it when no transaction is open on the partitions.
+ */
+async function settled(kafka: Kafka, admin: Admin, topic: string, partitions: number): Promise<void> {
+  const cluster = kafkajsInternals(kafka)!.cluster(READ_UNCOMMITTED);
+  const wanted = Array.from({ length: partitions }, (_, partition) => ({ partition }));
+  let high: readonly { partition: number; offset: string }[];
+  try {
+    await cluster.connect();
+    await cluster.addTargetTopic(topic);
+    const listed = await cluster.fetchTopicsOffset([{ topic, fromBeginning: false, partitions: wanted }]);
+    high = listed.find((t) => t.topic === topic)?.partitions ?? [];
+  } finally {
+    await cluster.disconnect().catch(() => undefined);
+  }
+  const deadline = Date.now() + SETTLE_MS;
+  for (;;) {
+    const stable = await admin.fetchTopicOffsets(topic);
+    const behind = high.filter(
+      ({ partition, offset }) => Number(stable.find((s) => s.partition === partition)?.high) < Number(offset),
+    );
+    if (behind.length === 0) return;
+    if (Date.now() > deadline)
+      throw new Error(`${topic}: transaction markers not written in ${SETTLE_MS} ms (${JSON.stringify(behind)})`);
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the markers are written by the broker alone
+  }
 }

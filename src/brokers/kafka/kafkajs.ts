@@ -74,16 +74,23 @@ export interface InternalCluster {
   refreshMetadata(): Promise<void>;
   findLeaderForPartitions(topic: string, partitions: number[]): Record<string, number[]>;
   findBroker(node: { nodeId: string }): Promise<InternalBroker>;
+  /** The partitions' latest offsets (or earliest, `fromBeginning`), as seen at the cluster's isolation level. */
+  fetchTopicsOffset(
+    topics: { topic: string; fromBeginning: boolean; partitions: { partition: number }[] }[],
+  ): Promise<{ topic: string; partitions: { partition: number; offset: string }[] }[]>;
 }
 
 /** What reading a partition without a consumer group takes of kafkajs (see {@link kafkajsInternals}). */
 export interface KafkajsInternals {
-  readonly cluster: () => InternalCluster;
+  /** A new cluster of connections; its offset listings see `isolationLevel` ({@link READ_COMMITTED} unless said). */
+  readonly cluster: (isolationLevel?: number) => InternalCluster;
   readonly batch: (topic: string, fetchedOffset: string, partition: FetchedPartition) => FetchedBatch;
 }
 
 /** kafkajs's READ_COMMITTED isolation level, as its fetch takes it. */
 export const READ_COMMITTED = 1;
+/** kafkajs's READ_UNCOMMITTED isolation level: an offset listing then answers the high watermark. */
+export const READ_UNCOMMITTED = 0;
 
 /**
  * What reading a partition without a consumer group takes of kafkajs, whose public API reads only through a
@@ -109,11 +116,8 @@ export function kafkajsInternals(
   if (typeof Batch !== 'function') return undefined;
   const BatchClass = Batch as new (topic: string, fetchedOffset: string, partition: FetchedPartition) => FetchedBatch;
   return {
-    cluster: () =>
-      (make as (options: object) => InternalCluster).call(kafka, {
-        allowAutoTopicCreation: false,
-        isolationLevel: READ_COMMITTED,
-      }),
+    cluster: (isolationLevel = READ_COMMITTED) =>
+      (make as (options: object) => InternalCluster).call(kafka, { allowAutoTopicCreation: false, isolationLevel }),
     batch: (topic, fetchedOffset, partition) => new BatchClass(topic, fetchedOffset, partition),
   };
 }
