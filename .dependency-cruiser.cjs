@@ -52,6 +52,25 @@ module.exports = {
       to: { path: '(^|/)node_modules/kafkajs/', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'platformatic-only-in-brokers-platformatic',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/brokers/platformatic/' },
+      to: { path: '@platformatic/kafka' },
+    },
+    {
+      name: 'platformatic-loaded-by-platformatic-ts-only',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/brokers/platformatic/platformatic\\.ts$' },
+      to: { path: '(^|/)node_modules/@platformatic/kafka/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'platformatic-never-reaches-kafkajs',
+      severity: 'error',
+      from: { path: '^src/brokers/platformatic/' },
+      // Types of the kafkajs adapter's settings are shared; kafkajs itself is loaded by kafkajs.ts alone.
+      to: { path: '^src/brokers/kafka/kafkajs\\.ts$', reachable: true },
+    },
+    {
       name: 'opentelemetry-loaded-by-tracing-ts-only',
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/telemetry/tracing/tracing\\.ts$' },
@@ -61,7 +80,10 @@ module.exports = {
       name: 'main-entry-never-reaches-kafka',
       severity: 'error',
       from: { path: '^src/(index|testing|adapter)\\.ts$' },
-      to: { path: ['^src/brokers/kafka/', '(^|/)node_modules/kafkajs/'], reachable: true },
+      to: {
+        path: ['^src/brokers/(kafka|platformatic)/', '(^|/)node_modules/(kafkajs|@platformatic)/'],
+        reachable: true,
+      },
     },
     { name: 'no-tests-from-src', severity: 'error', from: { path: '^src/' }, to: { path: '^(test|bench|examples)/' } },
   ],

@@ -22,6 +22,7 @@ export const ERROR_CODES = [
   'PUBLISH_REFUSED',
   'TOPIC_MISSING',
   'DEPENDENCY_MISSING',
+  'RUNTIME_UNSUPPORTED',
   'MIDDLEWARE_NEXT_TWICE',
   'OUTCOME_INVALID',
   'STARTUP_HOOK_FAILED',
@@ -65,6 +66,8 @@ export const ERROR_CODES = [
  * - `DEPENDENCY_MISSING`: `sluice/kafka` imported where kafkajs, its optional peer dependency, is not
  *   installed (or an app with `metrics` started where prom-client is not); the message names the command
  *   that installs it.
+ * - `RUNTIME_UNSUPPORTED`: `sluice/kafka/platformatic` imported on a Node.js its client (@platformatic/kafka) does
+ *   not run on (before 22.22, or a Node 24 before 24.6); `sluice/kafka` (kafkajs) runs there.
  * - `MIDDLEWARE_NEXT_TWICE`: a middleware (or a publish middleware) called its `next` a second time: that call
  *   rejects with it and runs nothing more; unless the middleware catches it, its attempt fails (retried, then
  *   dead-lettered) or its publish fails.

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { KAFKAJS_RANGE, loadKafkajs } from '../../src/brokers/kafka/kafkajs.js';
+import { PLATFORMATIC_RANGE, loadPlatformatic, nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
 import * as adapter from '../../src/adapter.js';
 import * as sluice from '../../src/index.js';
 import { SluiceError } from '../../src/index.js';
@@ -52,6 +53,32 @@ describe('kafkajs, an optional peer dependency of sluice/kafka', () => {
 
   it('is asked for in the range package.json declares', () => {
     expect(pkg.peerDependencies.kafkajs).toBe(KAFKAJS_RANGE);
+  });
+});
+
+describe('@platformatic/kafka, an optional peer dependency of sluice/kafka/platformatic', () => {
+  it('runs on Node.js 22.22 or later, 24.6 or later on Node 24', () => {
+    expect(['20.19.5', '22.21.1', '24.5.0'].filter(nodeRuns)).toEqual([]);
+    expect(['22.22.0', '22.23.3', '23.0.0', '24.6.0', '24.21.0', '25.1.0'].every(nodeRuns)).toBe(true);
+  });
+
+  it('on an older Node, is a RUNTIME_UNSUPPORTED SluiceError that says to use sluice/kafka, and loads nothing', async () => {
+    let loaded = false;
+    const load = loadPlatformatic(() => Promise.resolve((loaded = true)), '20.19.5');
+    await expect(load).rejects.toBeInstanceOf(SluiceError);
+    await expect(load).rejects.toMatchObject({ code: 'RUNTIME_UNSUPPORTED' });
+    await expect(load).rejects.toThrow(/20\.19\.5.*sluice\/kafka/);
+    expect(loaded).toBe(false);
+  });
+
+  it('missing, is a DEPENDENCY_MISSING SluiceError that names the command that installs it', async () => {
+    const missing = Object.assign(new Error(`Cannot find package '@platformatic/kafka' imported from /app/x.js`), {
+      code: 'ERR_MODULE_NOT_FOUND',
+    });
+    const load = loadPlatformatic(() => Promise.reject(missing), '24.21.0');
+    await expect(load).rejects.toMatchObject({ code: 'DEPENDENCY_MISSING', cause: missing });
+    await expect(load).rejects.toThrow(`npm install @platformatic/kafka@${PLATFORMATIC_RANGE}`);
+    expect(pkg.peerDependencies['@platformatic/kafka']).toBe(PLATFORMATIC_RANGE);
   });
 });
 

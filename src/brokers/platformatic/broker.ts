@@ -1,0 +1,252 @@
+import type { Admin, Producer } from '@platformatic/kafka';
+import { SluiceError, reasonOf, show } from '../../core/errors.js';
+import { SystemClock } from '../../core/clock.js';
+import { jsonLogger } from '../../core/logger.js';
+import type { PublishOptions } from '../../core/message.js';
+import type { Broker, BrokerServer, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { consumerSettingsOf } from '../kafka/options.js';
+import { isLegalTopic, recordOf } from '../kafka/publish/publishing.js';
+import { PlatformaticConsumer } from './consumer.js';
+import { pk } from './client.js';
+import type { PlatformaticKafkaBrokerOptions, PlatformaticSettings } from './settings.js';
+
+type Bytes = Buffer | undefined;
+const bytes = (data?: Buffer | string): Bytes =>
+  data === undefined || Buffer.isBuffer(data) ? data : Buffer.from(data);
+
+/** Broker answers that refuse the message itself or its topic's name: sending it again cannot succeed. */
+const REFUSALS = [
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'INVALID_TIMESTAMP',
+  'INVALID_TOPIC_EXCEPTION',
+];
+
+/**
+ * Apache Kafka through @platformatic/kafka (Node.js 22.22 or 24.6 and later): the same promises as
+ * `KafkaBroker` (sluice/kafka) for publishing and consuming, with the consumer group protocol of KIP-848
+ * available (`groupProtocol: 'consumer'`). Publishing uses one idempotent producer (acks from all in-sync
+ * replicas, no duplicates on retries) with the Java-compatible murmur2 partitioner.
+ *
+ * Not on this client yet: `exactlyOnce` subscribers (`transactions`) and the Kafka store (`kafkaStore`); use
+ * sluice/kafka for those. The repository's `docs/kafka.md` compares the two clients.
+ */
+export class PlatformaticKafkaBroker implements Broker {
+  /** `'kafka'`. */
+  readonly kind = 'kafka';
+  private producer: Producer<Buffer, Buffer, Buffer, Buffer> | undefined;
+  private admin: Admin | undefined;
+  private connecting: Promise<void> | undefined;
+  private readonly consumers = new Set<PlatformaticConsumer>();
+  private readonly known = new Set<string>();
+  private readonly partitionCounts = new Map<string, number>();
+  private log: Logger;
+  private clock: Clock = new SystemClock();
+  private readonly settings: PlatformaticSettings;
+
+  /**
+   * Makes nothing yet (the app calls `connect` at `start()`).
+   *
+   * @throws TypeError when `brokers` lists no server.
+   * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` for a bad `groupProtocol` or `metadataMaxAgeMs`.
+   */
+  constructor(private readonly options: PlatformaticKafkaBrokerOptions) {
+    if (!Array.isArray(options?.brokers) || options.brokers.length === 0)
+      throw new TypeError('PlatformaticKafkaBroker: brokers must list at least one host:port');
+    const protocol = options.groupProtocol ?? 'classic';
+    if (protocol !== 'classic' && protocol !== 'consumer')
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `PlatformaticKafkaBroker: groupProtocol must be 'classic' or 'consumer', got ${show(protocol)}`,
+      );
+    this.log = (options.logger ?? jsonLogger()).child({ broker: 'kafka' });
+    this.settings = {
+      ...consumerSettingsOf(options),
+      clientId: options.clientId ?? 'sluice',
+      bootstrapBrokers: options.brokers,
+      groupProtocol: protocol,
+      platformatic: options.platformatic,
+    };
+  }
+
+  /** Its bootstrap addresses, comma-separated, and protocol `kafka`. */
+  server(): BrokerServer {
+    return { host: this.options.brokers.join(','), protocol: 'kafka' };
+  }
+
+  connect(app?: { readonly logger: Logger; readonly clock: Clock }): Promise<void> {
+    if (app !== undefined) {
+      if (this.options.logger === undefined) this.log = app.logger.child({ broker: 'kafka' });
+      this.clock = app.clock;
+    }
+    this.connecting ??= this.connectClients();
+    return this.connecting;
+  }
+
+  private async connectClients(): Promise<void> {
+    const base = {
+      clientId: this.settings.clientId,
+      bootstrapBrokers: this.settings.bootstrapBrokers,
+      metadataMaxAge: this.settings.metadataMaxAgeMs,
+      ...(this.options.platformatic?.tls !== undefined && { tls: this.options.platformatic.tls }),
+      ...(this.options.platformatic?.sasl !== undefined && { sasl: this.options.platformatic.sasl }),
+    };
+    this.producer = new pk.Producer<Buffer, Buffer, Buffer, Buffer>({
+      ...base,
+      idempotent: true,
+      partitioner: pk.compatibilityPartitioner,
+      serializers: { key: bytes, value: bytes, headerKey: bytes, headerValue: bytes },
+    });
+    this.admin = new pk.Admin(base);
+    try {
+      await this.admin.metadata({ topics: [] });
+    } catch (error) {
+      this.connecting = undefined;
+      await this.closeClients();
+      throw error;
+    }
+  }
+
+  /**
+   * Publishes one message, as `KafkaBroker.publish` does. Resolves once the in-sync replicas have it.
+   *
+   * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses
+   *   the message for good, `TOPIC_MISSING` for a topic the broker does not have, `CONFIG_INVALID` for a pinned
+   *   `partition` the topic does not have.
+   */
+  async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
+    await this.connect();
+    await this.ensureTopic(topic);
+    if (isLegalTopic(topic)) await this.mustExist(topic, '(publishing)');
+    const record = recordOf(value, options);
+    const partition = options?.partition;
+    if (partition !== undefined) {
+      // The client would send a partition the topic does not have to (partition modulo the count) another one.
+      const count = await this.countPartitions(topic);
+      if (!Number.isInteger(partition) || partition < 0 || partition >= count)
+        throw new SluiceError(
+          'CONFIG_INVALID',
+          `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`,
+        );
+    }
+    const headers = new Map<Buffer, Buffer>();
+    for (const [name, v] of Object.entries(record.headers ?? {}))
+      for (const one of Array.isArray(v) ? v : [v]) headers.set(Buffer.from(name), bytes(one)!);
+    try {
+      await this.producer!.send({
+        messages: [
+          {
+            topic,
+            key: record.key === null || record.key === undefined ? undefined : bytes(record.key),
+            value: record.value === null || record.value === undefined ? undefined : bytes(record.value),
+            headers,
+            ...(partition !== undefined && { partition }),
+          },
+        ],
+      });
+    } catch (error) {
+      const refused = REFUSALS.find((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
+      if (refused === undefined && !isLegalTopic(topic))
+        throw new SluiceError(
+          'PUBLISH_REFUSED',
+          `kafka: publish to "${topic}" refused: not a legal topic name (${reasonOf(error)})`,
+          { cause: error },
+        );
+      if (refused !== undefined)
+        throw new SluiceError(
+          'PUBLISH_REFUSED',
+          `kafka: publish to "${topic}" refused: ${refused} (${reasonOf(error)})`,
+          { cause: error },
+        );
+      throw error;
+    }
+  }
+
+  async consume(request: ConsumeRequest): Promise<Consumer> {
+    await this.connect();
+    await this.ensureTopic(request.topic);
+    await this.mustExist(request.topic, `(group "${request.group}")`);
+    const consumer = new PlatformaticConsumer(
+      this.admin!,
+      request,
+      this.settings,
+      this.log.child({ group: request.group, topic: request.topic }),
+      this.clock,
+    );
+    this.consumers.add(consumer);
+    await consumer.start(await this.countPartitions(request.topic));
+    return consumer;
+  }
+
+  /** The partition a message with `key` lands in: murmur2 over the key's UTF-8 bytes, as Java clients hash it. */
+  partitionOf(key: string, partitions: number): number {
+    return (pk.murmur2(Buffer.from(key, 'utf8')) & 0x7fffffff) % partitions;
+  }
+
+  /** How many partitions `topic` has, as the broker tells; 0 when it has none such. */
+  async partitionCount(topic: string): Promise<number> {
+    await this.connect();
+    if (!(await this.admin!.listTopics()).includes(topic)) return 0;
+    return this.countPartitions(topic);
+  }
+
+  private async countPartitions(topic: string): Promise<number> {
+    const metadata = await this.admin!.metadata({ topics: [topic], forceUpdate: !this.partitionCounts.has(topic) });
+    const count = metadata.topics.get(topic)?.partitionsCount ?? 0;
+    this.partitionCounts.set(topic, count);
+    return count;
+  }
+
+  /** The cluster's ID, as the broker tells. */
+  async clusterId(): Promise<string> {
+    await this.connect();
+    return (await this.admin!.metadata({ topics: [] })).id;
+  }
+
+  /** Creates a topic with `partitions` partitions (connecting first if need be); an existing topic is left as it is. */
+  async createTopic(name: string, partitions: number, replicationFactor = 1): Promise<void> {
+    await this.connect();
+    try {
+      await this.admin!.createTopics({ topics: [name], partitions, replicas: replicationFactor });
+    } catch (error) {
+      if (pk.findErrorBy(error as Error, 'apiId', 'TOPIC_ALREADY_EXISTS') === null) throw error;
+    }
+    this.known.add(name);
+  }
+
+  /** Closes every consumer it started (each commits and leaves its group), then the producer and the admin client. */
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers].map((c) => c.close()));
+    this.consumers.clear();
+    if (this.connecting) {
+      await this.connecting.catch(() => {});
+      await this.closeClients();
+      this.connecting = undefined;
+    }
+  }
+
+  private async closeClients(): Promise<void> {
+    await Promise.allSettled([this.producer?.close(), this.admin?.close()]);
+  }
+
+  private async mustExist(topic: string, what: string): Promise<void> {
+    if (this.known.has(topic)) return;
+    for (let attempt = 1; ; attempt++) {
+      if ((await this.admin!.listTopics()).includes(topic)) break;
+      if (attempt === 5)
+        throw new SluiceError(
+          'TOPIC_MISSING',
+          `PlatformaticKafkaBroker: topic "${topic}" ${what} does not exist; create it first (broker.createTopic(name, partitions), or the createTopics option: { partitions: n })`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+    }
+    this.known.add(topic);
+  }
+
+  private async ensureTopic(topic: string): Promise<void> {
+    const create = this.options.createTopics;
+    if (!create || this.known.has(topic)) return;
+    await this.createTopic(topic, create.partitions, create.replicationFactor);
+  }
+}

@@ -1,0 +1,354 @@
+import type { Admin, Consumer as PkConsumer, ConsumerOptions, MessagesStream } from '@platformatic/kafka';
+import { SluiceError } from '../../core/errors.js';
+import { deadlineIn, deadlineOf } from '../../core/deadline.js';
+import type { InboundMessage } from '../../core/message.js';
+import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } from '../../core/ports.js';
+import { subscriptionAssigner } from './assigner.js';
+import { Feed, type Record } from './feed.js';
+import { committedOffsets, partitionEnds } from './offsets.js';
+import { pk } from './client.js';
+import type { PlatformaticSettings } from './settings.js';
+
+/** Messages read into the feeds and not taken, at most: past it the stream holds the rest and stops fetching. */
+const READ_AHEAD = 2048;
+
+/**
+ * One member of a Kafka consumer group reading one topic, through @platformatic/kafka's messages stream
+ * (pulled, so that the stream stops fetching while the app has no room).
+ *
+ * Partitions are tracked by comparing the client's assignment after each join and heartbeat: under the
+ * consumer protocol (KIP-848) only the partitions that move are revoked and assigned, and a partition that
+ * stays is neither drained nor read again. Under the classic protocol a rebalance revokes everything first
+ * (eager). The client waits for no revoke: the app settles what it ran of a revoked partition and commits it
+ * while the partition may already be read by its next owner (what was not committed is read again there).
+ * Offsets are committed only up to what the app reports finished.
+ */
+export class PlatformaticConsumer implements Consumer {
+  private consumer: PkConsumer<Buffer, Buffer, Buffer, Buffer> | undefined;
+  private stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
+  private readonly feeds = new Map<number, Feed>();
+  /** Feeds revoked whose work the app is settling: their commits still go out. */
+  private readonly leaving = new Set<Feed>();
+  /** Partitions assigned whose `onAssign` has not settled: nothing of them is handed out yet. */
+  private readonly assigning = new Set<number>();
+  private revoking: Promise<void> = Promise.resolve();
+  private closing = false;
+  private closed: Promise<void> | undefined;
+  private commitTimer: Timer | undefined;
+  private committing: Promise<void> | undefined;
+  private failing = false;
+  private joins = 0;
+  private fetches = 0;
+  private partitionsCount = 0;
+  private joined: (() => void) | undefined;
+  /** Classic protocol: a rebalance began and its join has not come yet; what this member will own is unknown. */
+  private rebalancing = false;
+
+  constructor(
+    private readonly admin: Admin,
+    private readonly request: ConsumeRequest,
+    private readonly settings: PlatformaticSettings,
+    private readonly log: Logger,
+    private readonly clock: Clock,
+  ) {
+    if (request.requests !== undefined)
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `sluice/kafka/platformatic: subscriber group "${request.group}" reads a requests topic ("${request.requests.topic}", a Kafka store that routes app.send), which this client does not support yet; use sluice/kafka`,
+      );
+  }
+
+  async start(partitions: number): Promise<void> {
+    this.partitionsCount = partitions;
+    const s = this.settings;
+    const { topic, group } = this.request;
+    const options = {
+      clientId: s.clientId,
+      bootstrapBrokers: s.bootstrapBrokers,
+      groupId: group,
+      autocommit: false,
+      maxWaitTime: s.maxWaitTimeMs,
+      metadataMaxAge: s.metadataMaxAgeMs,
+      isolationLevel: pk.FetchIsolationLevels.READ_COMMITTED,
+      // The client checks these under either protocol (the broker sets them under the consumer protocol).
+      sessionTimeout: s.sessionTimeoutMs,
+      rebalanceTimeout: s.rebalanceTimeoutMs,
+      heartbeatInterval: s.heartbeatIntervalMs,
+      ...(s.groupProtocol === 'consumer' ? { groupProtocol: 'consumer' } : { partitionAssigner: subscriptionAssigner }),
+      ...s.platformatic,
+    };
+    // The consumer protocol's options type leaves out the session timings the client checks all the same.
+    const consumer = new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>);
+    this.consumer = consumer;
+    consumer.on('consumer:group:join', () => {
+      this.rebalancing = false;
+      this.sync();
+    });
+    consumer.on('consumer:heartbeat:end', () => this.sync());
+    consumer.on('consumer:group:rebalance', () => {
+      // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
+      if (s.groupProtocol !== 'consumer') {
+        this.rebalancing = true;
+        this.revoke([...this.feeds.keys()]);
+      }
+    });
+    if (this.request.fromEnd === true) await this.startAtEnd();
+    const joined = new Promise<void>((resolve) => (this.joined = resolve));
+    const stream = await consumer.consume({
+      topics: [topic],
+      mode: 'committed',
+      fallbackMode: s.fromBeginning ? 'earliest' : 'latest',
+      autocommit: false,
+      maxWaitTime: s.maxWaitTimeMs,
+      isolationLevel: pk.FetchIsolationLevels.READ_COMMITTED,
+    });
+    this.stream = stream;
+    stream.on('readable', () => this.pull());
+    stream.on('fetch', () => this.fetches++);
+    stream.on('error', (error: unknown) => this.log.error('kafka consumer stream failed', { error }));
+    this.sync();
+    await joined;
+    this.commitEvery(s.commitIntervalMs);
+  }
+
+  /** `ConsumeRequest.fromEnd`: partitions the group committed nothing of are committed at their end, before joining. */
+  private async startAtEnd(): Promise<void> {
+    const { topic, group } = this.request;
+    const [ends, committed] = await Promise.all([
+      partitionEnds(this.admin, topic, this.partitionsCount),
+      committedOffsets(this.admin, group, topic),
+    ]);
+    const partitionOffsets = [...ends]
+      .filter(([p]) => (committed.get(p) ?? -1) < 0)
+      .map(([partition, e]) => ({ partition, offset: BigInt(e.high) }));
+    if (partitionOffsets.length > 0)
+      await this.admin.alterConsumerGroupOffsets({ groupId: group, topics: [{ name: topic, partitionOffsets }] });
+  }
+
+  /** Compares the client's assignment with the partitions owned here: revokes what went, assigns what came. */
+  private sync(): void {
+    const assignments = this.consumer?.assignments;
+    if (this.closing || assignments === null || assignments === undefined) return;
+    const now = new Set(assignments.filter((a) => a.topic === this.request.topic).flatMap((a) => a.partitions));
+    const gone = [...this.feeds.keys()].filter((p) => !now.has(p));
+    const come = [...now].filter((p) => !this.feeds.has(p));
+    if (gone.length > 0) this.revoke(gone);
+    if (come.length > 0 || this.joined !== undefined) this.assign(come);
+  }
+
+  private assign(partitions: number[]): void {
+    this.joins++;
+    for (const p of partitions) {
+      this.feeds.set(p, new Feed(p));
+      this.assigning.add(p);
+    }
+    const take = async (): Promise<void> => {
+      if (partitions.length > 0) await this.request.onAssign?.(partitions);
+    };
+    const done = this.revoking
+      .then(take)
+      .catch((error: unknown) => this.log.error('the app could not take its new partitions', { partitions, error }))
+      .finally(() => {
+        for (const p of partitions) this.assigning.delete(p);
+        this.request.onReadable();
+      });
+    const joined = this.joined;
+    this.joined = undefined;
+    if (joined) void done.then(joined);
+    this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });
+  }
+
+  private revoke(partitions: number[]): void {
+    const feeds = partitions.map((p) => this.feeds.get(p)).filter((f): f is Feed => f !== undefined);
+    if (feeds.length === 0) return;
+    for (const f of feeds) {
+      f.revoked = true;
+      f.clear();
+      this.feeds.delete(f.partition);
+      this.assigning.delete(f.partition);
+      this.leaving.add(f);
+    }
+    const settle = async (): Promise<void> => {
+      try {
+        await this.request.onRevoke(partitions);
+        await this.flush();
+      } finally {
+        for (const f of feeds) this.leaving.delete(f);
+      }
+    };
+    this.revoking = this.revoking
+      .then(settle, settle)
+      .catch((error: unknown) => this.log.warn('revoke failed', { error }));
+  }
+
+  /** Reads what the stream has into the feeds, up to `READ_AHEAD` waiting; the stream holds the rest. */
+  private pull(): void {
+    const stream = this.stream;
+    if (stream === undefined) return;
+    let added = false;
+    while (this.backlog() < READ_AHEAD) {
+      const m = stream.read() as Record | null;
+      if (m === null) break;
+      let feed = this.feeds.get(m.partition);
+      if (feed === undefined) {
+        this.sync(); // a partition the client assigned before its event reached us
+        feed = this.feeds.get(m.partition);
+      }
+      if (feed?.admit(m) === true) added = true;
+    }
+    if (added) this.request.onReadable();
+  }
+
+  take(max: number, perPartition?: (partition: number) => number): readonly InboundMessage[] {
+    const out: InboundMessage[] = [];
+    for (const feed of this.feeds.values()) {
+      if (out.length >= max) break;
+      if (feed.paused || this.assigning.has(feed.partition) || feed.buffered() === 0) continue;
+      const room = Math.min(max - out.length, perPartition ? perPartition(feed.partition) : Infinity);
+      if (room > 0) feed.takeInto(out, room);
+    }
+    if (out.length > 0) queueMicrotask(() => this.pull());
+    return out;
+  }
+
+  backlog(): number {
+    let n = 0;
+    for (const f of this.feeds.values()) n += f.buffered();
+    return n;
+  }
+
+  async lag(): Promise<number> {
+    if (this.closing) return 0;
+    if (this.rebalancing)
+      throw Object.assign(new Error(`group "${this.request.group}" is rebalancing`), { retriable: true });
+    if (this.feeds.size === 0) return 0;
+    const { topic, group } = this.request;
+    const [ends, committed] = await Promise.all([
+      partitionEnds(this.admin, topic, this.partitionsCount),
+      committedOffsets(this.admin, group, topic),
+    ]);
+    let lag = 0;
+    for (const [p, feed] of this.feeds) {
+      const end = ends.get(p);
+      if (end === undefined) continue;
+      const c = committed.get(p) ?? -1;
+      lag += Math.max(0, end.high - (feed.position ?? (c >= 0 ? c : end.low)));
+    }
+    return lag;
+  }
+
+  async partitionLags(): Promise<readonly PartitionLag[]> {
+    if (this.closing || this.feeds.size === 0) return [];
+    const { topic, group } = this.request;
+    const [ends, committed] = await Promise.all([
+      partitionEnds(this.admin, topic, this.partitionsCount),
+      committedOffsets(this.admin, group, topic),
+    ]);
+    return [...this.feeds.keys()]
+      .sort((a, b) => a - b)
+      .map((partition) => {
+        const end = ends.get(partition) ?? { low: 0, high: 0 };
+        const c = committed.get(partition) ?? -1;
+        return { partition, lag: Math.max(0, end.high - (c >= 0 ? c : end.low)) };
+      });
+  }
+
+  assigned(): readonly number[] {
+    return [...this.feeds.keys()];
+  }
+
+  polls(): number {
+    return this.fetches;
+  }
+
+  assignments(): number {
+    return this.joins;
+  }
+
+  pause(partition: number): void {
+    const f = this.feeds.get(partition);
+    if (f) f.paused = true;
+  }
+
+  resume(partition: number): void {
+    const f = this.feeds.get(partition);
+    if (f?.paused) {
+      f.paused = false;
+      this.request.onReadable();
+    }
+  }
+
+  commit(partition: number, offset: number): void {
+    for (const f of this.leaving) if (f.partition === partition) return f.markCommittable(offset);
+    this.feeds.get(partition)?.markCommittable(offset);
+  }
+
+  /** Sends every pending commit; one request at a time, callers meanwhile sharing the next. */
+  flush(): Promise<void> {
+    if (this.committing) {
+      return this.committing.then(() => this.flush());
+    }
+    const sending = this.send().finally(() => {
+      this.committing = undefined;
+    });
+    this.committing = sending;
+    return sending;
+  }
+
+  private async send(): Promise<void> {
+    const consumer = this.consumer;
+    const sent: [Feed, number][] = [];
+    for (const f of [...this.feeds.values(), ...this.leaving]) if (f.pending()) sent.push([f, f.committable!]);
+    if (consumer === undefined || sent.length === 0) return;
+    const topic = this.request.topic;
+    const offsets = sent.map(([f, c]) => ({
+      topic,
+      partition: f.partition,
+      offset: BigInt(c),
+      leaderEpoch: f.leaderEpoch,
+    }));
+    try {
+      await consumer.commit({ offsets });
+      for (const [f, c] of sent) f.committed = Math.max(f.committed ?? -1, c);
+      this.failing = false;
+    } catch (error) {
+      this.log[this.failing ? 'debug' : 'warn']('commit not taken; trying again', { error });
+      this.failing = true;
+    }
+  }
+
+  private commitEvery(ms: number): void {
+    this.commitTimer = this.clock.setTimer(ms, () => {
+      if (this.closing) return;
+      this.commitEvery(ms);
+      void this.flush().catch(() => {});
+    });
+  }
+
+  close(deadline?: Promise<void>): Promise<void> {
+    this.closed ??= this.shutDown(deadline);
+    return this.closed;
+  }
+
+  private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
+    this.commitTimer?.cancel();
+    const timeoutMs = this.request.shutdownTimeoutMs ?? 30_000;
+    const close = deadline ? deadlineOf(deadline) : deadlineIn(this.clock, timeoutMs, { keepAlive: true });
+    try {
+      const owned = [...this.feeds.keys()];
+      if (owned.length > 0) this.revoke(owned);
+      this.closing = true;
+      await close.within(this.revoking);
+      const leave = (async () => {
+        await this.stream?.close();
+        await this.consumer?.close(true);
+        if (this.request.forgetOnClose === true) await this.admin.deleteGroups({ groups: [this.request.group] });
+      })().catch((error: unknown) => this.log.warn('leaving the group failed', { error }));
+      if (!(await close.within(leave)))
+        this.log.warn('leaving the group: the broker did not answer within the shutdown timeout', { timeoutMs });
+    } finally {
+      close.cancel();
+      this.feeds.clear();
+    }
+  }
+}

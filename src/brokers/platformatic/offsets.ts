@@ -1,0 +1,33 @@
+import type { Admin } from '@platformatic/kafka';
+
+/** Per partition of `topic`: its start and end (the last stable offset: what a read_committed reader reaches). */
+export async function partitionEnds(
+  admin: Admin,
+  topic: string,
+  partitions: number,
+): Promise<Map<number, { low: number; high: number }>> {
+  const ask = (timestamp: bigint) =>
+    admin.listOffsets({
+      topics: [
+        { name: topic, partitions: Array.from({ length: partitions }, (_, p) => ({ partitionIndex: p, timestamp })) },
+      ],
+      isolationLevel: 1,
+    });
+  const [lows, highs] = await Promise.all([ask(-2n), ask(-1n)]);
+  const out = new Map<number, { low: number; high: number }>();
+  for (const p of highs[0]?.partitions ?? []) out.set(p.partitionIndex, { low: 0, high: Number(p.offset) });
+  for (const p of lows[0]?.partitions ?? []) {
+    const e = out.get(p.partitionIndex);
+    if (e) e.low = Number(p.offset);
+  }
+  return out;
+}
+
+/** Per partition of `topic`: `group`'s committed offset, −1 where it committed nothing. */
+export async function committedOffsets(admin: Admin, group: string, topic: string): Promise<Map<number, number>> {
+  const [answer] = await admin.listConsumerGroupOffsets({ groups: [group] });
+  const out = new Map<number, number>();
+  for (const t of answer?.topics ?? [])
+    if (t.name === topic) for (const p of t.partitions) out.set(p.partitionIndex, Number(p.committedOffset));
+  return out;
+}
