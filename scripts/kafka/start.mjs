@@ -171,6 +171,10 @@ transaction.state.log.num.partitions=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+group.consumer.heartbeat.interval.ms=500
+group.consumer.min.heartbeat.interval.ms=500
+group.consumer.session.timeout.ms=10000
+group.consumer.min.session.timeout.ms=10000
 `,
   );
   fs.writeFileSync(

@@ -32,7 +32,7 @@ export function testPlatformatic(groupProtocol: 'classic' | 'consumer'): Platfor
   return broker;
 }
 
-for (const protocol of ['classic'] as const) {
+for (const protocol of ['classic', 'consumer'] as const) {
   describe.skipIf(!kafkaBrokers || !runs)(`kafka on @platformatic/kafka, ${protocol} group protocol`, () => {
     const admin = kafkaBrokers && runs ? testPlatformatic(protocol) : undefined;
     afterAll(async () => {

@@ -12,6 +12,9 @@ import type { PlatformaticSettings } from './settings.js';
 /** Messages read into the feeds and not taken, at most: past it the stream holds the rest and stops fetching. */
 const READ_AHEAD = 2048;
 
+/** Heartbeats a new member of a consumer-protocol group waits for partitions before it starts with none. */
+const EMPTY_BEATS = 4;
+
 /**
  * One member of a Kafka consumer group reading one topic, through @platformatic/kafka's messages stream
  * (pulled, so that the stream stops fetching while the app has no room).
@@ -43,6 +46,8 @@ export class PlatformaticConsumer implements Consumer {
   private joined: (() => void) | undefined;
   /** Classic protocol: a rebalance began and its join has not come yet; what this member will own is unknown. */
   private rebalancing = false;
+  /** Heartbeats answered: under the consumer protocol, partitions come with heartbeats after the join. */
+  private beats = 0;
 
   constructor(
     private readonly admin: Admin,
@@ -84,7 +89,10 @@ export class PlatformaticConsumer implements Consumer {
       this.rebalancing = false;
       this.sync();
     });
-    consumer.on('consumer:heartbeat:end', () => this.sync());
+    consumer.on('consumer:heartbeat:end', () => {
+      this.beats++;
+      this.sync();
+    });
     consumer.on('consumer:group:rebalance', () => {
       // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
       if (s.groupProtocol !== 'consumer') {
@@ -133,7 +141,17 @@ export class PlatformaticConsumer implements Consumer {
     const gone = [...this.feeds.keys()].filter((p) => !now.has(p));
     const come = [...now].filter((p) => !this.feeds.has(p));
     if (gone.length > 0) this.revoke(gone);
-    if (come.length > 0 || this.joined !== undefined) this.assign(come);
+    if (come.length > 0 || (this.joined !== undefined && this.settledEmpty())) this.assign(come);
+  }
+
+  /**
+   * Whether a member with no partitions yet may start with none. Under the classic protocol the join tells.
+   * Under the consumer protocol the broker assigns partitions with heartbeats after the join (once their
+   * previous owners let them go): the start waits for some, for {@link EMPTY_BEATS} heartbeats at most (a
+   * member of a group with more members than partitions gets none).
+   */
+  private settledEmpty(): boolean {
+    return this.settings.groupProtocol !== 'consumer' || this.beats >= EMPTY_BEATS;
   }
 
   private assign(partitions: number[]): void {
@@ -161,7 +179,12 @@ export class PlatformaticConsumer implements Consumer {
   private revoke(partitions: number[]): void {
     const feeds = partitions.map((p) => this.feeds.get(p)).filter((f): f is Feed => f !== undefined);
     if (feeds.length === 0) return;
+    // The client keeps its fetch position of a partition it lost, and a partition back with nothing committed
+    // would be read from there (what the app dropped at the revoke, below it, never again): forget it, so that
+    // the partition is read from the group's offset, or from the start where the group has none.
+    const positions = this.stream?.offsetsToFetch;
     for (const f of feeds) {
+      positions?.delete(`${this.request.topic}:${f.partition}`);
       f.revoked = true;
       f.clear();
       this.feeds.delete(f.partition);
