@@ -44,6 +44,8 @@ export class PlatformaticConsumer implements Consumer {
   private fetches = 0;
   private partitionsCount = 0;
   private joined: (() => void) | undefined;
+  /** A `pull` is queued. */
+  private pulling = false;
   /** Classic protocol: a rebalance began and its join has not come yet; what this member will own is unknown. */
   private rebalancing = false;
   /** Heartbeats answered: under the consumer protocol, partitions come with heartbeats after the join. */
@@ -206,10 +208,11 @@ export class PlatformaticConsumer implements Consumer {
 
   /** Reads what the stream has into the feeds, up to `READ_AHEAD` waiting; the stream holds the rest. */
   private pull(): void {
+    this.pulling = false;
     const stream = this.stream;
     if (stream === undefined) return;
     let added = false;
-    while (this.backlog() < READ_AHEAD) {
+    for (let waiting = this.backlog(); waiting < READ_AHEAD;) {
       const m = stream.read() as Record | null;
       if (m === null) break;
       let feed = this.feeds.get(m.partition);
@@ -217,7 +220,10 @@ export class PlatformaticConsumer implements Consumer {
         this.sync(); // a partition the client assigned before its event reached us
         feed = this.feeds.get(m.partition);
       }
-      if (feed?.admit(m) === true) added = true;
+      if (feed?.admit(m) === true) {
+        added = true;
+        waiting++;
+      }
     }
     if (added) this.request.onReadable();
   }
@@ -230,7 +236,11 @@ export class PlatformaticConsumer implements Consumer {
       const room = Math.min(max - out.length, perPartition ? perPartition(feed.partition) : Infinity);
       if (room > 0) feed.takeInto(out, room);
     }
-    if (out.length > 0) queueMicrotask(() => this.pull());
+    // Room made: read on from the stream (once per turn, and once half the read-ahead is taken).
+    if (out.length > 0 && !this.pulling && this.backlog() < READ_AHEAD / 2) {
+      this.pulling = true;
+      queueMicrotask(() => this.pull());
+    }
     return out;
   }
 
