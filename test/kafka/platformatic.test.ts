@@ -1,8 +1,10 @@
-import { afterAll, describe } from 'vitest';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import type { PlatformaticKafkaBroker } from '../../src/brokers/platformatic/index.js';
 import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
 import { jsonLogger } from '../../src/index.js';
-import { brokerContract } from '../contract/broker-contract.js';
+import { brokerContract, uniqueTopic } from '../contract/broker-contract.js';
 import { deadLetterContract } from '../contract/dead-letter-contract.js';
 import { kafkaBrokers } from './fixture.js';
 
@@ -46,3 +48,51 @@ for (const protocol of ['classic', 'consumer'] as const) {
     deadLetterContract(`platformatic ${protocol}`, fixture);
   });
 }
+
+describe.skipIf(!kafkaBrokers || !runs)('kafka on @platformatic/kafka: publishing', () => {
+  afterAll(async () => {
+    await Promise.all(made.splice(0).map((b) => b.close()));
+  });
+
+  it('places a key where kafkajs and Java clients do, and a keyed message lands there', async () => {
+    const kafkajs = new KafkaBroker({ brokers: [kafkaBrokers!] });
+    const broker = testPlatformatic('classic');
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), fc.integer({ min: 1, max: 64 }), (key, partitions) => {
+        expect(broker.partitionOf(key, partitions)).toBe(kafkajs.partitionOf(key, partitions));
+      }),
+    );
+    const topic = uniqueTopic('pk-keys');
+    await broker.createTopic(topic, 3);
+    const keys = ['foobar', '21', 'k1', 'customer-42'];
+    for (const key of keys) await broker.publish(topic, { key }, { key });
+    let readable: () => void = () => {};
+    const consumer = await broker.consume({
+      topic,
+      group: `${topic}.read`,
+      onReadable: () => readable(),
+      onRevoke: async () => {},
+    });
+    const seen: [string | undefined, number][] = [];
+    for (;;) {
+      const next = new Promise<void>((resolve) => (readable = resolve));
+      for (const m of consumer.take(100)) seen.push([m.key, m.partition]);
+      if (seen.length >= keys.length) break;
+      await next;
+    }
+    await consumer.close();
+    expect(seen.sort()).toEqual(keys.map((k) => [k, broker.partitionOf(k, 3)]).sort());
+  });
+
+  it('refuses a message too large (PUBLISH_REFUSED), a partition the topic lacks (CONFIG_INVALID), a missing topic (TOPIC_MISSING)', async () => {
+    const broker = testPlatformatic('classic');
+    const topic = uniqueTopic('pk-refused');
+    await broker.createTopic(topic, 1);
+    await expect(broker.publish(topic, Buffer.alloc(2 * 1024 * 1024))).rejects.toMatchObject({
+      code: 'PUBLISH_REFUSED',
+    });
+    await expect(broker.publish(topic, 'x', { partition: 5 })).rejects.toMatchObject({ code: 'CONFIG_INVALID' });
+    await expect(broker.publish(uniqueTopic('pk-missing'), 'x')).rejects.toMatchObject({ code: 'TOPIC_MISSING' });
+    await broker.publish(topic, 'still serving');
+  });
+});
