@@ -4,6 +4,7 @@ import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
 import type { PublishOptions } from '../../core/message.js';
 import type { Broker, BrokerServer, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import { ASK_ATTEMPTS, pauseAfter } from '../kafka/catching-up.js';
 import { consumerSettingsOf } from '../kafka/options.js';
 import { isLegalTopic, recordOf } from '../kafka/publish/publishing.js';
 import { PlatformaticConsumer } from './consumer.js';
@@ -41,6 +42,10 @@ export class PlatformaticKafkaBroker implements Broker {
   private readonly consumers = new Set<PlatformaticConsumer>();
   private readonly known = new Set<string>();
   private readonly partitionCounts = new Map<string, number>();
+  /** Per topic published to: its one check (see `checked`), which every publish to it awaits. */
+  private readonly checks = new Map<string, Promise<void>>();
+  /** The broker's own waits (a topic being served) run in real time, whatever the app's clock. */
+  private readonly systemClock = new SystemClock();
   private log: Logger;
   private clock: Clock = new SystemClock();
   private readonly settings: PlatformaticSettings;
@@ -116,9 +121,7 @@ export class PlatformaticKafkaBroker implements Broker {
    *   `partition` the topic does not have.
    */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
-    await this.connect();
-    await this.ensureTopic(topic);
-    if (isLegalTopic(topic)) await this.mustExist(topic, '(publishing)');
+    await this.checked(topic);
     const record = recordOf(value, options);
     const partition = options?.partition;
     if (partition !== undefined) {
@@ -161,6 +164,38 @@ export class PlatformaticKafkaBroker implements Broker {
         );
       throw error;
     }
+  }
+
+  /**
+   * Connects, creates the topic where `createTopics` allows, refuses one the broker does not have, and waits
+   * until the producer's metadata knows it (a topic just created is served a moment later): once per topic,
+   * the promise kept; a failure is forgotten, so that a later publish asks again.
+   */
+  private checked(topic: string): Promise<void> {
+    let check = this.checks.get(topic);
+    if (check === undefined) {
+      const made = (async () => {
+        await this.connect();
+        await this.ensureTopic(topic);
+        // A name no topic can have is left to the broker, which refuses it for good.
+        if (!isLegalTopic(topic)) return;
+        await this.mustExist(topic, '(publishing)');
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await this.producer!.metadata({ topics: [topic], forceUpdate: true });
+            return;
+          } catch (error) {
+            if (attempt >= ASK_ATTEMPTS) throw error;
+            await pauseAfter(attempt, this.systemClock);
+          }
+        }
+      })();
+      made.catch(() => {
+        if (this.checks.get(topic) === made) this.checks.delete(topic);
+      });
+      this.checks.set(topic, (check = made));
+    }
+    return check;
   }
 
   async consume(request: ConsumeRequest): Promise<Consumer> {
@@ -219,6 +254,7 @@ export class PlatformaticKafkaBroker implements Broker {
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.close()));
     this.consumers.clear();
+    this.checks.clear(); // a publish after close connects again
     if (this.connecting) {
       await this.connecting.catch(() => {});
       await this.closeClients();

@@ -3,6 +3,7 @@ import { SluiceError } from '../../core/errors.js';
 import { deadlineIn, deadlineOf } from '../../core/deadline.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } from '../../core/ports.js';
+import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
 import { subscriptionAssigner } from './assigner.js';
 import { Feed, type Record } from './feed.js';
 import { committedOffsets, partitionEnds } from './offsets.js';
@@ -44,9 +45,13 @@ export class PlatformaticConsumer implements Consumer {
   private fetches = 0;
   private partitionsCount = 0;
   private joined: (() => void) | undefined;
+  private readonly restarts: CrashRestarts;
   /** A `pull` is queued. */
   private pulling = false;
-  /** Classic protocol: a rebalance began and its join has not come yet; what this member will own is unknown. */
+  /**
+   * A classic rebalance began, or the consumer failed and is opened again, and the join has not come yet:
+   * what this member will own is unknown.
+   */
   private rebalancing = false;
   /** Heartbeats answered: under the consumer protocol, partitions come with heartbeats after the join. */
   private beats = 0;
@@ -63,10 +68,35 @@ export class PlatformaticConsumer implements Consumer {
         'CONFIG_INVALID',
         `sluice/kafka/platformatic: subscriber group "${request.group}" reads a requests topic ("${request.requests.topic}", a Kafka store that routes app.send), which this client does not support yet; use sluice/kafka`,
       );
+    const member = {
+      group: request.group,
+      topic: request.topic,
+      closing: () => this.closing,
+      revokeAll: () => {
+        // Until the new consumer joins, what this member owns is unknown: `lag` asks to be asked again.
+        this.rebalancing = true;
+        this.revoke([...this.feeds.keys()]);
+        return this.revoking;
+      },
+      run: () => this.reopen(),
+    };
+    this.restarts = new CrashRestarts(member, log, clock);
   }
 
   async start(partitions: number): Promise<void> {
     this.partitionsCount = partitions;
+    if (this.request.fromEnd === true) await this.startAtEnd();
+    const joined = new Promise<void>((resolve) => (this.joined = resolve));
+    await this.open();
+    await joined;
+    this.commitEvery(this.settings.commitIntervalMs);
+  }
+
+  /**
+   * Makes the client's consumer and its messages stream, and joins the group: at start, and again after the
+   * stream failed (see {@link CrashRestarts}). Events of a consumer replaced since are ignored.
+   */
+  private async open(): Promise<void> {
     const s = this.settings;
     const { topic, group } = this.request;
     const options = {
@@ -87,23 +117,24 @@ export class PlatformaticConsumer implements Consumer {
     // The consumer protocol's options type leaves out the session timings the client checks all the same.
     const consumer = new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>);
     this.consumer = consumer;
+    const current = (): boolean => this.consumer === consumer;
     consumer.on('consumer:group:join', () => {
+      if (!current()) return;
       this.rebalancing = false;
       this.sync();
     });
     consumer.on('consumer:heartbeat:end', () => {
+      if (!current()) return;
       this.beats++;
       this.sync();
     });
     consumer.on('consumer:group:rebalance', () => {
       // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
-      if (s.groupProtocol !== 'consumer') {
+      if (current() && s.groupProtocol !== 'consumer') {
         this.rebalancing = true;
         this.revoke([...this.feeds.keys()]);
       }
     });
-    if (this.request.fromEnd === true) await this.startAtEnd();
-    const joined = new Promise<void>((resolve) => (this.joined = resolve));
     const stream = await consumer.consume({
       topics: [topic],
       mode: 'committed',
@@ -112,13 +143,28 @@ export class PlatformaticConsumer implements Consumer {
       maxWaitTime: s.maxWaitTimeMs,
       isolationLevel: pk.FetchIsolationLevels.READ_COMMITTED,
     });
+    if (!current()) return void stream.close().catch(() => {});
     this.stream = stream;
-    stream.on('readable', () => this.pull());
+    stream.on('readable', () => {
+      if (current()) this.pull();
+    });
     stream.on('fetch', () => this.fetches++);
-    stream.on('error', (error: unknown) => this.log.error('kafka consumer stream failed', { error }));
+    stream.on('error', (error: Error) => {
+      if (current()) this.restarts.crashed(error);
+    });
     this.sync();
-    await joined;
-    this.commitEvery(s.commitIntervalMs);
+  }
+
+  /** The stream failed: lets the old consumer go (in the background) and opens a new one. */
+  private async reopen(): Promise<void> {
+    const { stream, consumer } = this;
+    this.stream = undefined;
+    this.consumer = undefined;
+    void (async () => {
+      await stream?.close();
+      await consumer?.close(true);
+    })().catch((error: unknown) => this.log.debug('closing the failed consumer failed', { error }));
+    await this.open();
   }
 
   /** `ConsumeRequest.fromEnd`: partitions the group committed nothing of are committed at their end, before joining. */
@@ -221,6 +267,7 @@ export class PlatformaticConsumer implements Consumer {
         feed = this.feeds.get(m.partition);
       }
       if (feed?.admit(m) === true) {
+        if (!added) this.restarts.batchArrived();
         added = true;
         waiting++;
       }
@@ -365,6 +412,7 @@ export class PlatformaticConsumer implements Consumer {
 
   private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
     this.commitTimer?.cancel();
+    this.restarts.cancel();
     const timeoutMs = this.request.shutdownTimeoutMs ?? 30_000;
     const close = deadline ? deadlineOf(deadline) : deadlineIn(this.clock, timeoutMs, { keepAlive: true });
     try {
