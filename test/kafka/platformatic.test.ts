@@ -84,6 +84,25 @@ describe.skipIf(!kafkaBrokers || !runs)('kafka on @platformatic/kafka: publishin
     expect(seen.sort()).toEqual(keys.map((k) => [k, broker.partitionOf(k, 3)]).sort());
   });
 
+  it('hands out the partitions in turn: one partition with a long backlog does not hold another back', async () => {
+    const broker = testPlatformatic('classic');
+    const topic = uniqueTopic('pk-turns');
+    await broker.createTopic(topic, 2);
+    for (let n = 0; n < 40; n++) await broker.publish(topic, { n }, { partition: 0 });
+    for (let n = 0; n < 4; n++) await broker.publish(topic, { n }, { partition: 1 });
+    let readable: () => void = () => {};
+    const consumer = await broker.consume({
+      topic,
+      group: `${topic}.read`,
+      onReadable: () => readable(),
+      onRevoke: async () => {},
+    });
+    while (consumer.backlog() < 44) await new Promise<void>((resolve) => (readable = resolve));
+    const partitions = Array.from({ length: 8 }, () => consumer.take(1)[0]!.partition);
+    await consumer.close();
+    expect(partitions.filter((p) => p === 1)).toHaveLength(4);
+  });
+
   it('refuses a message too large (PUBLISH_REFUSED), a partition the topic lacks (CONFIG_INVALID), a missing topic (TOPIC_MISSING)', async () => {
     const broker = testPlatformatic('classic');
     const topic = uniqueTopic('pk-refused');

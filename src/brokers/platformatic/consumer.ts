@@ -31,6 +31,9 @@ export class PlatformaticConsumer implements Consumer {
   private consumer: PkConsumer<Buffer, Buffer, Buffer, Buffer> | undefined;
   private stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
   private readonly feeds = new Map<number, Feed>();
+  /** The feeds as an array, for `take`, and where its next round starts. */
+  private feedList: Feed[] = [];
+  private cursor = 0;
   /** Feeds revoked whose work the app is settling: their commits still go out. */
   private readonly leaving = new Set<Feed>();
   /** Partitions assigned whose `onAssign` has not settled: nothing of them is handed out yet. */
@@ -206,6 +209,7 @@ export class PlatformaticConsumer implements Consumer {
     this.joins++;
     for (const p of partitions) {
       this.feeds.set(p, new Feed(p));
+      this.feedList = [...this.feeds.values()];
       this.assigning.add(p);
     }
     const take = async (): Promise<void> => {
@@ -236,6 +240,7 @@ export class PlatformaticConsumer implements Consumer {
       f.revoked = true;
       f.clear();
       this.feeds.delete(f.partition);
+      this.feedList = [...this.feeds.values()];
       this.assigning.delete(f.partition);
       this.leaving.add(f);
     }
@@ -277,7 +282,12 @@ export class PlatformaticConsumer implements Consumer {
 
   take(max: number, perPartition?: (partition: number) => number): readonly InboundMessage[] {
     const out: InboundMessage[] = [];
-    for (const feed of this.feeds.values()) {
+    // From a partition further on each time: one partition's steady stream does not hold the others back.
+    const feeds = this.feedList;
+    const n = feeds.length;
+    this.cursor = n > 0 ? (this.cursor + 1) % n : 0;
+    for (let k = 0; k < n; k++) {
+      const feed = feeds[(this.cursor + k) % n]!;
       if (out.length >= max) break;
       if (feed.paused || this.assigning.has(feed.partition) || feed.buffered() === 0) continue;
       const room = Math.min(max - out.length, perPartition ? perPartition(feed.partition) : Infinity);
@@ -430,6 +440,7 @@ export class PlatformaticConsumer implements Consumer {
     } finally {
       close.cancel();
       this.feeds.clear();
+      this.feedList = [];
     }
   }
 }
