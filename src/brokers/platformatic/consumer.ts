@@ -1,4 +1,5 @@
 import type { Admin, Consumer as PkConsumer, ConsumerOptions, MessagesStream } from '@platformatic/kafka';
+import { SystemClock } from '../../core/clock.js';
 import { SluiceError } from '../../core/errors.js';
 import { deadlineIn, deadlineOf } from '../../core/deadline.js';
 import type { InboundMessage } from '../../core/message.js';
@@ -15,6 +16,8 @@ const READ_AHEAD = 2048;
 
 /** Heartbeats a new member of a consumer-protocol group waits for partitions before it starts with none. */
 const EMPTY_BEATS = 4;
+
+const SYSTEM_CLOCK = new SystemClock();
 
 /**
  * One member of a Kafka consumer group reading one topic, through @platformatic/kafka's messages stream
@@ -49,6 +52,8 @@ export class PlatformaticConsumer implements Consumer {
   private partitionsCount = 0;
   private joined: (() => void) | undefined;
   private readonly restarts: CrashRestarts;
+  /** The consumer whose stream failed, until it is replaced. */
+  private failed: PkConsumer<Buffer, Buffer, Buffer, Buffer> | undefined;
   /** A `pull` is queued. */
   private pulling = false;
   /**
@@ -83,7 +88,8 @@ export class PlatformaticConsumer implements Consumer {
       },
       run: () => this.reopen(),
     };
-    this.restarts = new CrashRestarts(member, log, clock);
+    // On the system clock: the broker's outage runs in real time, whatever the app's clock (a test's ManualClock).
+    this.restarts = new CrashRestarts(member, log, SYSTEM_CLOCK);
   }
 
   async start(partitions: number): Promise<void> {
@@ -120,7 +126,7 @@ export class PlatformaticConsumer implements Consumer {
     // The consumer protocol's options type leaves out the session timings the client checks all the same.
     const consumer = new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>);
     this.consumer = consumer;
-    const current = (): boolean => this.consumer === consumer;
+    const current = (): boolean => this.consumer === consumer && this.failed !== consumer;
     consumer.on('consumer:group:join', () => {
       if (!current()) return;
       this.rebalancing = false;
@@ -153,7 +159,10 @@ export class PlatformaticConsumer implements Consumer {
     });
     stream.on('fetch', () => this.fetches++);
     stream.on('error', (error: Error) => {
-      if (current()) this.restarts.crashed(error);
+      if (!current()) return;
+      // What the failed consumer tells from now on (its own rejoin on a dead stream) no longer counts.
+      this.failed = consumer;
+      this.restarts.crashed(error);
     });
     this.sync();
   }
