@@ -6,7 +6,7 @@ import type { PublishOptions } from '../../core/message.js';
 import type { Broker, BrokerServer, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
 import { ASK_ATTEMPTS, pauseAfter } from '../kafka/catching-up.js';
 import { consumerSettingsOf } from '../kafka/options.js';
-import { isLegalTopic, recordOf } from '../kafka/publish/publishing.js';
+import { REFUSALS, isLegalTopic, recordOf } from '../kafka/publish/publishing.js';
 import { PlatformaticConsumer } from './consumer.js';
 import { pk } from './client.js';
 import type { PlatformaticKafkaBrokerOptions, PlatformaticSettings } from './settings.js';
@@ -14,15 +14,6 @@ import type { PlatformaticKafkaBrokerOptions, PlatformaticSettings } from './set
 type Bytes = Buffer | undefined;
 const bytes = (data?: Buffer | string): Bytes =>
   data === undefined || Buffer.isBuffer(data) ? data : Buffer.from(data);
-
-/** Broker answers that refuse the message itself or its topic's name: sending it again cannot succeed. */
-const REFUSALS = [
-  'MESSAGE_TOO_LARGE',
-  'RECORD_LIST_TOO_LARGE',
-  'INVALID_RECORD',
-  'INVALID_TIMESTAMP',
-  'INVALID_TOPIC_EXCEPTION',
-];
 
 /**
  * Apache Kafka through @platformatic/kafka (Node.js 22.22 or 24.6 and later): the same promises as
@@ -149,7 +140,7 @@ export class PlatformaticKafkaBroker implements Broker {
         ],
       });
     } catch (error) {
-      const refused = REFUSALS.find((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
+      const refused = [...REFUSALS].find((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
       if (refused === undefined && !isLegalTopic(topic))
         throw new SluiceError(
           'PUBLISH_REFUSED',

@@ -33,7 +33,7 @@ function keyBytes(key: string | Uint8Array | undefined): Buffer | string | null 
  * retriable): sending it again cannot succeed. Other non-retriable answers (authorization) can pass once an
  * operator acts, and a missing topic once it is created.
  */
-const REFUSALS = new Set([
+export const REFUSALS: ReadonlySet<string> = new Set([
   'MESSAGE_TOO_LARGE',
   'RECORD_LIST_TOO_LARGE',
   'INVALID_RECORD',
