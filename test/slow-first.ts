@@ -11,6 +11,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const LONG = [
   'test/kafka/pace-scenarios-',
   'test/kafka/faults.test.ts',
+  'test/kafka/platformatic-publishing-crash.test.ts',
   'test/store/crash.test.ts',
   'test/sim/',
   'test/kafka/pace-send-routing.test.ts',

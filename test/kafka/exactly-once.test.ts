@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { App, jsonLogger, silentLogger, subscriber, topic } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { Counter, Gate } from '../helpers.js';
-import { closeAll, kafkaBrokers, readCommitted, testKafka } from './fixture.js';
+import { closePlatformatic, kafkaClients } from './clients.js';
+import { closeAll, kafkaBrokers, readCommitted } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 const N = 600;
@@ -22,12 +23,12 @@ interface Output extends Order {
   readonly ghost?: boolean;
 }
 
-describe.skipIf(!kafkaBrokers)('exactlyOnce on Kafka', { timeout: 120_000 }, () => {
+describe.skipIf(!kafkaBrokers).each(kafkaClients)('exactlyOnce on Kafka ($name)', { timeout: 120_000 }, (client) => {
   const kafka = new Kafka({ clientId: 'sluice-test', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   afterAll(async () => {
     await admin.disconnect();
-    await closeAll();
+    await Promise.all([closeAll(), closePlatformatic()]);
   });
 
   it(`a join while ${N} messages flow leaves each output once, in its key's order`, async () => {
@@ -41,7 +42,7 @@ describe.skipIf(!kafkaBrokers)('exactlyOnce on Kafka', { timeout: 120_000 }, () 
       new App({
         name: `${run}-app`,
         logger: process.env.EOS_LOG ? jsonLogger({ level: 'info' }) : silentLogger,
-      }).withBroker(testKafka({ createTopics: { partitions: 3 } }), (b) =>
+      }).withBroker(client.broker({ createTopics: { partitions: 3 } }), (b) =>
         b.include(
           subscriber(orders, async (o, ctx) => {
             if (o.id % 5 === 0 && ctx.message.attempt === 1) {
@@ -62,7 +63,7 @@ describe.skipIf(!kafkaBrokers)('exactlyOnce on Kafka', { timeout: 120_000 }, () 
       );
     const first = instance(0);
     await first.start();
-    const publisher = testKafka({ createTopics: { partitions: 3 } });
+    const publisher = client.broker({ createTopics: { partitions: 3 } });
     const publish = (from: number, to: number) =>
       Promise.all(
         Array.from({ length: to - from }, (_, i) => {
@@ -88,5 +89,30 @@ describe.skipIf(!kafkaBrokers)('exactlyOnce on Kafka', { timeout: 120_000 }, () 
       const ids = read.filter((o) => o.key === `k${k}`).map((o) => o.id);
       expect(ids).toEqual([...ids].sort((a, b) => a - b));
     }
+  });
+
+  it('dead-letters a delivery whose output the broker refuses for good, and commits every other output once', async () => {
+    const run = uniquePrefix('eos-refused');
+    const orders = topic<Order>(`${run}.orders`, { key: (o) => o.key });
+    const outputs = topic<Output & { readonly pad?: string }>(`${run}.out`);
+    const dead = `${run}.dead`;
+    const broker = () => client.broker({ createTopics: { partitions: 1 } });
+    const app = new App({ name: `${run}-app`, logger: silentLogger }).withBroker(broker(), (b) =>
+      b.include(
+        // Output 7 is 2 MB, past the broker's limit (about 1 MB a message): MESSAGE_TOO_LARGE.
+        subscriber(orders, (o) => (o.id === 7 ? { ...o, pad: 'x'.repeat(2_000_000) } : o))
+          .publishTo(outputs)
+          .deadLetter(dead)
+          .exactlyOnce(),
+      ),
+    );
+    await app.start();
+    const publisher = broker();
+    for (let id = 0; id < 20; id++) await publisher.publish(orders.name, { id, key: `k${id}` });
+    await app.idle();
+    await app.stop();
+    const read = await readCommitted<Output>(kafka, admin, outputs.name, 1);
+    expect(read.map((o) => o.id)).toEqual(Array.from({ length: 20 }, (_, i) => i).filter((i) => i !== 7));
+    expect((await readCommitted<Order>(kafka, admin, dead, 1)).map((o) => o.id)).toEqual([7]);
   });
 });

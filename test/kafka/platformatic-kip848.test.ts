@@ -5,29 +5,12 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PlatformaticKafkaBroker } from '../../src/brokers/platformatic/index.js';
-import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
 import type { Consumer, ConsumeRequest, InboundMessage } from '../../src/index.js';
-import { jsonLogger } from '../../src/index.js';
 import { uniqueGroup, uniqueTopic } from '../contract/broker-contract.js';
+import { closePlatformatic, platformaticRuns, testPlatformatic } from './clients.js';
 import { kafkaBrokers } from './fixture.js';
 
-const runs = nodeRuns(process.versions.node);
-const { PlatformaticKafkaBroker: Broker } = runs
-  ? await import('../../src/brokers/platformatic/index.js')
-  : { PlatformaticKafkaBroker: undefined };
-
-const made: PlatformaticKafkaBroker[] = [];
-function client(groupProtocol: 'classic' | 'consumer'): PlatformaticKafkaBroker {
-  const broker = new Broker!({
-    brokers: [kafkaBrokers!],
-    clientId: 'sluice-test',
-    groupProtocol,
-    logger: jsonLogger({ level: 'error' }),
-    consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000 },
-  });
-  made.push(broker);
-  return broker;
-}
+const client = (groupProtocol: 'classic' | 'consumer'): PlatformaticKafkaBroker => testPlatformatic(groupProtocol);
 
 /** A member that records its revokes and assigns, and takes every message it is handed. */
 class Member {
@@ -103,40 +86,43 @@ async function scenario(protocol: 'classic' | 'consumer'): Promise<{ a: Member; 
   return { a, b };
 }
 
-describe.skipIf(!kafkaBrokers || !runs)('kafka on @platformatic/kafka: a join under each group protocol', () => {
-  afterAll(async () => {
-    await Promise.all(made.splice(0).map((b) => b.close()));
-  });
+describe.skipIf(!kafkaBrokers || !platformaticRuns)(
+  'kafka on @platformatic/kafka: a join under each group protocol',
+  () => {
+    afterAll(async () => {
+      await closePlatformatic();
+    });
 
-  it('consumer protocol (KIP-848): only the partitions the new member gets are revoked; the kept ones are not read again, when it joins or leaves', async () => {
-    const { a, b } = await scenario('consumer');
-    const moved = [...b.consumer.assigned()].sort();
-    const kept = [...a.consumer.assigned()].sort();
-    expect(moved.length).toBeGreaterThan(0);
-    expect(kept.length).toBeGreaterThan(0);
-    expect(a.revoked).toEqual([moved]);
-    expect(a.assigned).toEqual([[0, 1, 2, 3]]);
-    // B reads the moved partitions from the group's offset: their second messages again.
-    await b.until(() => b.taken.length === moved.length);
-    // B leaves: A gets the moved partitions back, and keeps the others without reading them again (the
-    // client reads every partition again from the group's offset when one is added).
-    await b.consumer.close();
-    await a.until(() => a.consumer.assigned().length === PARTITIONS);
-    expect(a.revoked).toEqual([moved]);
-    expect(a.assigned).toEqual([[0, 1, 2, 3], moved]);
-    await a.until(() => a.taken.length >= 2 * PARTITIONS + moved.length);
-    const partition = kept[0]!;
-    const before = a.taken.length;
-    await a.broker.publish(a.topic, { partition, n: 2 }, { partition });
-    await a.until(() => a.taken.length > before);
-    expect(a.taken.slice(before).map((m) => [m.partition, m.offset])).toEqual([[partition, 2]]);
-    expect(a.taken.filter((m) => kept.includes(m.partition))).toHaveLength(2 * kept.length + 1);
-  });
+    it('consumer protocol (KIP-848): only the partitions the new member gets are revoked; the kept ones are not read again, when it joins or leaves', async () => {
+      const { a, b } = await scenario('consumer');
+      const moved = [...b.consumer.assigned()].sort();
+      const kept = [...a.consumer.assigned()].sort();
+      expect(moved.length).toBeGreaterThan(0);
+      expect(kept.length).toBeGreaterThan(0);
+      expect(a.revoked).toEqual([moved]);
+      expect(a.assigned).toEqual([[0, 1, 2, 3]]);
+      // B reads the moved partitions from the group's offset: their second messages again.
+      await b.until(() => b.taken.length === moved.length);
+      // B leaves: A gets the moved partitions back, and keeps the others without reading them again (the
+      // client reads every partition again from the group's offset when one is added).
+      await b.consumer.close();
+      await a.until(() => a.consumer.assigned().length === PARTITIONS);
+      expect(a.revoked).toEqual([moved]);
+      expect(a.assigned).toEqual([[0, 1, 2, 3], moved]);
+      await a.until(() => a.taken.length >= 2 * PARTITIONS + moved.length);
+      const partition = kept[0]!;
+      const before = a.taken.length;
+      await a.broker.publish(a.topic, { partition, n: 2 }, { partition });
+      await a.until(() => a.taken.length > before);
+      expect(a.taken.slice(before).map((m) => [m.partition, m.offset])).toEqual([[partition, 2]]);
+      expect(a.taken.filter((m) => kept.includes(m.partition))).toHaveLength(2 * kept.length + 1);
+    });
 
-  it('classic protocol: every partition is revoked and assigned again (eager)', async () => {
-    const { a, b } = await scenario('classic');
-    expect(a.revoked[0]).toEqual([0, 1, 2, 3]);
-    expect([...a.consumer.assigned(), ...b.consumer.assigned()].sort()).toEqual([0, 1, 2, 3]);
-    expect(a.assigned.length).toBe(2);
-  });
-});
+    it('classic protocol: every partition is revoked and assigned again (eager)', async () => {
+      const { a, b } = await scenario('classic');
+      expect(a.revoked[0]).toEqual([0, 1, 2, 3]);
+      expect([...a.consumer.assigned(), ...b.consumer.assigned()].sort()).toEqual([0, 1, 2, 3]);
+      expect(a.assigned.length).toBe(2);
+    });
+  },
+);

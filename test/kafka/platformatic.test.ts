@@ -1,57 +1,32 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
-import type { PlatformaticKafkaBroker } from '../../src/brokers/platformatic/index.js';
-import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
-import { jsonLogger } from '../../src/index.js';
 import { brokerContract, uniqueTopic } from '../contract/broker-contract.js';
 import { deadLetterContract } from '../contract/dead-letter-contract.js';
+import { closePlatformatic, platformaticRuns, testPlatformatic } from './clients.js';
 import { kafkaBrokers } from './fixture.js';
 
-/** @platformatic/kafka runs on Node.js 22.22 / 24.6 and later: on Node 20 this suite is skipped (see docs/kafka.md). */
-const runs = nodeRuns(process.versions.node);
-const { PlatformaticKafkaBroker: Broker } = runs
-  ? await import('../../src/brokers/platformatic/index.js')
-  : { PlatformaticKafkaBroker: undefined };
-
-const made: PlatformaticKafkaBroker[] = [];
-/** A client tuned for tests, as test/kafka/fixture.ts's `testKafka` is. */
-export function testPlatformatic(groupProtocol: 'classic' | 'consumer'): PlatformaticKafkaBroker {
-  const broker = new Broker!({
-    brokers: [kafkaBrokers!],
-    clientId: 'sluice-test',
-    groupProtocol,
-    logger: jsonLogger({ level: 'error' }),
-    consumer: {
-      maxWaitTimeMs: 100,
-      heartbeatIntervalMs: 300,
-      sessionTimeoutMs: 10_000,
-      rebalanceTimeoutMs: 15_000,
-      commitIntervalMs: 200,
-    },
-  });
-  made.push(broker);
-  return broker;
-}
-
 for (const protocol of ['classic', 'consumer'] as const) {
-  describe.skipIf(!kafkaBrokers || !runs)(`kafka on @platformatic/kafka, ${protocol} group protocol`, () => {
-    const admin = kafkaBrokers && runs ? testPlatformatic(protocol) : undefined;
-    afterAll(async () => {
-      await Promise.all(made.splice(0).map((b) => b.close()));
-    });
-    const fixture = {
-      connect: () => testPlatformatic(protocol),
-      createTopic: (name: string, partitions: number) => admin!.createTopic(name, partitions),
-    };
-    brokerContract(`platformatic ${protocol}`, fixture);
-    deadLetterContract(`platformatic ${protocol}`, fixture);
-  });
+  describe.skipIf(!kafkaBrokers || !platformaticRuns)(
+    `kafka on @platformatic/kafka, ${protocol} group protocol`,
+    () => {
+      const admin = kafkaBrokers && platformaticRuns ? testPlatformatic(protocol) : undefined;
+      afterAll(async () => {
+        await closePlatformatic();
+      });
+      const fixture = {
+        connect: () => testPlatformatic(protocol),
+        createTopic: (name: string, partitions: number) => admin!.createTopic(name, partitions),
+      };
+      brokerContract(`platformatic ${protocol}`, fixture);
+      deadLetterContract(`platformatic ${protocol}`, fixture);
+    },
+  );
 }
 
-describe.skipIf(!kafkaBrokers || !runs)('kafka on @platformatic/kafka: publishing', () => {
+describe.skipIf(!kafkaBrokers || !platformaticRuns)('kafka on @platformatic/kafka: publishing', () => {
   afterAll(async () => {
-    await Promise.all(made.splice(0).map((b) => b.close()));
+    await closePlatformatic();
   });
 
   it('places a key where kafkajs and Java clients do, and a keyed message lands there', async () => {

@@ -20,7 +20,7 @@ import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
 import { PublishBatches, keyPartition } from './publish/publish-batches.js';
 import { isLegalTopic, publishError, recordOf } from './publish/publishing.js';
-import { KafkaInputTransactions } from './publish/input-transactions.js';
+import { kafkajsTransactions } from './publish/input-transactions.js';
 
 /**
  * Apache Kafka through kafkajs: one kafkajs consumer per subscriber (each made by a kafkajs client of
@@ -242,7 +242,7 @@ export class KafkaBroker implements Broker {
    * The app opens a partition before it reads it and releases it when it goes.
    */
   transactions(group: string, topic: string): InputTransactions {
-    return new KafkaInputTransactions({
+    return kafkajsTransactions({
       kafka: this.kafka,
       admin: () => this.admin!,
       group,

@@ -1,19 +1,25 @@
 import type { Admin, Producer } from '@platformatic/kafka';
-import { SluiceError, reasonOf, show } from '../../core/errors.js';
+import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
 import type { PublishOptions } from '../../core/message.js';
-import type { Broker, BrokerServer, Clock, ConsumeRequest, Consumer, Logger } from '../../core/ports.js';
+import type {
+  Broker,
+  BrokerServer,
+  Clock,
+  ConsumeRequest,
+  Consumer,
+  InputTransactions,
+  Logger,
+} from '../../core/ports.js';
 import { ASK_ATTEMPTS, pauseAfter } from '../kafka/catching-up.js';
 import { consumerSettingsOf } from '../kafka/options.js';
-import { REFUSALS, isLegalTopic, recordOf } from '../kafka/publish/publishing.js';
+import { isLegalTopic } from '../kafka/publish/publishing.js';
 import { PlatformaticConsumer } from './consumer.js';
 import { pk } from './client.js';
+import { bytes, messageOf, refusalOf } from './records.js';
+import { platformaticTransactions } from './transactions.js';
 import type { PlatformaticKafkaBrokerOptions, PlatformaticSettings } from './settings.js';
-
-type Bytes = Buffer | undefined;
-const bytes = (data?: Buffer | string): Bytes =>
-  data === undefined || Buffer.isBuffer(data) ? data : Buffer.from(data);
 
 /**
  * Apache Kafka through @platformatic/kafka (Node.js 22.22 or 24.6 and later): the same promises as
@@ -21,8 +27,8 @@ const bytes = (data?: Buffer | string): Bytes =>
  * available (`groupProtocol: 'consumer'`). Publishing uses one idempotent producer (acks from all in-sync
  * replicas, no duplicates on retries) with the Java-compatible murmur2 partitioner.
  *
- * Not on this client yet: `exactlyOnce` subscribers (`transactions`) and the Kafka store (`kafkaStore`); use
- * sluice/kafka for those. The repository's `docs/kafka.md` compares the two clients.
+ * Not on this client yet: the Kafka store (`kafkaStore`); use sluice/kafka for it. The repository's
+ * `docs/kafka.md` compares the two clients.
  */
 export class PlatformaticKafkaBroker implements Broker {
   /** `'kafka'`. */
@@ -80,14 +86,19 @@ export class PlatformaticKafkaBroker implements Broker {
     return this.connecting;
   }
 
-  private async connectClients(): Promise<void> {
-    const base = {
+  /** The options every client of the broker shares: brokers, client ID, TLS, SASL. */
+  private get base() {
+    return {
       clientId: this.settings.clientId,
       bootstrapBrokers: this.settings.bootstrapBrokers,
       metadataMaxAge: this.settings.metadataMaxAgeMs,
       ...(this.options.platformatic?.tls !== undefined && { tls: this.options.platformatic.tls }),
       ...(this.options.platformatic?.sasl !== undefined && { sasl: this.options.platformatic.sasl }),
     };
+  }
+
+  private async connectClients(): Promise<void> {
+    const base = this.base;
     this.producer = new pk.Producer<Buffer, Buffer, Buffer, Buffer>({
       ...base,
       idempotent: true,
@@ -113,7 +124,6 @@ export class PlatformaticKafkaBroker implements Broker {
    */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     await this.checked(topic);
-    const record = recordOf(value, options);
     const partition = options?.partition;
     if (partition !== undefined) {
       // The client would send a partition the topic does not have to (partition modulo the count) another one.
@@ -124,36 +134,10 @@ export class PlatformaticKafkaBroker implements Broker {
           `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`,
         );
     }
-    const headers = new Map<Buffer, Buffer>();
-    for (const [name, v] of Object.entries(record.headers ?? {}))
-      for (const one of Array.isArray(v) ? v : [v]) headers.set(Buffer.from(name), bytes(one)!);
     try {
-      await this.producer!.send({
-        messages: [
-          {
-            topic,
-            key: record.key === null || record.key === undefined ? undefined : bytes(record.key),
-            value: record.value === null || record.value === undefined ? undefined : bytes(record.value),
-            headers,
-            ...(partition !== undefined && { partition }),
-          },
-        ],
-      });
+      await this.producer!.send({ messages: [messageOf(topic, value, options)] });
     } catch (error) {
-      const refused = [...REFUSALS].find((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
-      if (refused === undefined && !isLegalTopic(topic))
-        throw new SluiceError(
-          'PUBLISH_REFUSED',
-          `kafka: publish to "${topic}" refused: not a legal topic name (${reasonOf(error)})`,
-          { cause: error },
-        );
-      if (refused !== undefined)
-        throw new SluiceError(
-          'PUBLISH_REFUSED',
-          `kafka: publish to "${topic}" refused: ${refused} (${reasonOf(error)})`,
-          { cause: error },
-        );
-      throw error;
+      throw refusalOf(topic, error) ?? error;
     }
   }
 
@@ -203,6 +187,22 @@ export class PlatformaticKafkaBroker implements Broker {
     this.consumers.add(consumer);
     await consumer.start(await this.countPartitions(request.topic));
     return consumer;
+  }
+
+  /**
+   * The transactions of `group` over `topic`'s partitions, for an `exactlyOnce` subscriber: a transactional
+   * producer per input partition, fenced per partition, as `KafkaBroker.transactions` has them
+   * (docs/publishing.md). The app opens a partition before it reads it and releases it when it goes.
+   */
+  transactions(group: string, topic: string): InputTransactions {
+    return platformaticTransactions({
+      base: this.base,
+      admin: () => this.admin!,
+      group,
+      topic,
+      ready: (t) => this.checked(t),
+      log: this.log.child({ group, topic }),
+    });
   }
 
   /** The partition a message with `key` lands in: murmur2 over the key's UTF-8 bytes, as Java clients hash it. */

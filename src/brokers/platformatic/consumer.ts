@@ -7,7 +7,7 @@ import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } fro
 import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
 import { subscriptionAssigner } from './assigner.js';
 import { Feed, type Record } from './feed.js';
-import { committedOffsets, partitionEnds } from './offsets.js';
+import { committedOffsets, groupOffsets, partitionEnds, type PartitionOffsets } from './offsets.js';
 import { pk } from './client.js';
 import type { PlatformaticSettings } from './settings.js';
 
@@ -316,40 +316,40 @@ export class PlatformaticConsumer implements Consumer {
     return n;
   }
 
+  /**
+   * Messages beyond what this member has taken, over the partitions it owns. Under the consumer protocol, also
+   * what the group has yet to commit of the partitions it does not own, where the group committed some: a
+   * member that joins gets at once the partitions nobody holds, and a crashed member's partitions only once its
+   * session ends, so that `app.idle()` would otherwise pass with those partitions unread.
+   */
   async lag(): Promise<number> {
     if (this.closing) return 0;
     if (this.rebalancing)
       throw Object.assign(new Error(`group "${this.request.group}" is rebalancing`), { retriable: true });
-    if (this.feeds.size === 0) return 0;
-    const { topic, group } = this.request;
-    const [ends, committed] = await Promise.all([
-      partitionEnds(this.admin, topic, this.partitionsCount),
-      committedOffsets(this.admin, group, topic),
-    ]);
+    const others = this.settings.groupProtocol === 'consumer';
+    if (this.feeds.size === 0 && !others) return 0;
     let lag = 0;
-    for (const [p, feed] of this.feeds) {
-      const end = ends.get(p);
-      if (end === undefined) continue;
-      const c = committed.get(p) ?? -1;
-      lag += Math.max(0, end.high - (feed.position ?? (c >= 0 ? c : end.low)));
+    for (const [p, o] of await this.offsets()) {
+      const feed = this.feeds.get(p);
+      if (feed !== undefined) lag += Math.max(0, o.high - (feed.position ?? (o.committed >= 0 ? o.committed : o.low)));
+      else if (others && o.committed >= 0) lag += Math.max(0, o.high - o.committed);
     }
     return lag;
   }
 
   async partitionLags(): Promise<readonly PartitionLag[]> {
     if (this.closing || this.feeds.size === 0) return [];
-    const { topic, group } = this.request;
-    const [ends, committed] = await Promise.all([
-      partitionEnds(this.admin, topic, this.partitionsCount),
-      committedOffsets(this.admin, group, topic),
-    ]);
+    const offsets = await this.offsets();
     return [...this.feeds.keys()]
       .sort((a, b) => a - b)
       .map((partition) => {
-        const end = ends.get(partition) ?? { low: 0, high: 0 };
-        const c = committed.get(partition) ?? -1;
-        return { partition, lag: Math.max(0, end.high - (c >= 0 ? c : end.low)) };
+        const o = offsets.get(partition) ?? { low: 0, high: 0, committed: -1 };
+        return { partition, lag: Math.max(0, o.high - (o.committed >= 0 ? o.committed : o.low)) };
       });
+  }
+
+  private offsets(): Promise<Map<number, PartitionOffsets>> {
+    return groupOffsets(this.admin, this.request.group, this.request.topic, this.partitionsCount);
   }
 
   assigned(): readonly number[] {

@@ -31,3 +31,27 @@ export async function committedOffsets(admin: Admin, group: string, topic: strin
     if (t.name === topic) for (const p of t.partitions) out.set(p.partitionIndex, Number(p.committedOffset));
   return out;
 }
+
+/** One partition as the broker tells it: its start, its end (last stable offset), and the group's committed offset. */
+export interface PartitionOffsets {
+  readonly low: number;
+  readonly high: number;
+  /** The group's committed offset; −1 where it committed nothing. */
+  readonly committed: number;
+}
+
+/** Per partition of `topic`: its start, its end and `group`'s committed offset, asked at once. */
+export async function groupOffsets(
+  admin: Admin,
+  group: string,
+  topic: string,
+  partitions: number,
+): Promise<Map<number, PartitionOffsets>> {
+  const [ends, committed] = await Promise.all([
+    partitionEnds(admin, topic, partitions),
+    committedOffsets(admin, group, topic),
+  ]);
+  const out = new Map<number, PartitionOffsets>();
+  for (const [p, e] of ends) out.set(p, { ...e, committed: committed.get(p) ?? -1 });
+  return out;
+}

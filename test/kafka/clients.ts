@@ -1,0 +1,71 @@
+/**
+ * The Kafka clients a suite runs on: kafkajs (`sluice/kafka`) always, and @platformatic/kafka
+ * (`sluice/kafka/platformatic`) under both group protocols where Node runs it (22.22 / 24.6 and later).
+ */
+import type { PlatformaticKafkaBrokerOptions } from '../../src/brokers/platformatic/index.js';
+import type { PlatformaticKafkaBroker } from '../../src/brokers/platformatic/index.js';
+import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
+import type { Broker } from '../../src/index.js';
+import { jsonLogger } from '../../src/index.js';
+import { kafkaBrokers, testKafka } from './fixture.js';
+
+/** Whether @platformatic/kafka runs on this Node; its suites are skipped where it does not (see docs/testing.md). */
+export const platformaticRuns = nodeRuns(process.versions.node);
+const { PlatformaticKafkaBroker: Platformatic } = platformaticRuns
+  ? await import('../../src/brokers/platformatic/index.js')
+  : { PlatformaticKafkaBroker: undefined };
+
+/** The consumer timings of every test client: quick fetches and heartbeats. */
+export const TEST_CONSUMER = {
+  maxWaitTimeMs: 100,
+  heartbeatIntervalMs: 300,
+  sessionTimeoutMs: 10_000,
+  rebalanceTimeoutMs: 15_000,
+  commitIntervalMs: 200,
+};
+
+const made: PlatformaticKafkaBroker[] = [];
+
+/** An @platformatic/kafka client tuned for tests, as `testKafka` is; only its errors are logged. */
+export function testPlatformatic(
+  groupProtocol: 'classic' | 'consumer',
+  extra: Partial<PlatformaticKafkaBrokerOptions> = {},
+): PlatformaticKafkaBroker {
+  const broker = new Platformatic!({
+    ...extra,
+    brokers: [kafkaBrokers!],
+    clientId: 'sluice-test',
+    groupProtocol,
+    logger: jsonLogger({ level: 'error' }),
+    consumer: { ...TEST_CONSUMER, ...extra.consumer },
+  });
+  made.push(broker);
+  return broker;
+}
+
+/** Closes every @platformatic/kafka client the tests made. */
+export async function closePlatformatic(): Promise<void> {
+  await Promise.all(made.splice(0).map((b) => b.close()));
+}
+
+/** A client a suite runs on: its name in test titles, and how to make a broker on it. */
+export interface TestClient {
+  /** `kafkajs`, `platformatic classic`, `platformatic consumer`. */
+  readonly name: string;
+  /** The argument a child process fixture takes to make the same client: `kafkajs`, `classic`, `consumer`. */
+  readonly arg: 'kafkajs' | 'classic' | 'consumer';
+  broker(extra?: { readonly createTopics?: { readonly partitions: number } }): Broker;
+}
+
+/** kafkajs: `sluice/kafka`, on every Node line. */
+export const kafkajsClient: TestClient = { name: 'kafkajs', arg: 'kafkajs', broker: (extra) => testKafka(extra) };
+
+/** @platformatic/kafka under each group protocol; a suite on them is skipped where `platformaticRuns` is false. */
+export const platformaticClients: readonly TestClient[] = (['classic', 'consumer'] as const).map((protocol) => ({
+  name: `platformatic ${protocol}`,
+  arg: protocol,
+  broker: (extra?: { readonly createTopics?: { readonly partitions: number } }) => testPlatformatic(protocol, extra),
+}));
+
+/** Every client that runs here: kafkajs, then @platformatic/kafka's two group protocols where Node runs it. */
+export const kafkaClients: readonly TestClient[] = [kafkajsClient, ...(platformaticRuns ? platformaticClients : [])];
