@@ -48,13 +48,16 @@ export async function closePlatformatic(): Promise<void> {
   await Promise.all(made.splice(0).map((b) => b.close()));
 }
 
+/** A broker a test makes: the port, and a topic made at will. */
+export type TestBroker = Broker & { createTopic(name: string, partitions: number): Promise<void> };
+
 /** A client a suite runs on: its name in test titles, and how to make a broker on it. */
 export interface TestClient {
   /** `kafkajs`, `platformatic classic`, `platformatic consumer`. */
   readonly name: string;
   /** The argument a child process fixture takes to make the same client: `kafkajs`, `classic`, `consumer`. */
   readonly arg: 'kafkajs' | 'classic' | 'consumer';
-  broker(extra?: { readonly createTopics?: { readonly partitions: number } }): Broker;
+  broker(extra?: { readonly createTopics?: { readonly partitions: number } }): TestBroker;
 }
 
 /** kafkajs: `sluice/kafka`, on every Node line. */

@@ -5,16 +5,17 @@ import { silentLogger } from '../../src/testing.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate } from '../helpers.js';
 import { valueOf } from '../telemetry/metrics-text.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closePlatformatic, kafkaClients } from './clients.js';
+import { closeAll, kafkaBrokers } from './fixture.js';
 
-describe.skipIf(!kafkaBrokers)('metrics and health on Kafka', () => {
+describe.skipIf(!kafkaBrokers).each(kafkaClients)('metrics and health on Kafka ($name)', (client) => {
   const apps: App[] = [];
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
-  afterAll(closeAll);
+  afterAll(() => Promise.all([closeAll(), closePlatformatic()]));
 
   it("reads each partition's lag (end offset less the group's committed one) from the broker when scraped", async () => {
     const topic = uniqueTopic('metrics-lag');
-    const broker = testKafka({ createTopics: { partitions: 2 } });
+    const broker = client.broker({ createTopics: { partitions: 2 } });
     const gate = new Gate();
     const started = new Counter();
     const registry = new Registry();

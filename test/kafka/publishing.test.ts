@@ -7,7 +7,8 @@
 import 'reflect-metadata';
 import { afterAll, describe, expect, it } from 'vitest';
 import { App, silentLogger, subscriber, topic, type Context } from '../../src/index.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closePlatformatic, kafkaClients } from './clients.js';
+import { closeAll, kafkaBrokers } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 interface Order {
@@ -19,8 +20,8 @@ interface Invoice {
 }
 const N = 300;
 
-describe.skipIf(!kafkaBrokers)('publishing on Kafka', { timeout: 90_000 }, () => {
-  afterAll(closeAll);
+describe.skipIf(!kafkaBrokers).each(kafkaClients)('publishing on Kafka ($name)', { timeout: 90_000 }, (client) => {
+  afterAll(() => Promise.all([closeAll(), closePlatformatic()]));
 
   it(`a chain orders → invoices → receipts hands on each of ${N} messages once`, async () => {
     const run = uniquePrefix('chain');
@@ -28,7 +29,7 @@ describe.skipIf(!kafkaBrokers)('publishing on Kafka', { timeout: 90_000 }, () =>
     const invoices = topic<Invoice>(`${run}.invoices`, { key: (i) => String(i.orderId) });
     const receipts = topic<Invoice>(`${run}.receipts`);
     const seen: number[] = [];
-    const broker = testKafka({ createTopics: { partitions: 3 } });
+    const broker = client.broker({ createTopics: { partitions: 3 } });
     const app = new App({ name: run, logger: silentLogger }).withBroker(broker, (b) =>
       b.include(
         subscriber(orders, (o) => ({ orderId: o.id, total: o.id * 2 }))
@@ -60,12 +61,12 @@ describe.skipIf(!kafkaBrokers)('publishing on Kafka', { timeout: 90_000 }, () =>
       }
     }
     const server = new App({ name: `${run}-server`, logger: silentLogger }).withBroker(
-      testKafka({ createTopics: { partitions: 3 } }),
+      client.broker({ createTopics: { partitions: 3 } }),
       (b) => b.include(Rates),
     );
     const instance = (): App =>
       new App({ name: `${run}-shop`, logger: silentLogger }).withBroker(
-        testKafka({ createTopics: { partitions: 3 } }),
+        client.broker({ createTopics: { partitions: 3 } }),
         () => {},
       );
     const [a, b] = [instance(), instance()];

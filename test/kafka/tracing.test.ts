@@ -11,23 +11,24 @@ import { App, subscriber } from '../../src/index.js';
 import { silentLogger } from '../../src/testing.js';
 import { parseTraceparent } from '../../src/telemetry/tracing/trace-context.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closePlatformatic, kafkaClients } from './clients.js';
+import { closeAll, kafkaBrokers } from './fixture.js';
 
-describe.skipIf(!kafkaBrokers)('tracing on Kafka', () => {
+describe.skipIf(!kafkaBrokers).each(kafkaClients)('tracing on Kafka ($name)', (client) => {
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
   const contextManager = new AsyncLocalStorageContextManager();
   beforeAll(() => void context.setGlobalContextManager(contextManager.enable()));
   afterAll(async () => {
     context.disable();
-    await closeAll();
+    await Promise.all([closeAll(), closePlatformatic()]);
   });
   const kafka = () => new Kafka({ clientId: 'plain', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING });
 
   it("joins a plain producer's trace: the consumer span is its child, and the onward message the span's", async () => {
     const topic = uniqueTopic('traced');
     const onward = `${topic}.onward`;
-    const broker = testKafka();
+    const broker = client.broker();
     await broker.createTopic(topic, 2);
     await broker.createTopic(onward, 1);
     const app = new App({
