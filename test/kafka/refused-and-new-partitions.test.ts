@@ -11,17 +11,19 @@ import {
   memoryLogger,
   subscriber,
   type Context,
+  type Broker,
   type LogRecord,
 } from '../../src/index.js';
 import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter } from '../helpers.js';
+import { closePlatformatic, kafkaClients, platformaticClients, platformaticRuns, testPlatformatic } from './clients.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 
 describe.skipIf(!kafkaBrokers)('kafka', () => {
   const apps: App[] = [];
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
-  afterAll(closeAll);
+  afterAll(() => Promise.all([closeAll(), closePlatformatic()]));
 
   const plain = () => new Kafka({ clientId: 'plain', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING });
   async function withAdmin<T>(use: (a: Admin) => Promise<T>): Promise<T> {
@@ -44,11 +46,11 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     );
 
   /** An app whose subscriber rejects values starting with "bad" and records the others; its log is kept. */
-  async function rejecting(topic: string, records: LogRecord[], deadLetter = `${topic}.dlq`) {
+  async function rejecting(topic: string, records: LogRecord[], broker: Broker, deadLetter = `${topic}.dlq`) {
     const handled: string[] = [];
     const done = new Counter();
     const app = new App({ name: `g-${topic}`, logger: memoryLogger(records), shutdownTimeoutMs: 5_000 }).withBroker(
-      testKafka(),
+      broker,
       (b) =>
         b.include(
           subscriber(topic, (raw: Uint8Array) => {
@@ -68,73 +70,77 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     return { app, handled, done };
   }
 
-  it('a dead letter over the broker limit (MESSAGE_TOO_LARGE) goes stripped, is counted, and the partition goes on', async () => {
-    const topic = uniqueTopic('too-large');
-    await createTopic(topic, 1, { 'max.message.bytes': String(4 * 1024 * 1024) });
-    await createTopic(`${topic}.dlq`, 1); // the broker's default limit: 1 MB
-    const records: LogRecord[] = [];
-    const { app, handled, done } = await rejecting(topic, records);
-    const producer = testKafka();
-    await producer.publish(topic, Buffer.concat([Buffer.from('bad'), Buffer.alloc(3 * 1024 * 1024, 7)]), { key: 'k' });
-    await producer.publish(topic, 'next', { key: 'k' });
-    await done.reach(1);
-    await app.idle();
+  describe.each(kafkaClients)('dead letters the broker refuses ($name)', (client) => {
+    it('a dead letter over the broker limit (MESSAGE_TOO_LARGE) goes stripped, is counted, and the partition goes on', async () => {
+      const topic = uniqueTopic('too-large');
+      await createTopic(topic, 1, { 'max.message.bytes': String(4 * 1024 * 1024) });
+      await createTopic(`${topic}.dlq`, 1); // the broker's default limit: 1 MB
+      const records: LogRecord[] = [];
+      const { app, handled, done } = await rejecting(topic, records, client.broker());
+      const producer = client.broker();
+      await producer.publish(topic, Buffer.concat([Buffer.from('bad'), Buffer.alloc(3 * 1024 * 1024, 7)]), {
+        key: 'k',
+      });
+      await producer.publish(topic, 'next', { key: 'k' });
+      await done.reach(1);
+      await app.idle();
 
-    expect(handled).toEqual(['next']);
-    expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 1, lost: 0, dropped: 0 } });
-    expect(records.some((r) => r.level === 'error' && /refused/.test(r.message))).toBe(true);
-    const dead = await readAll(`${topic}.dlq`, 1);
-    expect(dead[0]!.value?.byteLength ?? 0).toBe(0);
-    expect(dead[0]!.key?.toString()).toBe('k');
-    expect(String(dead[0]!.headers[STRIPPED_HEADER])).toMatch(/MESSAGE_TOO_LARGE/);
-    expect(String(dead[0]!.headers['x-sluice-original-offset'])).toBe('0');
-    expect(String(dead[0]!.headers['x-sluice-original-value-bytes'])).toBe(String(3 * 1024 * 1024 + 3));
-  });
-
-  it('a dead letter refused even stripped is logged with its coordinates, counted as lost, and committed', async () => {
-    const topic = uniqueTopic('lost');
-    await createTopic(topic, 1);
-    await createTopic(`${topic}.dlq`, 1, { 'max.message.bytes': '64' }); // no dead letter fits
-    const records: LogRecord[] = [];
-    const { app, handled, done } = await rejecting(topic, records);
-    const producer = testKafka();
-    await producer.publish(topic, 'bad', { key: 'k' });
-    await producer.publish(topic, 'next', { key: 'k' });
-    await done.reach(1);
-    await app.idle();
-
-    expect(handled).toEqual(['next']);
-    expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
-    const lost = records.find((r) => r.level === 'error' && /lost/.test(r.message));
-    expect(lost?.fields).toMatchObject({
-      topic,
-      partition: 0,
-      offset: 0,
-      deadLetterTopic: `${topic}.dlq`,
-      reason: 'not ours',
+      expect(handled).toEqual(['next']);
+      expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 1, lost: 0, dropped: 0 } });
+      expect(records.some((r) => r.level === 'error' && /refused/.test(r.message))).toBe(true);
+      const dead = await readAll(`${topic}.dlq`, 1);
+      expect(dead[0]!.value?.byteLength ?? 0).toBe(0);
+      expect(dead[0]!.key?.toString()).toBe('k');
+      expect(String(dead[0]!.headers[STRIPPED_HEADER])).toMatch(/MESSAGE_TOO_LARGE/);
+      expect(String(dead[0]!.headers['x-sluice-original-offset'])).toBe('0');
+      expect(String(dead[0]!.headers['x-sluice-original-value-bytes'])).toBe(String(3 * 1024 * 1024 + 3));
     });
-    await app.stop();
-    const committed = await withAdmin((a) => a.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] }));
-    expect(committed[0]!.partitions[0]!.offset).toBe('2');
-  });
 
-  it('a dead-letter topic whose name Kafka refuses (INVALID_TOPIC_EXCEPTION) does not stop the partition', async () => {
-    const topic = uniqueTopic('bad-dlq');
-    await createTopic(topic, 1);
-    const records: LogRecord[] = [];
-    const { app, handled, done } = await rejecting(topic, records, 'no such topic!');
-    const producer = testKafka();
-    await producer.publish(topic, 'bad');
-    await producer.publish(topic, 'next');
-    await done.reach(1);
-    await app.idle();
-    expect(handled).toEqual(['next']);
-    expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
-    expect(records.find((r) => r.level === 'error' && /lost/.test(r.message))?.fields).toMatchObject({
-      topic,
-      partition: 0,
-      offset: 0,
-      deadLetterTopic: 'no such topic!',
+    it('a dead letter refused even stripped is logged with its coordinates, counted as lost, and committed', async () => {
+      const topic = uniqueTopic('lost');
+      await createTopic(topic, 1);
+      await createTopic(`${topic}.dlq`, 1, { 'max.message.bytes': '64' }); // no dead letter fits
+      const records: LogRecord[] = [];
+      const { app, handled, done } = await rejecting(topic, records, client.broker());
+      const producer = client.broker();
+      await producer.publish(topic, 'bad', { key: 'k' });
+      await producer.publish(topic, 'next', { key: 'k' });
+      await done.reach(1);
+      await app.idle();
+
+      expect(handled).toEqual(['next']);
+      expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
+      const lost = records.find((r) => r.level === 'error' && /lost/.test(r.message));
+      expect(lost?.fields).toMatchObject({
+        topic,
+        partition: 0,
+        offset: 0,
+        deadLetterTopic: `${topic}.dlq`,
+        reason: 'not ours',
+      });
+      await app.stop();
+      const committed = await withAdmin((a) => a.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] }));
+      expect(committed[0]!.partitions[0]!.offset).toBe('2');
+    });
+
+    it('a dead-letter topic whose name Kafka refuses (INVALID_TOPIC_EXCEPTION) does not stop the partition', async () => {
+      const topic = uniqueTopic('bad-dlq');
+      await createTopic(topic, 1);
+      const records: LogRecord[] = [];
+      const { app, handled, done } = await rejecting(topic, records, client.broker(), 'no such topic!');
+      const producer = client.broker();
+      await producer.publish(topic, 'bad');
+      await producer.publish(topic, 'next');
+      await done.reach(1);
+      await app.idle();
+      expect(handled).toEqual(['next']);
+      expect(app.deadLetters()).toEqual({ sub: { published: 0, stripped: 0, lost: 1, dropped: 0 } });
+      expect(records.find((r) => r.level === 'error' && /lost/.test(r.message))?.fields).toMatchObject({
+        topic,
+        partition: 0,
+        offset: 0,
+        deadLetterTopic: 'no such topic!',
+      });
     });
   });
 
@@ -205,6 +211,45 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     await app.stop();
     await broker.close();
   });
+
+  describe.skipIf(!platformaticRuns).each(platformaticClients)(
+    'partitions added on @platformatic/kafka ($name)',
+    (client) => {
+      it('reads partitions added to a topic while it is consumed, once metadata is read again', async () => {
+        const topic = uniqueTopic('grow-pk');
+        await createTopic(topic, 3);
+        const broker = testPlatformatic(client.arg as 'classic' | 'consumer', { metadataMaxAgeMs: 1_000 });
+        const seen = new Map<number, string[]>();
+        const count = new Counter();
+        const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(
+          broker,
+          (b) =>
+            b.include(
+              subscriber(topic, (v: string, ctx: Context) => {
+                seen.set(ctx.message.partition, [...(seen.get(ctx.message.partition) ?? []), v]);
+                count.add();
+              }).build(),
+            ),
+        );
+        apps.push(app);
+        await app.start();
+        await produce(
+          topic,
+          [0, 1, 2].map((p) => ({ partition: p, value: JSON.stringify(`old-${p}`) })),
+        );
+        await count.reach(3);
+        await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
+        await produce(
+          topic,
+          [3, 4, 5].map((p) => ({ partition: p, value: JSON.stringify(`new-${p}`) })),
+        );
+        await count.reach(6);
+        for (const p of [3, 4, 5]) expect(seen.get(p)).toEqual([`new-${p}`]);
+        await app.idle();
+        expect(count.value).toBe(6);
+      });
+    },
+  );
 
   it('a message pinned to a partition the producer does not know is refused, not silently dropped', async () => {
     const topic = uniqueTopic('pinned');

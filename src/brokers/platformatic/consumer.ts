@@ -45,6 +45,7 @@ export class PlatformaticConsumer implements Consumer {
   private closing = false;
   private closed: Promise<void> | undefined;
   private commitTimer: Timer | undefined;
+  private countTimer: Timer | undefined;
   private committing: Promise<void> | undefined;
   private failing = false;
   private joins = 0;
@@ -99,6 +100,7 @@ export class PlatformaticConsumer implements Consumer {
     await this.open();
     await joined;
     this.commitEvery(this.settings.commitIntervalMs);
+    this.countEvery(this.settings.metadataMaxAgeMs);
   }
 
   /**
@@ -424,6 +426,31 @@ export class PlatformaticConsumer implements Consumer {
     });
   }
 
+  /**
+   * Partitions added to the topic while it is read: every `metadataMaxAgeMs` (in real time) the consumer reads
+   * the topic's metadata again; when the topic has more partitions than it had, a member of a classic group
+   * joins again, so that the leader (which finds them too) assigns them. Under the consumer protocol the broker
+   * assigns them itself.
+   */
+  private countEvery(ms: number): void {
+    this.countTimer = SYSTEM_CLOCK.setTimer(ms, () => {
+      if (this.closing) return;
+      this.countEvery(ms);
+      void this.recount().catch((error: unknown) => this.log.debug('reading the topic metadata failed', { error }));
+    });
+  }
+
+  private async recount(): Promise<void> {
+    const consumer = this.consumer;
+    const topic = this.request.topic;
+    if (consumer === undefined) return;
+    const count = (await consumer.metadata({ topics: [topic], forceUpdate: true })).topics.get(topic)?.partitionsCount;
+    if (count === undefined || count <= this.partitionsCount || this.closing) return;
+    this.log.info('the topic has new partitions', { partitions: count, had: this.partitionsCount });
+    this.partitionsCount = count;
+    if (this.settings.groupProtocol === 'classic' && consumer === this.consumer) await consumer.joinGroup();
+  }
+
   close(deadline?: Promise<void>): Promise<void> {
     this.closed ??= this.shutDown(deadline);
     return this.closed;
@@ -431,6 +458,7 @@ export class PlatformaticConsumer implements Consumer {
 
   private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
     this.commitTimer?.cancel();
+    this.countTimer?.cancel();
     this.restarts.cancel();
     const timeoutMs = this.request.shutdownTimeoutMs ?? 30_000;
     const close = deadline ? deadlineOf(deadline) : deadlineIn(this.clock, timeoutMs, { keepAlive: true });
