@@ -5,7 +5,7 @@
 import type { PlatformaticKafkaBrokerOptions } from '../../src/brokers/platformatic/index.js';
 import type { PlatformaticKafkaBroker } from '../../src/brokers/platformatic/index.js';
 import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
-import type { Broker } from '../../src/index.js';
+import type { App, Broker } from '../../src/index.js';
 import { jsonLogger } from '../../src/index.js';
 import { kafkaBrokers, testKafka } from './fixture.js';
 
@@ -72,3 +72,21 @@ export const platformaticClients: readonly TestClient[] = (['classic', 'consumer
 
 /** Every client that runs here: kafkajs, then @platformatic/kafka's two group protocols where Node runs it. */
 export const kafkaClients: readonly TestClient[] = [kafkajsClient, ...(platformaticRuns ? platformaticClients : [])];
+
+/**
+ * Waits until the instances' first subscribers own each of `partitions` partitions once between them, then
+ * until each is idle. Under KIP-848 a member's `start()` resolves once it has some partitions, while the
+ * others still hand theirs over, heartbeat by heartbeat: a test on a `ManualClock` waits for that before it
+ * moves the clock, since a window restored past its close fires at the clock's next move. Polls the apps'
+ * health: a state only the group knows, waited for no set time.
+ */
+export async function groupSettled(apps: readonly App[], partitions: number): Promise<void> {
+  for (;;) {
+    const owned = (await Promise.all(apps.map((a) => a.health()))).flatMap(
+      (h) => h.subscribers[0]?.assignedPartitions ?? [],
+    );
+    if (owned.length === partitions && new Set(owned).size === partitions) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await Promise.all(apps.map((a) => a.idle()));
+}

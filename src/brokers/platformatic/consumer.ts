@@ -1,6 +1,5 @@
 import type { Admin, Consumer as PkConsumer, ConsumerOptions, MessagesStream } from '@platformatic/kafka';
 import { SystemClock } from '../../core/clock.js';
-import { SluiceError } from '../../core/errors.js';
 import { deadlineIn, deadlineOf } from '../../core/deadline.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } from '../../core/ports.js';
@@ -9,6 +8,7 @@ import { subscriptionAssigner } from './assigner.js';
 import { Feed, type Record } from './feed.js';
 import { committedOffsets, groupOffsets, partitionEnds, type PartitionOffsets } from './offsets.js';
 import { pk } from './client.js';
+import { RequestFeeds } from './requests.js';
 import type { PlatformaticSettings } from './settings.js';
 
 /** Messages read into the feeds and not taken, at most: past it the stream holds the rest and stops fetching. */
@@ -64,6 +64,10 @@ export class PlatformaticConsumer implements Consumer {
   private rebalancing = false;
   /** Heartbeats answered: under the consumer protocol, partitions come with heartbeats after the join. */
   private beats = 0;
+  /** The partitions of the requests topic this member owns, if the request names one. */
+  private readonly requests: RequestFeeds | undefined;
+  /** Those waiting for `inSession` to answer otherwise: a heartbeat answered, a revoke, closing. */
+  private sessionWaiters: (() => void)[] = [];
 
   constructor(
     private readonly admin: Admin,
@@ -72,11 +76,16 @@ export class PlatformaticConsumer implements Consumer {
     private readonly log: Logger,
     private readonly clock: Clock,
   ) {
-    if (request.requests !== undefined)
-      throw new SluiceError(
-        'CONFIG_INVALID',
-        `sluice/kafka/platformatic: subscriber group "${request.group}" reads a requests topic ("${request.requests.topic}", a Kafka store that routes app.send), which this client does not support yet; use sluice/kafka`,
-      );
+    const requests = request.requests;
+    if (requests !== undefined)
+      this.requests = new RequestFeeds({
+        topic: requests.topic,
+        handle: (p, messages) => requests.handle(p, messages),
+        commit: (p, offset, leaderEpoch) => this.commitRequests(p, offset, leaderEpoch),
+        ready: (p) => this.feeds.has(p) && !this.assigning.has(p),
+        retryMs: settings.heartbeatIntervalMs,
+        log,
+      });
     const member = {
       group: request.group,
       topic: request.topic,
@@ -122,7 +131,10 @@ export class PlatformaticConsumer implements Consumer {
       sessionTimeout: s.sessionTimeoutMs,
       rebalanceTimeout: s.rebalanceTimeoutMs,
       heartbeatInterval: s.heartbeatIntervalMs,
-      ...(s.groupProtocol === 'consumer' ? { groupProtocol: 'consumer' } : { partitionAssigner: subscriptionAssigner }),
+      ...(s.groupProtocol === 'consumer'
+        ? // The broker's range assignor gives partition p of both topics to one member (co-partitioned).
+          { groupProtocol: 'consumer', ...(this.requests !== undefined && { groupRemoteAssignor: 'range' }) }
+        : { partitionAssigner: subscriptionAssigner }),
       ...s.platformatic,
     };
     // The consumer protocol's options type leaves out the session timings the client checks all the same.
@@ -138,16 +150,18 @@ export class PlatformaticConsumer implements Consumer {
       if (!current()) return;
       this.beats++;
       this.sync();
+      this.wakeSession();
     });
     consumer.on('consumer:group:rebalance', () => {
       // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
       if (current() && s.groupProtocol !== 'consumer') {
         this.rebalancing = true;
         this.revoke([...this.feeds.keys()]);
+        this.dropRequests(this.requests?.owned() ?? []);
       }
     });
     const stream = await consumer.consume({
-      topics: [topic],
+      topics: [topic, ...(this.requests ? [this.requests.topic] : [])],
       mode: 'committed',
       fallbackMode: s.fromBeginning ? 'earliest' : 'latest',
       autocommit: false,
@@ -199,7 +213,9 @@ export class PlatformaticConsumer implements Consumer {
   private sync(): void {
     const assignments = this.consumer?.assignments;
     if (this.closing || assignments === null || assignments === undefined) return;
-    const now = new Set(assignments.filter((a) => a.topic === this.request.topic).flatMap((a) => a.partitions));
+    const of = (topic: string) => new Set(assignments.filter((a) => a.topic === topic).flatMap((a) => a.partitions));
+    const now = of(this.request.topic);
+    if (this.requests !== undefined) this.forget(this.requests.topic, this.requests.sync(of(this.requests.topic)));
     const gone = [...this.feeds.keys()].filter((p) => !now.has(p));
     const come = [...now].filter((p) => !this.feeds.has(p));
     if (gone.length > 0) this.revoke(gone);
@@ -226,16 +242,19 @@ export class PlatformaticConsumer implements Consumer {
     const take = async (): Promise<void> => {
       if (partitions.length > 0) await this.request.onAssign?.(partitions);
     };
-    const done = this.revoking
+    void this.revoking
       .then(take)
       .catch((error: unknown) => this.log.error('the app could not take its new partitions', { partitions, error }))
       .finally(() => {
         for (const p of partitions) this.assigning.delete(p);
         this.request.onReadable();
+        this.requests?.kickAll();
       });
+    // `start()` resolves once the first assignment arrived, as the kafkajs adapter's does; its `onAssign` settles
+    // meanwhile (the partitions are handed out after it), with the consumer known to the app.
     const joined = this.joined;
     this.joined = undefined;
-    if (joined) void done.then(joined);
+    joined?.();
     this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });
   }
 
@@ -245,9 +264,11 @@ export class PlatformaticConsumer implements Consumer {
     // The client keeps its fetch position of a partition it lost, and a partition back with nothing committed
     // would be read from there (what the app dropped at the revoke, below it, never again): forget it, so that
     // the partition is read from the group's offset, or from the start where the group has none.
-    const positions = this.stream?.offsetsToFetch;
+    this.forget(
+      this.request.topic,
+      feeds.map((f) => f.partition),
+    );
     for (const f of feeds) {
-      positions?.delete(`${this.request.topic}:${f.partition}`);
       f.revoked = true;
       f.clear();
       this.feeds.delete(f.partition);
@@ -266,6 +287,51 @@ export class PlatformaticConsumer implements Consumer {
     this.revoking = this.revoking
       .then(settle, settle)
       .catch((error: unknown) => this.log.warn('revoke failed', { error }));
+    this.wakeSession();
+  }
+
+  /** Lets the requests topic's `partitions` go (with the topic's, in a classic rebalance or at close). */
+  private dropRequests(partitions: number[]): void {
+    if (this.requests === undefined) return;
+    this.requests.drop(partitions);
+    this.forget(this.requests.topic, partitions);
+  }
+
+  /**
+   * Forgets the client's fetch position of `topic`'s `partitions`, which this member lost: the client would
+   * resume a partition back here at it, and with nothing committed, what the app dropped at the revoke (below
+   * it) would never be read again. Forgotten, the partition is read from the group's offset, or from the start.
+   */
+  private forget(topic: string, partitions: readonly number[]): void {
+    const positions = this.stream?.offsetsToFetch;
+    for (const p of partitions) positions?.delete(`${topic}:${p}`);
+  }
+
+  /** Commits the requests topic's `offset` of `partition`; one that fails is committed by a later run. */
+  private async commitRequests(partition: number, offset: number, leaderEpoch: number): Promise<void> {
+    const topic = this.requests!.topic;
+    const offsets = [{ topic, partition, offset: BigInt(offset), leaderEpoch }];
+    await this.consumer
+      ?.commit({ offsets })
+      .catch((error: unknown) => this.log.debug('requests commit not taken', { partition, offset, error }));
+  }
+
+  /**
+   * True while this member holds `partition` and the coordinator heard it within a session timeout; else a
+   * promise that resolves when that may have changed (a heartbeat answered, a revoke, closing). Under the
+   * consumer protocol the broker sets the session's length: `consumer.sessionTimeoutMs` should match it.
+   */
+  inSession(partition: number): true | Promise<void> {
+    const heard = this.consumer?.lastHeartbeat?.getTime() ?? 0;
+    const held = this.feeds.has(partition) && !this.rebalancing;
+    if (held && !this.closing && Date.now() < heard + this.settings.sessionTimeoutMs) return true;
+    return new Promise((resolve) => this.sessionWaiters.push(resolve));
+  }
+
+  private wakeSession(): void {
+    const waiters = this.sessionWaiters;
+    this.sessionWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   /** Reads what the stream has into the feeds, up to `READ_AHEAD` waiting; the stream holds the rest. */
@@ -274,9 +340,13 @@ export class PlatformaticConsumer implements Consumer {
     const stream = this.stream;
     if (stream === undefined) return;
     let added = false;
-    for (let waiting = this.backlog(); waiting < READ_AHEAD;) {
+    for (let waiting = this.backlog() + (this.requests?.buffered() ?? 0); waiting < READ_AHEAD;) {
       const m = stream.read() as Record | null;
       if (m === null) break;
+      if (this.requests !== undefined && m.topic === this.requests.topic) {
+        if (this.requests.admit(m)) waiting++;
+        continue;
+      }
       let feed = this.feeds.get(m.partition);
       if (feed === undefined) {
         this.sync(); // a partition the client assigned before its event reached us
@@ -329,8 +399,8 @@ export class PlatformaticConsumer implements Consumer {
     if (this.rebalancing)
       throw Object.assign(new Error(`group "${this.request.group}" is rebalancing`), { retriable: true });
     const others = this.settings.groupProtocol === 'consumer';
-    if (this.feeds.size === 0 && !others) return 0;
-    let lag = 0;
+    if (this.feeds.size === 0 && !others && (this.requests?.owned().length ?? 0) === 0) return 0;
+    let lag = await this.requestsLag();
     for (const [p, o] of await this.offsets()) {
       const feed = this.feeds.get(p);
       if (feed !== undefined) lag += Math.max(0, o.high - (feed.position ?? (o.committed >= 0 ? o.committed : o.low)));
@@ -348,6 +418,21 @@ export class PlatformaticConsumer implements Consumer {
         const o = offsets.get(partition) ?? { low: 0, high: 0, committed: -1 };
         return { partition, lag: Math.max(0, o.high - (o.committed >= 0 ? o.committed : o.low)) };
       });
+  }
+
+  /** Requests of the partitions of the requests topic owned here that are not handled yet. */
+  private async requestsLag(): Promise<number> {
+    const requests = this.requests;
+    const owned = requests?.owned() ?? [];
+    if (requests === undefined || owned.length === 0) return 0;
+    const offsets = await groupOffsets(this.admin, this.request.group, requests.topic, this.partitionsCount);
+    let lag = 0;
+    for (const p of owned) {
+      const o = offsets.get(p);
+      if (o !== undefined)
+        lag += Math.max(0, o.high - (requests.position(p) ?? (o.committed >= 0 ? o.committed : o.low)));
+    }
+    return lag;
   }
 
   private offsets(): Promise<Map<number, PartitionOffsets>> {
@@ -465,7 +550,9 @@ export class PlatformaticConsumer implements Consumer {
     try {
       const owned = [...this.feeds.keys()];
       if (owned.length > 0) this.revoke(owned);
+      this.dropRequests(this.requests?.owned() ?? []);
       this.closing = true;
+      this.wakeSession();
       await close.within(this.revoking);
       const leave = (async () => {
         await this.stream?.close();
