@@ -220,6 +220,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         await createTopic(topic, 3);
         const broker = testPlatformatic(client.arg as 'classic' | 'consumer', { metadataMaxAgeMs: 1_000 });
         const seen = new Map<number, string[]>();
+        const ids: string[] = [];
         const count = new Counter();
         const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(
           broker,
@@ -227,6 +228,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
             b.include(
               subscriber(topic, (v: string, ctx: Context) => {
                 seen.set(ctx.message.partition, [...(seen.get(ctx.message.partition) ?? []), v]);
+                ids.push(ctx.message.id);
                 count.add();
               }).build(),
             ),
@@ -244,9 +246,11 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
           [3, 4, 5].map((p) => ({ partition: p, value: JSON.stringify(`new-${p}`) })),
         );
         await count.reach(6);
-        for (const p of [3, 4, 5]) expect(seen.get(p)).toEqual([`new-${p}`]);
         await app.idle();
-        expect(count.value).toBe(6);
+        // The plain kafkajs producer may send a message twice while it learns the new partitions' leaders: each
+        // message is still handed out once, and every new partition was read.
+        for (const p of [3, 4, 5]) expect(new Set(seen.get(p))).toEqual(new Set([`new-${p}`]));
+        expect(new Set(ids).size).toBe(ids.length);
       });
     },
   );

@@ -68,6 +68,10 @@ export class PlatformaticConsumer implements Consumer {
   private readonly requests: RequestFeeds | undefined;
   /** Those waiting for `inSession` to answer otherwise: a heartbeat answered, a revoke, closing. */
   private sessionWaiters: (() => void)[] = [];
+  /** A classic rebalance began, and the member has not joined again: commits wait (see `send`). */
+  private rejoining = false;
+  /** Commits waiting for the member to join again (see `send`). */
+  private rejoinWaiters: (() => void)[] = [];
 
   constructor(
     private readonly admin: Admin,
@@ -144,7 +148,9 @@ export class PlatformaticConsumer implements Consumer {
     consumer.on('consumer:group:join', () => {
       if (!current()) return;
       this.rebalancing = false;
+      this.rejoining = false;
       this.sync();
+      this.wakeRejoined();
     });
     consumer.on('consumer:heartbeat:end', () => {
       if (!current()) return;
@@ -156,6 +162,7 @@ export class PlatformaticConsumer implements Consumer {
       // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
       if (current() && s.groupProtocol !== 'consumer') {
         this.rebalancing = true;
+        this.rejoining = true;
         this.revoke([...this.feeds.keys()]);
         this.dropRequests(this.requests?.owned() ?? []);
       }
@@ -212,10 +219,11 @@ export class PlatformaticConsumer implements Consumer {
   /** Compares the client's assignment with the partitions owned here: revokes what went, assigns what came. */
   private sync(): void {
     const assignments = this.consumer?.assignments;
-    if (this.closing || assignments === null || assignments === undefined) return;
+    // In a classic rebalance the client's assignment is the one revoked until it joins again: nothing comes.
+    if (this.closing || this.rebalancing || assignments === null || assignments === undefined) return;
     const of = (topic: string) => new Set(assignments.filter((a) => a.topic === topic).flatMap((a) => a.partitions));
     const now = of(this.request.topic);
-    if (this.requests !== undefined) this.forget(this.requests.topic, this.requests.sync(of(this.requests.topic)));
+    if (this.requests !== undefined) this.rewind(this.requests.topic, this.requests.sync(of(this.requests.topic)));
     const gone = [...this.feeds.keys()].filter((p) => !now.has(p));
     const come = [...now].filter((p) => !this.feeds.has(p));
     if (gone.length > 0) this.revoke(gone);
@@ -261,13 +269,13 @@ export class PlatformaticConsumer implements Consumer {
   private revoke(partitions: number[]): void {
     const feeds = partitions.map((p) => this.feeds.get(p)).filter((f): f is Feed => f !== undefined);
     if (feeds.length === 0) return;
-    // The client keeps its fetch position of a partition it lost, and a partition back with nothing committed
-    // would be read from there (what the app dropped at the revoke, below it, never again): forget it, so that
-    // the partition is read from the group's offset, or from the start where the group has none.
-    this.forget(
-      this.request.topic,
-      feeds.map((f) => f.partition),
-    );
+    // Should a partition come back with nothing committed, it is read again from where it resumes (see `rewind`).
+    const resumes = new Map<number, number>();
+    for (const f of feeds) {
+      const resume = f.resume();
+      if (resume !== undefined) resumes.set(f.partition, resume);
+    }
+    this.rewind(this.request.topic, resumes);
     for (const f of feeds) {
       f.revoked = true;
       f.clear();
@@ -293,18 +301,19 @@ export class PlatformaticConsumer implements Consumer {
   /** Lets the requests topic's `partitions` go (with the topic's, in a classic rebalance or at close). */
   private dropRequests(partitions: number[]): void {
     if (this.requests === undefined) return;
-    this.requests.drop(partitions);
-    this.forget(this.requests.topic, partitions);
+    this.rewind(this.requests.topic, this.requests.drop(partitions));
   }
 
   /**
-   * Forgets the client's fetch position of `topic`'s `partitions`, which this member lost: the client would
-   * resume a partition back here at it, and with nothing committed, what the app dropped at the revoke (below
-   * it) would never be read again. Forgotten, the partition is read from the group's offset, or from the start.
+   * Sets the client's fetch position of `topic`'s partitions this member let go to where their reading
+   * resumes (`resumes`: after what was finished, else where the assignment began reading). The client keeps
+   * its own position of a partition it lost, and a partition back here with nothing committed would be read
+   * from it: what the app dropped at the revoke, below it, never again. The position is set, not deleted: under
+   * the classic protocol the client fetches the partition until it joins again, and with no position it fails.
    */
-  private forget(topic: string, partitions: readonly number[]): void {
+  private rewind(topic: string, resumes: ReadonlyMap<number, number>): void {
     const positions = this.stream?.offsetsToFetch;
-    for (const p of partitions) positions?.delete(`${topic}:${p}`);
+    for (const [p, offset] of resumes) positions?.set(`${topic}:${p}`, BigInt(offset));
   }
 
   /** Commits the requests topic's `offset` of `partition`; one that fails is committed by a later run. */
@@ -326,6 +335,23 @@ export class PlatformaticConsumer implements Consumer {
     const held = this.feeds.has(partition) && !this.rebalancing;
     if (held && !this.closing && Date.now() < heard + this.settings.sessionTimeoutMs) return true;
     return new Promise((resolve) => this.sessionWaiters.push(resolve));
+  }
+
+  /** Resolves once the member joined again, is closing, or after the rebalance timeout. */
+  private rejoined(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = SYSTEM_CLOCK.setTimer(this.settings.rebalanceTimeoutMs, resolve);
+      this.rejoinWaiters.push(() => {
+        timer.cancel();
+        resolve();
+      });
+    });
+  }
+
+  private wakeRejoined(): void {
+    const waiters = this.rejoinWaiters;
+    this.rejoinWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   private wakeSession(): void {
@@ -388,23 +414,16 @@ export class PlatformaticConsumer implements Consumer {
     return n;
   }
 
-  /**
-   * Messages beyond what this member has taken, over the partitions it owns. Under the consumer protocol, also
-   * what the group has yet to commit of the partitions it does not own, where the group committed some: a
-   * member that joins gets at once the partitions nobody holds, and a crashed member's partitions only once its
-   * session ends, so that `app.idle()` would otherwise pass with those partitions unread.
-   */
+  /** Messages beyond what this member has taken, over the partitions it owns (its requests topic's too). */
   async lag(): Promise<number> {
     if (this.closing) return 0;
     if (this.rebalancing)
       throw Object.assign(new Error(`group "${this.request.group}" is rebalancing`), { retriable: true });
-    const others = this.settings.groupProtocol === 'consumer';
-    if (this.feeds.size === 0 && !others && (this.requests?.owned().length ?? 0) === 0) return 0;
+    if (this.feeds.size === 0 && (this.requests?.owned().length ?? 0) === 0) return 0;
     let lag = await this.requestsLag();
     for (const [p, o] of await this.offsets()) {
       const feed = this.feeds.get(p);
       if (feed !== undefined) lag += Math.max(0, o.high - (feed.position ?? (o.committed >= 0 ? o.committed : o.low)));
-      else if (others && o.committed >= 0) lag += Math.max(0, o.high - o.committed);
     }
     return lag;
   }
@@ -482,6 +501,10 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   private async send(): Promise<void> {
+    // In a classic rebalance a commit would carry the old generation: the
+    // coordinator refuses it, and the client joins again for it, which starts another rebalance. It waits for the
+    // join (the rebalance timeout at most) and goes with the new generation.
+    if (this.rejoining && !this.closing) await this.rejoined();
     const consumer = this.consumer;
     const sent: [Feed, number][] = [];
     for (const f of [...this.feeds.values(), ...this.leaving]) if (f.pending()) sent.push([f, f.committable!]);
@@ -553,6 +576,7 @@ export class PlatformaticConsumer implements Consumer {
       this.dropRequests(this.requests?.owned() ?? []);
       this.closing = true;
       this.wakeSession();
+      this.wakeRejoined();
       await close.within(this.revoking);
       const leave = (async () => {
         await this.stream?.close();

@@ -17,6 +17,8 @@ export class Feed {
    * offset at a join) is dropped.
    */
   next: number | undefined;
+  /** The offset of the first message read in this assignment: where a revoke with nothing finished resumes. */
+  first: number | undefined;
   /** The offset after the last message taken: where the app's reading stands. */
   position: number | undefined;
   /** Everything below it is finished: what may be committed. */
@@ -36,6 +38,7 @@ export class Feed {
     const offset = Number(m.offset);
     if (this.revoked || (this.next !== undefined && offset < this.next)) return false;
     this.next = offset + 1;
+    this.first ??= offset;
     this.leaderEpoch = m.leaderEpoch;
     this.messages.push(m);
     return true;
@@ -65,6 +68,14 @@ export class Feed {
 
   markCommittable(offset: number): void {
     if (this.committable === undefined || offset > this.committable) this.committable = offset;
+  }
+
+  /**
+   * Where the partition's reading resumes once it is let go: after what was finished, else where this
+   * assignment began reading; undefined when it read nothing.
+   */
+  resume(): number | undefined {
+    return this.committable ?? this.first;
   }
 
   /** Finished work the coordinator has not taken. */

@@ -24,6 +24,8 @@ class RequestPartition {
   messages: Record[] = [];
   /** The offset after the last message read: one read again below it (a rewind at a join) is dropped. */
   next: number | undefined;
+  /** The offset of the first message read in this assignment. */
+  first: number | undefined;
   /** The offset after the last message handled: where the partition's reading stands. */
   position: number | undefined;
   running = false;
@@ -49,23 +51,32 @@ export class RequestFeeds {
     return this.s.topic;
   }
 
-  /** Makes the owned partitions `now`: those that came are taken, those that went are dropped. */
-  sync(now: ReadonlySet<number>): number[] {
-    const gone = [...this.parts.keys()].filter((p) => !now.has(p));
-    this.drop(gone);
+  /**
+   * Makes the owned partitions `now`: those that came are taken, those that went are dropped. Returns where
+   * the reading of each partition that went resumes (see `drop`).
+   */
+  sync(now: ReadonlySet<number>): Map<number, number> {
+    const resumes = this.drop([...this.parts.keys()].filter((p) => !now.has(p)));
     for (const p of now) if (!this.parts.has(p)) this.parts.set(p, new RequestPartition(p));
-    return gone;
+    return resumes;
   }
 
-  /** Lets `partitions` go: what was read of them and not handled is dropped (a run under way ends there). */
-  drop(partitions: readonly number[]): void {
+  /**
+   * Lets `partitions` go: what was read of them and not handled is dropped (a run under way ends there).
+   * Returns where the reading of each resumes: after what was handled, else where this assignment began.
+   */
+  drop(partitions: readonly number[]): Map<number, number> {
+    const resumes = new Map<number, number>();
     for (const p of partitions) {
       const part = this.parts.get(p);
       if (part === undefined) continue;
       part.dropped = true;
       part.messages = [];
       this.parts.delete(p);
+      const resume = part.position ?? part.first;
+      if (resume !== undefined) resumes.set(p, resume);
     }
+    return resumes;
   }
 
   owned(): number[] {
@@ -78,6 +89,7 @@ export class RequestFeeds {
     const offset = Number(m.offset);
     if (part === undefined || (part.next !== undefined && offset < part.next)) return false;
     part.next = offset + 1;
+    part.first ??= offset;
     part.messages.push(m);
     this.kick(part);
     return true;
