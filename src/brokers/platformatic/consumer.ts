@@ -3,10 +3,11 @@ import { SystemClock } from '../../core/clock.js';
 import { deadlineIn, deadlineOf } from '../../core/deadline.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } from '../../core/ports.js';
+import { Waiters } from '../../core/waiters.js';
 import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
 import { subscriptionAssigner } from './assigner.js';
 import { Feed, type Record } from './feed.js';
-import { committedOffsets, groupOffsets, partitionEnds, type PartitionOffsets } from './offsets.js';
+import { committedOffsets, groupOffsets, lagPast, partitionEnds, type PartitionOffsets } from './offsets.js';
 import { pk } from './client.js';
 import { RequestFeeds } from './requests.js';
 import type { PlatformaticSettings } from './settings.js';
@@ -66,12 +67,12 @@ export class PlatformaticConsumer implements Consumer {
   private beats = 0;
   /** The partitions of the requests topic this member owns, if the request names one. */
   private readonly requests: RequestFeeds | undefined;
-  /** Those waiting for `inSession` to answer otherwise: a heartbeat answered, a revoke, closing. */
-  private sessionWaiters: (() => void)[] = [];
+  /** Woken when `inSession` may answer otherwise: a heartbeat answered, a revoke, closing. */
+  private readonly sessionChanged = new Waiters();
   /** A classic rebalance began, and the member has not joined again: commits wait (see `send`). */
   private rejoining = false;
-  /** Commits waiting for the member to join again (see `send`). */
-  private rejoinWaiters: (() => void)[] = [];
+  /** Woken when the member joined again, or is closing (see `send`). */
+  private readonly joinedAgain = new Waiters();
 
   constructor(
     private readonly admin: Admin,
@@ -150,13 +151,13 @@ export class PlatformaticConsumer implements Consumer {
       this.rebalancing = false;
       this.rejoining = false;
       this.sync();
-      this.wakeRejoined();
+      this.joinedAgain.wake();
     });
     consumer.on('consumer:heartbeat:end', () => {
       if (!current()) return;
       this.beats++;
       this.sync();
-      this.wakeSession();
+      this.sessionChanged.wake();
     });
     consumer.on('consumer:group:rebalance', () => {
       // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
@@ -295,7 +296,7 @@ export class PlatformaticConsumer implements Consumer {
     this.revoking = this.revoking
       .then(settle, settle)
       .catch((error: unknown) => this.log.warn('revoke failed', { error }));
-    this.wakeSession();
+    this.sessionChanged.wake();
   }
 
   /** Lets the requests topic's `partitions` go (with the topic's, in a classic rebalance or at close). */
@@ -334,30 +335,18 @@ export class PlatformaticConsumer implements Consumer {
     const heard = this.consumer?.lastHeartbeat?.getTime() ?? 0;
     const held = this.feeds.has(partition) && !this.rebalancing;
     if (held && !this.closing && Date.now() < heard + this.settings.sessionTimeoutMs) return true;
-    return new Promise((resolve) => this.sessionWaiters.push(resolve));
+    return this.sessionChanged.next();
   }
 
   /** Resolves once the member joined again, is closing, or after the rebalance timeout. */
   private rejoined(): Promise<void> {
     return new Promise((resolve) => {
       const timer = SYSTEM_CLOCK.setTimer(this.settings.rebalanceTimeoutMs, resolve);
-      this.rejoinWaiters.push(() => {
+      void this.joinedAgain.next().then(() => {
         timer.cancel();
         resolve();
       });
     });
-  }
-
-  private wakeRejoined(): void {
-    const waiters = this.rejoinWaiters;
-    this.rejoinWaiters = [];
-    for (const wake of waiters) wake();
-  }
-
-  private wakeSession(): void {
-    const waiters = this.sessionWaiters;
-    this.sessionWaiters = [];
-    for (const wake of waiters) wake();
   }
 
   /** Reads what the stream has into the feeds, up to `READ_AHEAD` waiting; the stream holds the rest. */
@@ -419,11 +408,14 @@ export class PlatformaticConsumer implements Consumer {
     if (this.closing) return 0;
     if (this.rebalancing)
       throw Object.assign(new Error(`group "${this.request.group}" is rebalancing`), { retriable: true });
-    if (this.feeds.size === 0 && (this.requests?.owned().length ?? 0) === 0) return 0;
-    let lag = await this.requestsLag();
-    for (const [p, o] of await this.offsets()) {
-      const feed = this.feeds.get(p);
-      if (feed !== undefined) lag += Math.max(0, o.high - (feed.position ?? (o.committed >= 0 ? o.committed : o.low)));
+    const requests = this.requests;
+    const asked = requests?.owned() ?? [];
+    if (this.feeds.size === 0 && asked.length === 0) return 0;
+    const positions = new Map([...this.feeds].map(([p, f]) => [p, f.position]));
+    let lag = lagPast(await this.offsets(), positions);
+    if (requests !== undefined && asked.length > 0) {
+      const offsets = await groupOffsets(this.admin, this.request.group, requests.topic, this.partitionsCount);
+      lag += lagPast(offsets, new Map(asked.map((p) => [p, requests.position(p)])));
     }
     return lag;
   }
@@ -433,25 +425,7 @@ export class PlatformaticConsumer implements Consumer {
     const offsets = await this.offsets();
     return [...this.feeds.keys()]
       .sort((a, b) => a - b)
-      .map((partition) => {
-        const o = offsets.get(partition) ?? { low: 0, high: 0, committed: -1 };
-        return { partition, lag: Math.max(0, o.high - (o.committed >= 0 ? o.committed : o.low)) };
-      });
-  }
-
-  /** Requests of the partitions of the requests topic owned here that are not handled yet. */
-  private async requestsLag(): Promise<number> {
-    const requests = this.requests;
-    const owned = requests?.owned() ?? [];
-    if (requests === undefined || owned.length === 0) return 0;
-    const offsets = await groupOffsets(this.admin, this.request.group, requests.topic, this.partitionsCount);
-    let lag = 0;
-    for (const p of owned) {
-      const o = offsets.get(p);
-      if (o !== undefined)
-        lag += Math.max(0, o.high - (requests.position(p) ?? (o.committed >= 0 ? o.committed : o.low)));
-    }
-    return lag;
+      .map((partition) => ({ partition, lag: lagPast(offsets, new Map([[partition, undefined]])) }));
   }
 
   private offsets(): Promise<Map<number, PartitionOffsets>> {
@@ -575,8 +549,8 @@ export class PlatformaticConsumer implements Consumer {
       if (owned.length > 0) this.revoke(owned);
       this.dropRequests(this.requests?.owned() ?? []);
       this.closing = true;
-      this.wakeSession();
-      this.wakeRejoined();
+      this.sessionChanged.wake();
+      this.joinedAgain.wake();
       await close.within(this.revoking);
       const leave = (async () => {
         await this.stream?.close();

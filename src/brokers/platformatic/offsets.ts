@@ -55,3 +55,19 @@ export async function groupOffsets(
   for (const [p, e] of ends) out.set(p, { ...e, committed: committed.get(p) ?? -1 });
   return out;
 }
+
+/**
+ * Messages of the partitions in `positions` past where the member reads them: its position where it has one,
+ * else the group's committed offset, else the partition's start.
+ */
+export function lagPast(
+  offsets: ReadonlyMap<number, PartitionOffsets>,
+  positions: ReadonlyMap<number, number | undefined>,
+): number {
+  let lag = 0;
+  for (const [p, position] of positions) {
+    const o = offsets.get(p);
+    if (o !== undefined) lag += Math.max(0, o.high - (position ?? (o.committed >= 0 ? o.committed : o.low)));
+  }
+  return lag;
+}
