@@ -98,9 +98,12 @@ export class Instance {
     readonly id: string,
     args: readonly string[],
     output: Output,
+    /** The client of the child's broker: `kafkajs`, or @platformatic/kafka's `classic` or `consumer` protocol. */
+    client = 'kafkajs',
   ) {
     this.child = spawn(process.execPath, [SCRIPT, ...args.slice(0, 5), id, String(SESSION_MS), ...args.slice(5)], {
       stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, SLUICE_TEST_KAFKA_CLIENT: client },
     });
     this.child.stdin!.on('error', () => {}); // a command written as the child dies: its send is lost
     let buffer = '';

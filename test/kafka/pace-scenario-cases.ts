@@ -9,10 +9,14 @@
  *
  * The scenarios of one pace mode, for a test file of its own: the batch and debounce files run side by side.
  */
-import { describe, expect, it } from 'vitest';
+import type { Admin } from 'kafkajs';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import type { TestClient } from './clients.js';
+import { checkReceipts } from './pace-checks.js';
 import { kafkaBrokers } from './fixture.js';
 import { PARTITIONS, type Mode } from './pace-instances.js';
 import { Scenario, scenarioAdmin } from './pace-scenario.js';
+import { Sender } from './pace-sender.js';
 
 /** The scenarios, each with a paced subscriber of `mode`. */
 export function processScenarios(mode: Extract<Mode, 'batch' | 'debounce'>): void {
@@ -54,16 +58,7 @@ export function processScenarios(mode: Extract<Mode, 'batch' | 'debounce'>): voi
     });
 
     it('an instance killed (SIGKILL) comes back on the same store after the others took over', async () => {
-      const s = await Scenario.open(admin(), mode);
-      const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
-      await s.publishMore(150);
-      await s.kill(c);
-      await s.shardsOwned();
-      await s.publishMore(90);
-      await s.start('c2');
-      await s.shardsOwned();
-      await s.publishMore(120);
-      await s.drainAndCheck();
+      await killedComesBack(admin(), mode);
     });
 
     it('an instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice', async () => {
@@ -86,4 +81,50 @@ export function processScenarios(mode: Extract<Mode, 'batch' | 'debounce'>): voi
       await s.drainAndCheck();
     });
   });
+}
+
+/** An instance killed (SIGKILL) comes back on the same store after the others took over. */
+export async function killedComesBack(admin: Admin, mode: Mode, client?: TestClient['arg']): Promise<void> {
+  const s = await Scenario.open(admin, mode, { client });
+  const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
+  await s.publishMore(150);
+  await s.kill(c);
+  await s.shardsOwned();
+  await s.publishMore(90);
+  await s.start('c2');
+  await s.shardsOwned();
+  await s.publishMore(120);
+  await s.drainAndCheck();
+}
+
+/** The keys sends go to: few, so that windows gather several sends. */
+const SEND_KEYS = 12;
+
+/**
+ * `app.send` round robin over the instances while one joins and one is killed: each send routed to the owner of
+ * its key's partition, one sent again elsewhere a duplicate of the same run, every receipt checked against the runs.
+ */
+export async function sendsRoundRobin(admin: Admin, client?: TestClient['arg']): Promise<void> {
+  const s = await Scenario.open(admin, 'batch', { stream: false, client });
+  await s.start('a');
+  const b = await s.start('b');
+  const sender = new Sender(() => s.live(), SEND_KEYS, 6);
+  onTestFinished(() => sender.abandon());
+  const answered = (n: number) => {
+    const target = sender.answered + n;
+    return s.until(`${n} more sends answered`, () => sender.answered >= target);
+  };
+  await answered(150);
+  await s.start('c');
+  await answered(150);
+  await s.kill(b);
+  await answered(150);
+  await sender.stop();
+  const runs = await s.drainAndCheck(sender.next);
+  checkReceipts([...sender.sent.values()], runs);
+  expect(sender.notDuplicates, 'sent again to another instance: a duplicate of the same run').toEqual([]);
+  expect(sender.again).toBeGreaterThan(30);
+  // Windows gathered several sends, each of them answered with the window's run ID.
+  expect([...runs.values()].some((r) => r.seqs.length > 2)).toBe(true);
+  expect([...sender.refusals.keys()].filter((code) => code !== 'SEND_TIMEOUT')).toEqual([]);
 }

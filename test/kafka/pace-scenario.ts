@@ -9,6 +9,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { afterAll, beforeAll, expect, onTestFinished } from 'vitest';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import type { KafkaBroker } from '../../src/brokers/kafka/index.js';
+import type { TestClient } from './clients.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 import { checkRuns, wantedSeqs, type Frozen } from './pace-checks.js';
 import {
@@ -30,6 +31,8 @@ const WAIT_MS = 45_000;
 export interface ScenarioOptions {
   /** The stream's options; `false` for none (the events are sent). */
   readonly stream?: StreamOptions | false;
+  /** The instances' client (see test/kafka/clients.ts). @default 'kafkajs' */
+  readonly client?: TestClient['arg'];
 }
 
 /** A scenario's topic, store and stream (publishing from its start), and its steps. */
@@ -51,7 +54,7 @@ export class Scenario {
     private readonly topic: string,
     private readonly name: string,
     private readonly prefix: string,
-    options: ScenarioOptions,
+    private readonly options: ScenarioOptions,
   ) {
     this.requests = `${prefix}.requests`;
     this.stream = options.stream === false ? undefined : new Stream(broker, topic, options.stream);
@@ -79,7 +82,7 @@ export class Scenario {
   /** Starts an instance (its clock `aheadMs` ahead of the system's) and waits until its app has started. */
   async start(id: string, aheadMs = 0): Promise<Instance> {
     const args = [kafkaBrokers!, this.topic, this.name, this.prefix, this.mode, String(aheadMs)];
-    const instance = new Instance(id, args, this.output);
+    const instance = new Instance(id, args, this.output, this.options.client);
     this.instances.push(instance);
     await this.until(`${id} to start`, () => {
       if (!instance.alive) throw new Error(`${id} exited: ${instance.stderr}`);

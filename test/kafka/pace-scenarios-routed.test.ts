@@ -5,14 +5,10 @@
  * to the owner of its key's partition). Instances join and are killed meanwhile; the same invariants are
  * checked after each (test/kafka/pace-checks.ts), and for sends, every receipt against the runs.
  */
-import { describe, expect, it, onTestFinished } from 'vitest';
-import { checkReceipts } from './pace-checks.js';
+import { describe, expect, it } from 'vitest';
 import { kafkaBrokers } from './fixture.js';
 import { Scenario, scenarioAdmin } from './pace-scenario.js';
-import { Sender } from './pace-sender.js';
-
-/** The keys sends go to: few, so that windows gather several sends. */
-const SEND_KEYS = 12;
+import { sendsRoundRobin } from './pace-scenario-cases.js';
 
 describe.skipIf(!kafkaBrokers)('pace on Kafka: events appended by another instance', { timeout: 150_000 }, () => {
   const admin = scenarioAdmin();
@@ -37,28 +33,6 @@ describe.skipIf(!kafkaBrokers)('pace on Kafka: events appended by another instan
     expect(forwarded).toBeGreaterThan(s.stream!.produced / 2);
   });
 
-  it('app.send round robin while an instance joins and one is killed: sent again elsewhere, a duplicate of the same run', async () => {
-    const s = await Scenario.open(admin(), 'batch', { stream: false });
-    await s.start('a');
-    const b = await s.start('b');
-    const sender = new Sender(() => s.live(), SEND_KEYS, 6);
-    onTestFinished(() => sender.abandon());
-    const answered = (n: number) => {
-      const target = sender.answered + n;
-      return s.until(`${n} more sends answered`, () => sender.answered >= target);
-    };
-    await answered(150);
-    await s.start('c');
-    await answered(150);
-    await s.kill(b);
-    await answered(150);
-    await sender.stop();
-    const runs = await s.drainAndCheck(sender.next);
-    checkReceipts([...sender.sent.values()], runs);
-    expect(sender.notDuplicates, 'sent again to another instance: a duplicate of the same run').toEqual([]);
-    expect(sender.again).toBeGreaterThan(30);
-    // Windows gathered several sends, each of them answered with the window's run ID.
-    expect([...runs.values()].some((r) => r.seqs.length > 2)).toBe(true);
-    expect([...sender.refusals.keys()].filter((code) => code !== 'SEND_TIMEOUT')).toEqual([]);
-  });
+  it('app.send round robin while an instance joins and one is killed: sent again elsewhere, a duplicate of the same run', () =>
+    sendsRoundRobin(admin()));
 });

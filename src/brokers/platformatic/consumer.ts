@@ -73,6 +73,8 @@ export class PlatformaticConsumer implements Consumer {
   private rejoining = false;
   /** Woken when the member joined again, or is closing (see `send`). */
   private readonly joinedAgain = new Waiters();
+  /** Where the reading of each partition let go resumes, should it come back (see `reseek`). */
+  private readonly resumeAt = new Map<string, number>();
 
   constructor(
     private readonly admin: Admin,
@@ -148,10 +150,12 @@ export class PlatformaticConsumer implements Consumer {
     const current = (): boolean => this.consumer === consumer && this.failed !== consumer;
     consumer.on('consumer:group:join', () => {
       if (!current()) return;
+      const paused = this.rebalancing && s.groupProtocol !== 'consumer';
       this.rebalancing = false;
       this.rejoining = false;
       this.sync();
       this.joinedAgain.wake();
+      if (paused) void this.resumeAfterJoin();
     });
     consumer.on('consumer:heartbeat:end', () => {
       if (!current()) return;
@@ -162,6 +166,8 @@ export class PlatformaticConsumer implements Consumer {
     consumer.on('consumer:group:rebalance', () => {
       // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
       if (current() && s.groupProtocol !== 'consumer') {
+        // The client fetches the revoked partitions until it joins again: the stream stops fetching meanwhile.
+        this.stream?.pause();
         this.rebalancing = true;
         this.rejoining = true;
         this.revoke([...this.feeds.keys()]);
@@ -224,7 +230,11 @@ export class PlatformaticConsumer implements Consumer {
     if (this.closing || this.rebalancing || assignments === null || assignments === undefined) return;
     const of = (topic: string) => new Set(assignments.filter((a) => a.topic === topic).flatMap((a) => a.partitions));
     const now = of(this.request.topic);
-    if (this.requests !== undefined) this.rewind(this.requests.topic, this.requests.sync(of(this.requests.topic)));
+    if (this.requests !== undefined) {
+      const owned = of(this.requests.topic);
+      this.remember(this.requests.topic, this.requests.sync(owned));
+      this.reseek(this.requests.topic, [...owned]);
+    }
     const gone = [...this.feeds.keys()].filter((p) => !now.has(p));
     const come = [...now].filter((p) => !this.feeds.has(p));
     if (gone.length > 0) this.revoke(gone);
@@ -243,6 +253,7 @@ export class PlatformaticConsumer implements Consumer {
 
   private assign(partitions: number[]): void {
     this.joins++;
+    this.reseek(this.request.topic, partitions);
     for (const p of partitions) {
       this.feeds.set(p, new Feed(p));
       this.feedList = [...this.feeds.values()];
@@ -270,13 +281,13 @@ export class PlatformaticConsumer implements Consumer {
   private revoke(partitions: number[]): void {
     const feeds = partitions.map((p) => this.feeds.get(p)).filter((f): f is Feed => f !== undefined);
     if (feeds.length === 0) return;
-    // Should a partition come back with nothing committed, it is read again from where it resumes (see `rewind`).
+    // Should a partition come back, it is read again from where it resumes (see `reseek`).
     const resumes = new Map<number, number>();
     for (const f of feeds) {
       const resume = f.resume();
       if (resume !== undefined) resumes.set(f.partition, resume);
     }
-    this.rewind(this.request.topic, resumes);
+    this.remember(this.request.topic, resumes);
     for (const f of feeds) {
       f.revoked = true;
       f.clear();
@@ -302,19 +313,75 @@ export class PlatformaticConsumer implements Consumer {
   /** Lets the requests topic's `partitions` go (with the topic's, in a classic rebalance or at close). */
   private dropRequests(partitions: number[]): void {
     if (this.requests === undefined) return;
-    this.rewind(this.requests.topic, this.requests.drop(partitions));
+    this.remember(this.requests.topic, this.requests.drop(partitions));
+  }
+
+  /** Where the reading of each partition this member let go resumes, should it come back (`topic:partition`). */
+  private remember(topic: string, resumes: ReadonlyMap<number, number>): void {
+    for (const [p, offset] of resumes) this.resumeAt.set(`${topic}:${p}`, offset);
   }
 
   /**
-   * Sets the client's fetch position of `topic`'s partitions this member let go to where their reading
-   * resumes (`resumes`: after what was finished, else where the assignment began reading). The client keeps
-   * its own position of a partition it lost, and a partition back here with nothing committed would be read
-   * from it: what the app dropped at the revoke, below it, never again. The position is set, not deleted: under
-   * the classic protocol the client fetches the partition until it joins again, and with no position it fails.
+   * Partitions of `topic` came (back): the client's fetch position of each that this member let go before is set
+   * to where its reading resumes (after what was finished, else where that assignment began reading). The
+   * client keeps its own position of a partition it lost, which is past what the app dropped at the revoke:
+   * read from there, with nothing committed (or, under the classic protocol, for a partition kept through a
+   * rebalance), what was dropped would never be read again. A position the client then reads from the group's
+   * committed offset (a partition added) replaces it.
    */
-  private rewind(topic: string, resumes: ReadonlyMap<number, number>): void {
+  private reseek(topic: string, partitions: readonly number[]): void {
     const positions = this.stream?.offsetsToFetch;
-    for (const [p, offset] of resumes) positions?.set(`${topic}:${p}`, BigInt(offset));
+    for (const p of partitions) {
+      const key = `${topic}:${p}`;
+      const offset = this.resumeAt.get(key);
+      if (offset === undefined) continue;
+      this.resumeAt.delete(key);
+      positions?.set(key, BigInt(offset));
+    }
+  }
+
+  /**
+   * After a classic rebalance, before the stream fetches again: what it fetched before is dropped (those
+   * partitions were revoked), the finished work is committed, and every partition of the new assignment is read
+   * from the group's committed offset; where the group has none, from where this member's reading of it resumes
+   * (see `reseek`) or where the client stands, else from the start or the end (`fromBeginning`). The client
+   * refreshes none of its positions at an eager rejoin: it would read a partition it kept from past what the app
+   * dropped at the revoke, and one it never read with no position at all. A failure to learn the offsets
+   * restarts the consumer, which reads them.
+   */
+  private async resumeAfterJoin(): Promise<void> {
+    const stream = this.stream;
+    const consumer = this.consumer;
+    if (stream === undefined || consumer === undefined) return;
+    while (stream.read() !== null); // fetched before the rebalance
+    try {
+      await this.flush();
+      const { group } = this.request;
+      const topics = [this.request.topic, ...(this.requests ? [this.requests.topic] : [])];
+      for (const topic of topics) {
+        const offsets = await groupOffsets(this.admin, group, topic, this.partitionsCount);
+        const owned = (consumer.assignments ?? []).filter((a) => a.topic === topic).flatMap((a) => a.partitions);
+        for (const p of owned) {
+          const key = `${topic}:${p}`;
+          const o = offsets.get(p);
+          const resume = this.resumeAt.get(key);
+          this.resumeAt.delete(key);
+          const current = stream.offsetsToFetch.get(key);
+          const fallback = o === undefined ? undefined : this.settings.fromBeginning ? o.low : o.high;
+          const at =
+            o !== undefined && o.committed >= 0
+              ? o.committed
+              : (resume ?? (current === undefined ? fallback : Number(current)));
+          if (at !== undefined) stream.offsetsToFetch.set(key, BigInt(at));
+        }
+      }
+    } catch (error) {
+      if (this.consumer === consumer && !this.closing) this.restarts.crashed(error as Error);
+      return;
+    }
+    if (this.stream !== stream || this.closing || this.rebalancing) return;
+    stream.resume();
+    this.pull();
   }
 
   /** Commits the requests topic's `offset` of `partition`; one that fails is committed by a later run. */
@@ -353,7 +420,7 @@ export class PlatformaticConsumer implements Consumer {
   private pull(): void {
     this.pulling = false;
     const stream = this.stream;
-    if (stream === undefined) return;
+    if (stream === undefined || this.rebalancing) return;
     let added = false;
     for (let waiting = this.backlog() + (this.requests?.buffered() ?? 0); waiting < READ_AHEAD;) {
       const m = stream.read() as Record | null;

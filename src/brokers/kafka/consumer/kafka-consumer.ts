@@ -247,7 +247,11 @@ export class KafkaConsumer implements Consumer {
       groupLag(this.admin, group, this.request.topic, owned, (p) => this.partitions.feed(p)?.position),
       // Requests are committed once handled: what is above the committed offset waits for an answer.
       requests === undefined ? 0 : groupLag(this.admin, group, requests, owned, () => undefined),
-    ]);
+    ]).catch((error: unknown) => {
+      throw metadataNotReady(error)
+        ? Object.assign(new Error('kafka: topic metadata not served yet'), { cause: error, retriable: true })
+        : error;
+    });
     return lag + unanswered;
   }
 
@@ -375,4 +379,12 @@ export class KafkaConsumer implements Consumer {
     this.assign(partitions, revoked ?? this.partitions.revoking);
     this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions, stale });
   }
+}
+
+/**
+ * kafkajs's `fetchTopicOffsets` fails with a TypeError of its own when the broker's metadata of a topic just
+ * created lists no partitions yet: a moment the broker catches up with, which `lag()` asks to be asked again.
+ */
+function metadataNotReady(error: unknown): boolean {
+  return error instanceof TypeError && /kafkajs[\\/]src[\\/]admin/.test(error.stack ?? '');
 }

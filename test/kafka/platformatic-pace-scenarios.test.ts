@@ -1,0 +1,26 @@
+/**
+ * Pace across processes on the second Kafka client (see test/kafka/pace-scenario-cases.ts): each instance's
+ * app reads through @platformatic/kafka, its Kafka store as on kafkajs. Two of the scenarios, one under each
+ * group protocol: an instance killed comes back after the others took over (classic), and `app.send` round
+ * robin while an instance joins and one is killed (KIP-848, where the killed member's partitions move once its
+ * session ends on the broker). The other scenarios run on kafkajs (docs/testing.md).
+ */
+import { describe, it } from 'vitest';
+import { platformaticRuns } from './clients.js';
+import { kafkaBrokers } from './fixture.js';
+import { killedComesBack, sendsRoundRobin } from './pace-scenario-cases.js';
+import { scenarioAdmin } from './pace-scenario.js';
+
+describe.skipIf(!kafkaBrokers || !platformaticRuns)(
+  'pace on Kafka through @platformatic/kafka: instances as processes',
+  { timeout: 150_000 },
+  () => {
+    const admin = scenarioAdmin();
+
+    it('classic: an instance killed (SIGKILL) comes back on the same store after the others took over', () =>
+      killedComesBack(admin(), 'batch', 'classic'));
+
+    it('consumer protocol: app.send round robin while an instance joins and one is killed', () =>
+      sendsRoundRobin(admin(), 'consumer'));
+  },
+);
