@@ -542,9 +542,9 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   private async send(): Promise<void> {
-    // In a classic rebalance a commit would carry the old generation: the
-    // coordinator refuses it, and the client joins again for it, which starts another rebalance. It waits for the
-    // join (the rebalance timeout at most) and goes with the new generation.
+    // In a classic rebalance a commit would carry the old generation: the coordinator refuses it, and the client
+    // joins again for it, which starts another rebalance. It waits for the join (the rebalance timeout at most)
+    // and goes with the new generation.
     if (this.rejoining && !this.closing) await this.rejoined();
     const consumer = this.consumer;
     const sent: [Feed, number][] = [];
