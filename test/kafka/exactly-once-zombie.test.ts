@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { App, silentLogger, subscriber, topic } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
-import { closePlatformatic, kafkaClients } from './clients.js';
+import { closePlatformatic, exactlyOnceClients } from './clients.js';
 import { closeAll, kafkaBrokers, readCommitted } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
@@ -22,7 +22,7 @@ interface Output {
   readonly ghost?: boolean;
 }
 
-describe.skipIf(!kafkaBrokers).each(kafkaClients)(
+describe.skipIf(!kafkaBrokers).each(exactlyOnceClients)(
   'exactlyOnce: a member frozen past its session ($name)',
   { timeout: 180_000 },
   (client) => {

@@ -353,7 +353,7 @@ export class PlatformaticConsumer implements Consumer {
     const stream = this.stream;
     const consumer = this.consumer;
     if (stream === undefined || consumer === undefined) return;
-    while (stream.read() !== null); // fetched before the rebalance
+    const at = new Map<string, bigint>();
     try {
       await this.flush();
       const { group } = this.request;
@@ -368,11 +368,11 @@ export class PlatformaticConsumer implements Consumer {
           this.resumeAt.delete(key);
           const current = stream.offsetsToFetch.get(key);
           const fallback = o === undefined ? undefined : this.settings.fromBeginning ? o.low : o.high;
-          const at =
+          const offset =
             o !== undefined && o.committed >= 0
               ? o.committed
               : (resume ?? (current === undefined ? fallback : Number(current)));
-          if (at !== undefined) stream.offsetsToFetch.set(key, BigInt(at));
+          if (offset !== undefined) at.set(key, BigInt(offset));
         }
       }
     } catch (error) {
@@ -380,6 +380,10 @@ export class PlatformaticConsumer implements Consumer {
       return;
     }
     if (this.stream !== stream || this.closing || this.rebalancing) return;
+    // At once, in one turn: what the stream fetched before (a fetch under way when the rebalance began may have
+    // landed meanwhile, and moved its partition's position) is dropped, the positions are set, and it fetches.
+    while (stream.read() !== null);
+    for (const [key, offset] of at) stream.offsetsToFetch.set(key, offset);
     stream.resume();
     this.pull();
   }
