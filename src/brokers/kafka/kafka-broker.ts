@@ -1,5 +1,6 @@
 import type { Admin, LogEntry, Producer } from 'kafkajs';
 import { Kafka, Partitioners, logLevel as KafkaLogLevel } from './kafkajs.js';
+import { OncePerKey } from '../../core/once-per-key.js';
 import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
@@ -53,7 +54,7 @@ export class KafkaBroker implements Broker {
   private readonly consumers = new Set<KafkaConsumer>();
   private readonly known = new Set<string>();
   /** Per topic published to: its one check (see `checked`), which every publish to it awaits. */
-  private readonly checks = new Map<string, Promise<void>>();
+  private readonly checks = new OncePerKey<string>();
   private log: Logger;
   /** The clock of the consumers' own timers: the app's, once an app has connected this broker. */
   private clock: Clock = new SystemClock();
@@ -168,22 +169,14 @@ export class KafkaBroker implements Broker {
    * `app.send`s of one event ID, routed, would reach the key's owner in the other order).
    */
   private checked(topic: string): Promise<void> {
-    let check = this.checks.get(topic);
-    if (check === undefined) {
-      const made = (async () => {
-        await this.connect();
-        await this.ensureTopic(topic);
-        // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
-        if (!isLegalTopic(topic)) return;
-        await this.mustExist(topic, '(publishing)');
-        await this.countPartitions(topic);
-      })();
-      made.catch(() => {
-        if (this.checks.get(topic) === made) this.checks.delete(topic);
-      });
-      this.checks.set(topic, (check = made));
-    }
-    return check;
+    return this.checks.get(topic, async () => {
+      await this.connect();
+      await this.ensureTopic(topic);
+      // A name no topic can have is left to the broker, which refuses it for good (INVALID_TOPIC_EXCEPTION).
+      if (!isLegalTopic(topic)) return;
+      await this.mustExist(topic, '(publishing)');
+      await this.countPartitions(topic);
+    });
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { Admin, Producer } from '@platformatic/kafka';
+import { OncePerKey } from '../../core/once-per-key.js';
 import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
@@ -40,7 +41,7 @@ export class PlatformaticKafkaBroker implements Broker {
   private readonly known = new Set<string>();
   private readonly partitionCounts = new Map<string, number>();
   /** Per topic published to: its one check (see `checked`), which every publish to it awaits. */
-  private readonly checks = new Map<string, Promise<void>>();
+  private readonly checks = new OncePerKey<string>();
   /** The broker's own waits (a topic being served) run in real time, whatever the app's clock. */
   private readonly systemClock = new SystemClock();
   private log: Logger;
@@ -147,30 +148,22 @@ export class PlatformaticKafkaBroker implements Broker {
    * the promise kept; a failure is forgotten, so that a later publish asks again.
    */
   private checked(topic: string): Promise<void> {
-    let check = this.checks.get(topic);
-    if (check === undefined) {
-      const made = (async () => {
-        await this.connect();
-        await this.ensureTopic(topic);
-        // A name no topic can have is left to the broker, which refuses it for good.
-        if (!isLegalTopic(topic)) return;
-        await this.mustExist(topic, '(publishing)');
-        for (let attempt = 1; ; attempt++) {
-          try {
-            await this.producer!.metadata({ topics: [topic], forceUpdate: true });
-            return;
-          } catch (error) {
-            if (attempt >= ASK_ATTEMPTS) throw error;
-            await pauseAfter(attempt, this.systemClock);
-          }
+    return this.checks.get(topic, async () => {
+      await this.connect();
+      await this.ensureTopic(topic);
+      // A name no topic can have is left to the broker, which refuses it for good.
+      if (!isLegalTopic(topic)) return;
+      await this.mustExist(topic, '(publishing)');
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.producer!.metadata({ topics: [topic], forceUpdate: true });
+          return;
+        } catch (error) {
+          if (attempt >= ASK_ATTEMPTS) throw error;
+          await pauseAfter(attempt, this.systemClock);
         }
-      })();
-      made.catch(() => {
-        if (this.checks.get(topic) === made) this.checks.delete(topic);
-      });
-      this.checks.set(topic, (check = made));
-    }
-    return check;
+      }
+    });
   }
 
   async consume(request: ConsumeRequest): Promise<Consumer> {
