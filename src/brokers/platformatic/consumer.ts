@@ -9,6 +9,8 @@ import { subscriptionAssigner } from './assigner.js';
 import { Feed, type Record } from './feed.js';
 import { committedOffsets, groupOffsets, lagPast, partitionEnds, type PartitionOffsets } from './offsets.js';
 import { pk } from './client.js';
+import { FeedCommits } from './commits.js';
+import { ResumePositions } from './positions.js';
 import { RequestFeeds } from './requests.js';
 import type { PlatformaticSettings } from './settings.js';
 
@@ -45,10 +47,7 @@ export class PlatformaticConsumer implements Consumer {
   private revoking: Promise<void> = Promise.resolve();
   private closing = false;
   private closed: Promise<void> | undefined;
-  private commitTimer: Timer | undefined;
   private countTimer: Timer | undefined;
-  private committing: Promise<void> | undefined;
-  private failing = false;
   private joins = 0;
   private fetches = 0;
   private partitionsCount = 0;
@@ -69,12 +68,10 @@ export class PlatformaticConsumer implements Consumer {
   private readonly requests: RequestFeeds | undefined;
   /** Woken when `inSession` may answer otherwise: a heartbeat answered, a revoke, closing. */
   private readonly sessionChanged = new Waiters();
-  /** A classic rebalance began, and the member has not joined again: commits wait (see `send`). */
-  private rejoining = false;
-  /** Woken when the member joined again, or is closing (see `send`). */
-  private readonly joinedAgain = new Waiters();
-  /** Where the reading of each partition let go resumes, should it come back (see `reseek`). */
-  private readonly resumeAt = new Map<string, number>();
+  /** The group's offsets of the feeds, committed up to what the app finished. */
+  private readonly commits: FeedCommits;
+  /** Where the reading of each partition let go resumes, should it come back. */
+  private readonly positions = new ResumePositions();
 
   constructor(
     private readonly admin: Admin,
@@ -83,6 +80,15 @@ export class PlatformaticConsumer implements Consumer {
     private readonly log: Logger,
     private readonly clock: Clock,
   ) {
+    this.commits = new FeedCommits({
+      topic: request.topic,
+      log,
+      clock,
+      rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
+      consumer: () => this.consumer,
+      feeds: () => [...this.feeds.values(), ...this.leaving],
+      closing: () => this.closing,
+    });
     const requests = request.requests;
     if (requests !== undefined)
       this.requests = new RequestFeeds({
@@ -115,7 +121,7 @@ export class PlatformaticConsumer implements Consumer {
     const joined = new Promise<void>((resolve) => (this.joined = resolve));
     await this.open();
     await joined;
-    this.commitEvery(this.settings.commitIntervalMs);
+    this.commits.every(this.settings.commitIntervalMs);
     this.countEvery(this.settings.metadataMaxAgeMs);
   }
 
@@ -152,9 +158,8 @@ export class PlatformaticConsumer implements Consumer {
       if (!current()) return;
       const paused = this.rebalancing && s.groupProtocol !== 'consumer';
       this.rebalancing = false;
-      this.rejoining = false;
       this.sync();
-      this.joinedAgain.wake();
+      this.commits.joined();
       if (paused) void this.resumeAfterJoin();
     });
     consumer.on('consumer:heartbeat:end', () => {
@@ -169,7 +174,7 @@ export class PlatformaticConsumer implements Consumer {
         // The client fetches the revoked partitions until it joins again: the stream stops fetching meanwhile.
         this.stream?.pause();
         this.rebalancing = true;
-        this.rejoining = true;
+        this.commits.rebalanceBegan();
         this.revoke([...this.feeds.keys()]);
         this.dropRequests(this.requests?.owned() ?? []);
       }
@@ -232,8 +237,8 @@ export class PlatformaticConsumer implements Consumer {
     const now = of(this.request.topic);
     if (this.requests !== undefined) {
       const owned = of(this.requests.topic);
-      this.remember(this.requests.topic, this.requests.sync(owned));
-      this.reseek(this.requests.topic, [...owned]);
+      this.positions.remember(this.requests.topic, this.requests.sync(owned));
+      this.positions.reseek(this.stream?.offsetsToFetch, this.requests.topic, [...owned]);
     }
     const gone = [...this.feeds.keys()].filter((p) => !now.has(p));
     const come = [...now].filter((p) => !this.feeds.has(p));
@@ -253,7 +258,7 @@ export class PlatformaticConsumer implements Consumer {
 
   private assign(partitions: number[]): void {
     this.joins++;
-    this.reseek(this.request.topic, partitions);
+    this.positions.reseek(this.stream?.offsetsToFetch, this.request.topic, partitions);
     for (const p of partitions) {
       this.feeds.set(p, new Feed(p));
       this.feedList = [...this.feeds.values()];
@@ -287,7 +292,7 @@ export class PlatformaticConsumer implements Consumer {
       const resume = f.resume();
       if (resume !== undefined) resumes.set(f.partition, resume);
     }
-    this.remember(this.request.topic, resumes);
+    this.positions.remember(this.request.topic, resumes);
     for (const f of feeds) {
       f.revoked = true;
       f.clear();
@@ -299,7 +304,7 @@ export class PlatformaticConsumer implements Consumer {
     const settle = async (): Promise<void> => {
       try {
         await this.request.onRevoke(partitions);
-        await this.flush();
+        await this.commits.flush();
       } finally {
         for (const f of feeds) this.leaving.delete(f);
       }
@@ -313,31 +318,7 @@ export class PlatformaticConsumer implements Consumer {
   /** Lets the requests topic's `partitions` go (with the topic's, in a classic rebalance or at close). */
   private dropRequests(partitions: number[]): void {
     if (this.requests === undefined) return;
-    this.remember(this.requests.topic, this.requests.drop(partitions));
-  }
-
-  /** Where the reading of each partition this member let go resumes, should it come back (`topic:partition`). */
-  private remember(topic: string, resumes: ReadonlyMap<number, number>): void {
-    for (const [p, offset] of resumes) this.resumeAt.set(`${topic}:${p}`, offset);
-  }
-
-  /**
-   * Partitions of `topic` came (back): the client's fetch position of each that this member let go before is set
-   * to where its reading resumes (after what was finished, else where that assignment began reading). The
-   * client keeps its own position of a partition it lost, which is past what the app dropped at the revoke:
-   * read from there, with nothing committed (or, under the classic protocol, for a partition kept through a
-   * rebalance), what was dropped would never be read again. A position the client then reads from the group's
-   * committed offset (a partition added) replaces it.
-   */
-  private reseek(topic: string, partitions: readonly number[]): void {
-    const positions = this.stream?.offsetsToFetch;
-    for (const p of partitions) {
-      const key = `${topic}:${p}`;
-      const offset = this.resumeAt.get(key);
-      if (offset === undefined) continue;
-      this.resumeAt.delete(key);
-      positions?.set(key, BigInt(offset));
-    }
+    this.positions.remember(this.requests.topic, this.requests.drop(partitions));
   }
 
   /**
@@ -355,25 +336,17 @@ export class PlatformaticConsumer implements Consumer {
     if (stream === undefined || consumer === undefined) return;
     const at = new Map<string, bigint>();
     try {
-      await this.flush();
-      const { group } = this.request;
-      const topics = [this.request.topic, ...(this.requests ? [this.requests.topic] : [])];
-      for (const topic of topics) {
-        const offsets = await groupOffsets(this.admin, group, topic, this.partitionsCount);
-        const owned = (consumer.assignments ?? []).filter((a) => a.topic === topic).flatMap((a) => a.partitions);
-        for (const p of owned) {
-          const key = `${topic}:${p}`;
-          const o = offsets.get(p);
-          const resume = this.resumeAt.get(key);
-          this.resumeAt.delete(key);
-          const current = stream.offsetsToFetch.get(key);
-          const fallback = o === undefined ? undefined : this.settings.fromBeginning ? o.low : o.high;
-          const offset =
-            o !== undefined && o.committed >= 0
-              ? o.committed
-              : (resume ?? (current === undefined ? fallback : Number(current)));
-          if (offset !== undefined) at.set(key, BigInt(offset));
-        }
+      await this.commits.flush();
+      const parts = {
+        admin: this.admin,
+        group: this.request.group,
+        partitions: this.partitionsCount,
+        fromBeginning: this.settings.fromBeginning,
+      };
+      for (const topic of [this.request.topic, ...(this.requests ? [this.requests.topic] : [])]) {
+        const assigned = (consumer.assignments ?? []).filter((a) => a.topic === topic).flatMap((a) => a.partitions);
+        for (const [key, offset] of await this.positions.afterRejoin(parts, stream.offsetsToFetch, topic, assigned))
+          at.set(key, offset);
       }
     } catch (error) {
       if (this.consumer === consumer && !this.closing) this.restarts.crashed(error as Error);
@@ -407,17 +380,6 @@ export class PlatformaticConsumer implements Consumer {
     const held = this.feeds.has(partition) && !this.rebalancing;
     if (held && !this.closing && Date.now() < heard + this.settings.sessionTimeoutMs) return true;
     return this.sessionChanged.next();
-  }
-
-  /** Resolves once the member joined again, is closing, or after the rebalance timeout. */
-  private rejoined(): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = SYSTEM_CLOCK.setTimer(this.settings.rebalanceTimeoutMs, resolve);
-      void this.joinedAgain.next().then(() => {
-        timer.cancel();
-        resolve();
-      });
-    });
   }
 
   /** Reads what the stream has into the feeds, up to `READ_AHEAD` waiting; the stream holds the rest. */
@@ -533,50 +495,8 @@ export class PlatformaticConsumer implements Consumer {
     this.feeds.get(partition)?.markCommittable(offset);
   }
 
-  /** Sends every pending commit; one request at a time, callers meanwhile sharing the next. */
   flush(): Promise<void> {
-    if (this.committing) {
-      return this.committing.then(() => this.flush());
-    }
-    const sending = this.send().finally(() => {
-      this.committing = undefined;
-    });
-    this.committing = sending;
-    return sending;
-  }
-
-  private async send(): Promise<void> {
-    // In a classic rebalance a commit would carry the old generation: the coordinator refuses it, and the client
-    // joins again for it, which starts another rebalance. It waits for the join (the rebalance timeout at most)
-    // and goes with the new generation.
-    if (this.rejoining && !this.closing) await this.rejoined();
-    const consumer = this.consumer;
-    const sent: [Feed, number][] = [];
-    for (const f of [...this.feeds.values(), ...this.leaving]) if (f.pending()) sent.push([f, f.committable!]);
-    if (consumer === undefined || sent.length === 0) return;
-    const topic = this.request.topic;
-    const offsets = sent.map(([f, c]) => ({
-      topic,
-      partition: f.partition,
-      offset: BigInt(c),
-      leaderEpoch: f.leaderEpoch,
-    }));
-    try {
-      await consumer.commit({ offsets });
-      for (const [f, c] of sent) f.committed = Math.max(f.committed ?? -1, c);
-      this.failing = false;
-    } catch (error) {
-      this.log[this.failing ? 'debug' : 'warn']('commit not taken; trying again', { error });
-      this.failing = true;
-    }
-  }
-
-  private commitEvery(ms: number): void {
-    this.commitTimer = this.clock.setTimer(ms, () => {
-      if (this.closing) return;
-      this.commitEvery(ms);
-      void this.flush().catch(() => {});
-    });
+    return this.commits.flush();
   }
 
   /**
@@ -610,7 +530,7 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
-    this.commitTimer?.cancel();
+    this.commits.cancel();
     this.countTimer?.cancel();
     this.restarts.cancel();
     const timeoutMs = this.request.shutdownTimeoutMs ?? 30_000;
@@ -621,7 +541,7 @@ export class PlatformaticConsumer implements Consumer {
       this.dropRequests(this.requests?.owned() ?? []);
       this.closing = true;
       this.sessionChanged.wake();
-      this.joinedAgain.wake();
+      this.commits.joined();
       await close.within(this.revoking);
       const leave = (async () => {
         await this.stream?.close();
