@@ -90,9 +90,3 @@ export async function groupSettled(apps: readonly App[], partitions: number): Pr
   }
   await Promise.all(apps.map((a) => a.idle()));
 }
-
-/**
- * The clients of the exactly-once suites: every one but @platformatic/kafka's classic protocol, whose eager
- * rejoin can, under load, skip messages (docs/kafka.md, "Known defect"); the crash suite still runs it.
- */
-export const exactlyOnceClients: readonly TestClient[] = kafkaClients.filter((c) => c.arg !== 'classic');

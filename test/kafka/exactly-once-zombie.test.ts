@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { App, silentLogger, subscriber, topic } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
-import { closePlatformatic, exactlyOnceClients } from './clients.js';
+import { closePlatformatic, kafkaClients } from './clients.js';
 import { closeAll, kafkaBrokers, readCommitted } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
@@ -22,7 +22,7 @@ interface Output {
   readonly ghost?: boolean;
 }
 
-describe.skipIf(!kafkaBrokers).each(exactlyOnceClients)(
+describe.skipIf(!kafkaBrokers).each(kafkaClients)(
   'exactlyOnce: a member frozen past its session ($name)',
   { timeout: 180_000 },
   (client) => {
@@ -85,7 +85,10 @@ describe.skipIf(!kafkaBrokers).each(exactlyOnceClients)(
         await vi.waitFor(
           async () => {
             const ids = new Set((await readCommitted<Output>(kafka, admin, output, 3)).map((o) => o.id));
-            if (ids.size < N + MORE) throw new Error(`${ids.size} of ${N + MORE} outputs so far`);
+            if (ids.size < N + MORE) {
+              const missing = Array.from({ length: N + MORE }, (_, i) => i).filter((i) => !ids.has(i));
+              throw new Error(`${ids.size} of ${N + MORE} outputs so far; missing ${missing.join(' ')}`);
+            }
           },
           { timeout: 120_000, interval: 250 },
         );

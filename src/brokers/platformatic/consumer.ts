@@ -10,6 +10,7 @@ import { Feed, type Record } from './feed.js';
 import { committedOffsets, groupOffsets, lagPast, partitionEnds, type PartitionOffsets } from './offsets.js';
 import { pk } from './client.js';
 import { FeedCommits } from './commits.js';
+import { countFetches, fetchesLanded } from './fetches.js';
 import { ResumePositions } from './positions.js';
 import { RequestFeeds } from './requests.js';
 import type { PlatformaticSettings } from './settings.js';
@@ -62,6 +63,11 @@ export class PlatformaticConsumer implements Consumer {
    * what this member will own is unknown.
    */
   private rebalancing = false;
+  /**
+   * The stream after a classic join, until its positions are set again: what it holds was fetched from the
+   * positions before the rebalance, and admitted into the new feeds it would pass over what the app dropped.
+   */
+  private staleStream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
   /** Heartbeats answered: under the consumer protocol, partitions come with heartbeats after the join. */
   private beats = 0;
   /** The partitions of the requests topic this member owns, if the request names one. */
@@ -154,9 +160,18 @@ export class PlatformaticConsumer implements Consumer {
     const consumer = new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>);
     this.consumer = consumer;
     const current = (): boolean => this.consumer === consumer && this.failed !== consumer;
+    const classic = s.groupProtocol !== 'consumer';
+    if (classic) countFetches();
+    let joinedBefore = false;
     consumer.on('consumer:group:join', () => {
       if (!current()) return;
-      const paused = this.rebalancing && s.groupProtocol !== 'consumer';
+      // A classic member whose session ended (frozen, cut off) joins again with no rebalance event: what it owned
+      // went to others meanwhile, as in a rebalance, and what it read of it is stale.
+      if (classic && joinedBefore && !this.rebalancing) this.rebalanceBegan();
+      joinedBefore = true;
+      const paused = this.rebalancing && classic;
+      // Until `resumeAfterJoin` sets the positions, what the stream holds was fetched from the old ones.
+      if (paused) this.staleStream = this.stream;
       this.rebalancing = false;
       this.sync();
       this.commits.joined();
@@ -170,14 +185,7 @@ export class PlatformaticConsumer implements Consumer {
     });
     consumer.on('consumer:group:rebalance', () => {
       // Classic (eager): every partition goes before the rejoin. The consumer protocol revokes by the diff.
-      if (current() && s.groupProtocol !== 'consumer') {
-        // The client fetches the revoked partitions until it joins again: the stream stops fetching meanwhile.
-        this.stream?.pause();
-        this.rebalancing = true;
-        this.commits.rebalanceBegan();
-        this.revoke([...this.feeds.keys()]);
-        this.dropRequests(this.requests?.owned() ?? []);
-      }
+      if (current() && classic) this.rebalanceBegan();
     });
     const stream = await consumer.consume({
       topics: [topic, ...(this.requests ? [this.requests.topic] : [])],
@@ -200,6 +208,18 @@ export class PlatformaticConsumer implements Consumer {
       this.restarts.crashed(error);
     });
     this.sync();
+  }
+
+  /**
+   * A classic rebalance began: every partition goes (eager). The client fetches the revoked partitions until it
+   * joins again: the stream stops fetching meanwhile.
+   */
+  private rebalanceBegan(): void {
+    this.stream?.pause();
+    this.rebalancing = true;
+    this.commits.rebalanceBegan();
+    this.revoke([...this.feeds.keys()]);
+    this.dropRequests(this.requests?.owned() ?? []);
   }
 
   /** The stream failed: lets the old consumer go (in the background) and opens a new one. */
@@ -348,15 +368,18 @@ export class PlatformaticConsumer implements Consumer {
         for (const [key, offset] of await this.positions.afterRejoin(parts, stream.offsetsToFetch, topic, assigned))
           at.set(key, offset);
       }
+      // A fetch sent before the rebalance answers from the old positions, and moves them when it lands.
+      await fetchesLanded(consumer, this.settings.rebalanceTimeoutMs);
     } catch (error) {
       if (this.consumer === consumer && !this.closing) this.restarts.crashed(error as Error);
       return;
     }
     if (this.stream !== stream || this.closing || this.rebalancing) return;
-    // At once, in one turn: what the stream fetched before (a fetch under way when the rebalance began may have
-    // landed meanwhile, and moved its partition's position) is dropped, the positions are set, and it fetches.
+    // At once, in one turn, with no fetch under way: what the stream fetched before is dropped, the positions are
+    // set, and it fetches.
     while (stream.read() !== null);
     for (const [key, offset] of at) stream.offsetsToFetch.set(key, offset);
+    this.staleStream = undefined;
     stream.resume();
     this.pull();
   }
@@ -386,7 +409,7 @@ export class PlatformaticConsumer implements Consumer {
   private pull(): void {
     this.pulling = false;
     const stream = this.stream;
-    if (stream === undefined || this.rebalancing) return;
+    if (stream === undefined || this.rebalancing || stream === this.staleStream) return;
     let added = false;
     for (let waiting = this.backlog() + (this.requests?.buffered() ?? 0); waiting < READ_AHEAD;) {
       const m = stream.read() as Record | null;
