@@ -1,13 +1,17 @@
 /**
  * The second Kafka client on a broker that dies: a broker of this suite's own (test/kafka/fault-broker.ts,
- * port 19196 or KAFKA_PLATFORMATIC_FAULT_PORT) is SIGKILLed mid-consumption and started again on its data.
- * The consumer's stream fails; the adapter opens a new one after a backoff, and nothing is lost.
+ * port 19196 or KAFKA_PLATFORMATIC_FAULT_PORT) is SIGKILLed mid-consumption and started again on its data,
+ * or paused (SIGSTOP) under a stopping app. The consumer's stream fails; the adapter opens a new one after a
+ * backoff, and nothing is lost. A stop resolves whatever the broker does, within its one deadline.
  */
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { PlatformaticKafkaBroker } from '../../src/brokers/platformatic/index.js';
 import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
-import { App, silentLogger, subscriber } from '../../src/index.js';
+import { App, ManualClock, silentLogger, subscriber } from '../../src/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
+import { Counter } from '../helpers.js';
+import { groupSettled } from './clients.js';
 import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
 import { kafkaBrokers } from './fixture.js';
 
@@ -23,15 +27,24 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
     await Promise.all(made.map((b) => b.close()));
     fault.stop();
   });
-  const client = (): PlatformaticKafkaBroker => {
+  const client = (groupProtocol: 'classic' | 'consumer' = 'classic'): PlatformaticKafkaBroker => {
     const b = new Broker!({
       brokers: [`127.0.0.1:${fault.port}`],
       logger: silentLogger,
+      groupProtocol,
       consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000 },
     });
     made.push(b);
     return b;
   };
+
+  const plain = () =>
+    new Kafka({
+      clientId: 'plain',
+      brokers: [fault.address],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 },
+    });
 
   it('a broker killed mid-consumption and started again: the consumer reads on, nothing is lost', async () => {
     await fault.kill(); // one left from an earlier run
@@ -65,5 +78,158 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
     await app.idle();
     expect([...Array(400).keys()].filter((n) => !handled.has(n))).toEqual([]);
     await app.stop();
+    // Every commit the app believed made was made: the group has the end of every partition.
+    const admin = plain().admin();
+    await admin.connect();
+    try {
+      const committed = (await admin.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] }))[0]!.partitions;
+      const ends = await admin.fetchTopicOffsets(topic);
+      expect(new Map(committed.map((p) => [p.partition, p.offset]))).toEqual(
+        new Map(ends.map((o) => [o.partition, o.high])),
+      );
+    } finally {
+      await admin.disconnect();
+    }
   }, 180_000);
+
+  /** A topic of `partitions` on the killable broker, holding messages `{ n }` for n below `total`, n % partitions its partition. */
+  async function filled(name: string, partitions: number, total: number): Promise<string> {
+    const topic = uniqueTopic(name);
+    await client().createTopic(topic, partitions);
+    const producer = plain().producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    await producer.connect();
+    const messages = Array.from({ length: total }, (_, n) => ({
+      partition: n % partitions,
+      value: JSON.stringify({ n }),
+    }));
+    for (let i = 0; i < total; i += 2_000) await producer.send({ topic, messages: messages.slice(i, i + 2_000) });
+    await producer.disconnect();
+    return topic;
+  }
+
+  /** Fails if `work` has not settled once `ms` passed: a guard against a hang, far above what it should take. */
+  async function guard<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        work,
+        new Promise<never>(
+          (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms} ms`)), ms)),
+        ),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A fresh app of `group` reads every message of `topic` below `total` that `handled` (what the stopped app
+   * finished) lacks, and ends as the group's only member.
+   */
+  async function nextMemberReadsAll(
+    group: string,
+    topic: string,
+    total: number,
+    handled: Set<number>,
+    classic: boolean,
+  ): Promise<void> {
+    const again = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
+      client(classic ? 'classic' : 'consumer'),
+      (b) => b.include(subscriber(topic, (v: { n: number }) => void handled.add(v.n)).build()),
+    );
+    try {
+      await again.start();
+      // Under KIP-848 the partitions come with heartbeats after the join: idle counts only those owned.
+      await guard(groupSettled([again], 2), 120_000, 'the next app owning both partitions, then idle');
+      expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]);
+      if (classic) {
+        // The stopped member left the group: the next one is alone in it (a classic group's members are listed).
+        const admin = plain().admin();
+        await admin.connect();
+        try {
+          expect((await admin.describeGroups([group])).groups[0]!.members).toHaveLength(1);
+        } finally {
+          await admin.disconnect();
+        }
+      }
+    } finally {
+      await again.stop();
+    }
+  }
+
+  // Paused: every request hangs; killed: refused, the client reconnecting. One protocol each.
+  it.each([
+    ['paused (SIGSTOP)', 'consumer'],
+    ['just killed', 'classic'],
+  ] as const)(
+    'a stop while the broker is %s (%s protocol) resolves; once the broker is back, the next member reads what it left',
+    async (state, groupProtocol) => {
+      await fault.start();
+      const paused = state.startsWith('paused');
+      const total = 2_000;
+      const topic = await filled('pk-stop-fault', 2, total);
+      const group = `g-${topic}`;
+      const started = new Counter();
+      const handled = new Set<number>();
+      const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
+        client(groupProtocol),
+        (b) =>
+          b.include(
+            subscriber(topic, async (v: { n: number }) => {
+              started.add();
+              await new Promise<void>((resolve) => setImmediate(resolve));
+              handled.add(v.n);
+            })
+              .workers(2)
+              .build(),
+          ),
+      );
+      await app.start();
+      await guard(started.reach(200), 60_000, 'the first 200 deliveries');
+      if (paused) fault.pause();
+      else await fault.kill();
+      try {
+        await guard(app.stop(), 60_000, 'stop');
+      } finally {
+        if (paused) fault.resume();
+        else await fault.start();
+      }
+      await nextMemberReadsAll(group, topic, total, handled, groupProtocol === 'classic');
+    },
+    300_000,
+  );
+
+  // One deadline for the whole stop, on the app's clock: handlers that never end use all of it, and the final
+  // commit and the leaving (the broker paused) add no timeout of their own. The real wait would be 10 minutes.
+  it('a stop with handlers that never end and the broker paused resolves at its one deadline, on the app clock', async () => {
+    await fault.start();
+    const total = 200;
+    const topic = await filled('pk-stop-deadline', 2, total);
+    const group = `g-${topic}`;
+    const clock = new ManualClock();
+    const hanging = new Counter();
+    const stuck = subscriber(topic, async (_: { n: number }) => {
+      hanging.add();
+      await new Promise<never>(() => {}); // ignores ctx.signal
+    })
+      .workers(2)
+      .build();
+    const shutdownTimeoutMs = 600_000;
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs, clock }).withBroker(
+      client('consumer'),
+      (b) => b.include(stuck),
+    );
+    await app.start();
+    await guard(hanging.reach(2), 60_000, 'two handlers hanging');
+    fault.pause();
+    try {
+      const stopping = app.stop();
+      await clock.advance(shutdownTimeoutMs);
+      await guard(stopping, 60_000, 'stop after its deadline passed on the app clock');
+    } finally {
+      fault.resume();
+    }
+    // What the stuck handlers held was never committed: the next member handles all of it.
+    await nextMemberReadsAll(group, topic, total, new Set(), false);
+  }, 300_000);
 });
