@@ -13,6 +13,7 @@ const LONG = [
   'test/kafka/faults.test.ts',
   'test/kafka/platformatic-publishing-crash.test.ts',
   'test/kafka/platformatic-pace-scenarios.test.ts',
+  'test/kafka/platformatic-faults.test.ts',
   'test/store/crash.test.ts',
   'test/sim/',
   'test/kafka/pace-send-routing.test.ts',

@@ -6,11 +6,12 @@
  */
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { PlatformaticKafkaBroker } from '../../src/brokers/platformatic/index.js';
+import type { PlatformaticKafkaBroker, PlatformaticKafkaBrokerOptions } from '../../src/brokers/platformatic/index.js';
 import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
-import { App, ManualClock, silentLogger, subscriber } from '../../src/index.js';
+import { App, ManualClock, silentLogger, subscriber, type Logger } from '../../src/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter } from '../helpers.js';
+import { spawn } from 'node:child_process';
 import { groupSettled } from './clients.js';
 import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
 import { kafkaBrokers } from './fixture.js';
@@ -27,11 +28,16 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
     await Promise.all(made.map((b) => b.close()));
     fault.stop();
   });
-  const client = (groupProtocol: 'classic' | 'consumer' = 'classic'): PlatformaticKafkaBroker => {
-    const b = new Broker!({
+  const client = (
+    groupProtocol: 'classic' | 'consumer' = 'classic',
+    logger: Logger = silentLogger,
+    platformatic?: PlatformaticKafkaBrokerOptions['platformatic'],
+  ) => {
+    const b: PlatformaticKafkaBroker = new Broker!({
       brokers: [`127.0.0.1:${fault.port}`],
-      logger: silentLogger,
+      logger,
       groupProtocol,
+      platformatic,
       consumer: { maxWaitTimeMs: 100, heartbeatIntervalMs: 300, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 15_000 },
     });
     made.push(b);
@@ -129,6 +135,7 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
   async function nextMemberReadsAll(
     group: string,
     topic: string,
+    partitions: number,
     total: number,
     handled: Set<number>,
     classic: boolean,
@@ -140,7 +147,7 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
     try {
       await again.start();
       // Under KIP-848 the partitions come with heartbeats after the join: idle counts only those owned.
-      await guard(groupSettled([again], 2), 120_000, 'the next app owning both partitions, then idle');
+      await guard(groupSettled([again], partitions), 120_000, 'the next app owning every partition, then idle');
       expect([...Array(total).keys()].filter((n) => !handled.has(n))).toEqual([]);
       if (classic) {
         // The stopped member left the group: the next one is alone in it (a classic group's members are listed).
@@ -194,7 +201,7 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
         if (paused) fault.resume();
         else await fault.start();
       }
-      await nextMemberReadsAll(group, topic, total, handled, groupProtocol === 'classic');
+      await nextMemberReadsAll(group, topic, 2, total, handled, groupProtocol === 'classic');
     },
     300_000,
   );
@@ -230,6 +237,78 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
       fault.resume();
     }
     // What the stuck handlers held was never committed: the next member handles all of it.
-    await nextMemberReadsAll(group, topic, total, new Set(), false);
+    await nextMemberReadsAll(group, topic, 2, total, new Set(), false);
+  }, 300_000);
+
+  /** A logger that counts the lines it is told, by message: what a test waits on for the adapter's restarts. */
+  function countingLogger(): Logger & { told(message: string): Counter } {
+    const counts = new Map<string, Counter>();
+    const told = (message: string): Counter => {
+      let c = counts.get(message);
+      if (c === undefined) counts.set(message, (c = new Counter()));
+      return c;
+    };
+    const line = (message: string): void => void told(message).add();
+    const logger: Logger = { debug: line, info: line, warn: line, error: line, child: () => logger };
+    return Object.assign(logger, { told });
+  }
+
+  it('a stop while the consumer restarts after a crash (broker dead) resolves, and nothing of it joins again', async () => {
+    await fault.start();
+    const total = 3_000;
+    const topic = await filled('pk-stop-in-restart', 3, total);
+    const group = `g-${topic}`;
+    const log = countingLogger();
+    const started = new Counter();
+    const handled = new Set<number>();
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
+      // Few retries: the client gives up on the dead broker soon (its stream fails, its commits fail).
+      client('classic', log, { retries: 1, retryDelay: 200 }),
+      (b) =>
+        b.include(
+          subscriber(topic, async (v: { n: number }) => {
+            started.add();
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            handled.add(v.n);
+          })
+            .workers(2)
+            .build(),
+        ),
+    );
+    await app.start();
+    await guard(started.reach(300), 60_000, 'the first 300 deliveries');
+    await fault.kill();
+    await guard(log.told('kafka consumer crashed').reach(1), 120_000, 'the stream failing');
+    await guard(log.told('kafka consumer restarting after a crash').reach(1), 60_000, 'the restart');
+    await guard(app.stop(), 60_000, 'stop');
+    const restartsAtStop = log.told('kafka consumer restarting after a crash').value;
+    await fault.start();
+    await nextMemberReadsAll(group, topic, 3, total, handled, true);
+    expect(log.told('kafka consumer restarting after a crash').value).toBe(restartsAtStop);
+  }, 300_000);
+
+  // The child imports dist/: run `npm run build` first.
+  it('a process whose app stopped while its consumer was crashing (broker dead) exits', async () => {
+    await fault.start();
+    const topic = await filled('pk-stop-exit', 3, 8_000);
+    const child = spawn(
+      process.execPath,
+      ['test/fixtures/kafka-stop-child.mjs', fault.address, topic, 'platformatic'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let stopped!: () => void;
+    const stopping = new Promise<void>((resolve) => (stopped = resolve));
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      if (text.includes('handling')) void fault.kill();
+      if (text.includes('stopped')) stopped();
+    });
+    try {
+      await guard(stopping, 180_000, 'the child stopping its app');
+      expect(await guard(exited, 60_000, 'the child exiting after its app stopped')).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+      await fault.start();
+    }
   }, 300_000);
 });

@@ -28,6 +28,8 @@ export interface FeedCommitsParts {
  */
 export class FeedCommits {
   private committing: Promise<void> | undefined;
+  /** The request after the one under way, which every flush meanwhile shares. */
+  private queued: Promise<void> | undefined;
   private failing = false;
   private timer: Timer | undefined;
   /** A classic rebalance began, and the member has not joined again. */
@@ -60,11 +62,25 @@ export class FeedCommits {
     this.joinedAgain.wake();
   }
 
-  /** Sends every pending commit; one request at a time, callers meanwhile sharing the next. */
+  /**
+   * Sends every pending commit; one request at a time, the callers meanwhile sharing the next. (Were each to
+   * queue a request of its own, the periodic commits would pile up while the broker is away, each failing only
+   * after the client's retries, and a revoke's flush would wait behind all of them.)
+   */
   flush(): Promise<void> {
-    if (this.committing) return this.committing.then(() => this.flush());
+    const committing = this.committing;
+    if (committing === undefined) return this.sendNow();
+    const next = (): Promise<void> => {
+      this.queued = undefined;
+      return this.sendNow();
+    };
+    this.queued ??= committing.then(next, next);
+    return this.queued;
+  }
+
+  private sendNow(): Promise<void> {
     const sending = this.send().finally(() => {
-      this.committing = undefined;
+      if (this.committing === sending) this.committing = undefined;
     });
     this.committing = sending;
     return sending;
