@@ -10,6 +10,7 @@ import {
   memoryStore,
   silentLogger,
   subscriber,
+  type Broker,
   type Context,
   type KeySource,
 } from '../../src/index.js';
@@ -18,12 +19,55 @@ import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, seeded, turns } from '../helpers.js';
 import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
 import { closeAll, eachConsumer, kafkaBrokers, testKafka } from './fixture.js';
+import { closePlatformatic, groupSettled, kafkaClients } from './clients.js';
 
 // The broker-restart test runs a broker of its own, so it needs Java even when KAFKA_BROKERS names one.
 // Under CI it must run (a missing Java fails it); elsewhere it is skipped.
 if (kafkaBrokers && !canRunOwnBroker)
   console.warn('skipping the Kafka broker-restart test: no java on PATH to run its own broker');
 
+// Retries as patient as the app's: right after a broker restart its group coordinator may still be loading.
+const rawKafka = (brokers = kafkaBrokers!) =>
+  new Kafka({
+    clientId: 'plain',
+    brokers: [brokers],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 },
+  });
+
+async function producePlain(
+  topic: string,
+  messages: { key?: string; value: string; partition?: number; headers?: Record<string, string | Buffer> }[],
+  brokers?: string,
+) {
+  const producer = rawKafka(brokers).producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  for (let i = 0; i < messages.length; i += 2_000)
+    await producer.send({ topic, messages: messages.slice(i, i + 2_000) });
+  await producer.disconnect();
+}
+
+/** Runs `use` with a plain kafkajs admin client: what the broker itself says, not what the app believes. */
+async function withAdmin<T>(use: (a: Admin) => Promise<T>, brokers?: string): Promise<T> {
+  const a = rawKafka(brokers).admin();
+  await a.connect();
+  try {
+    return await use(a);
+  } finally {
+    await a.disconnect();
+  }
+}
+
+/** The group's committed offset of each partition of `topic` (-1: none). */
+const committedOffsets = (a: Admin, group: string, topic: string): Promise<Map<number, number>> =>
+  a
+    .fetchOffsets({ groupId: group, topics: [topic] })
+    .then((r) => new Map(r[0]!.partitions.map((p) => [p.partition, Number(p.offset)])));
+
+/** Asks the broker again until `holds` says yes: waits on a state only the broker knows, for no set time. */
+async function untilBroker(holds: () => Promise<boolean>): Promise<void> {
+  while (!(await holds())) await new Promise<void>((resolve) => setTimeout(resolve, 20));
+}
 describe.skipIf(!kafkaBrokers)('kafka', () => {
   const apps: App[] = [];
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
@@ -42,44 +86,6 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     apps.push(app);
     return app;
   };
-  // Retries as patient as the app's: right after a broker restart its group coordinator may still be loading.
-  const rawKafka = (brokers = kafkaBrokers!) =>
-    new Kafka({
-      clientId: 'plain',
-      brokers: [brokers],
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 },
-    });
-
-  async function producePlain(
-    topic: string,
-    messages: { key?: string; value: string; partition?: number; headers?: Record<string, string | Buffer> }[],
-    brokers?: string,
-  ) {
-    const producer = rawKafka(brokers).producer({ createPartitioner: Partitioners.DefaultPartitioner });
-    await producer.connect();
-    for (let i = 0; i < messages.length; i += 2_000)
-      await producer.send({ topic, messages: messages.slice(i, i + 2_000) });
-    await producer.disconnect();
-  }
-
-  /** Runs `use` with a plain kafkajs admin client: what the broker itself says, not what the app believes. */
-  async function withAdmin<T>(use: (a: Admin) => Promise<T>, brokers?: string): Promise<T> {
-    const a = rawKafka(brokers).admin();
-    await a.connect();
-    try {
-      return await use(a);
-    } finally {
-      await a.disconnect();
-    }
-  }
-
-  /** The group's committed offset of each partition of `topic` (-1: none). */
-  const committedOffsets = (a: Admin, group: string, topic: string): Promise<Map<number, number>> =>
-    a
-      .fetchOffsets({ groupId: group, topics: [topic] })
-      .then((r) => new Map(r[0]!.partitions.map((p) => [p.partition, Number(p.offset)])));
-
   /**
    * Counts the answers to Heartbeat requests of the group members `broker` makes, through kafkajs's own
    * instrumentation (its REQUEST event): how a test knows a member has heard of a rebalance.
@@ -98,70 +104,6 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     });
     return answered;
   }
-
-  /** Asks the broker again until `holds` says yes: waits on a state only the broker knows, for no set time. */
-  async function untilBroker(holds: () => Promise<boolean>): Promise<void> {
-    while (!(await holds())) await new Promise<void>((resolve) => setTimeout(resolve, 20));
-  }
-
-  it('serves a subscriber from a plain kafkajs producer, with keys and (binary) headers', async () => {
-    const topic = uniqueTopic('plain');
-    await admin!.createTopic(topic, 3);
-    const seen: { id: number; key: string | undefined; trace: string | undefined }[] = [];
-    const app = makeApp(`g-${topic}`, testKafka(), (b) =>
-      b.include(
-        subscriber(
-          topic,
-          (v: { id: number }, ctx: Context) =>
-            void seen.push({ id: v.id, key: ctx.message.key, trace: ctx.message.headers.trace }),
-        ).build(),
-      ),
-    );
-    await app.start();
-    await producePlain(
-      topic,
-      Array.from({ length: 30 }, (_, id) => ({
-        key: `k${id % 4}`,
-        value: JSON.stringify({ id }),
-        headers: { trace: Buffer.from(`t${id}`) },
-      })),
-    );
-    await app.idle();
-    expect(seen.map((s) => s.id).sort((a, b) => a - b)).toEqual([...Array(30).keys()]);
-    for (const s of seen) expect(s).toEqual({ id: s.id, key: `k${s.id % 4}`, trace: `t${s.id}` });
-  });
-
-  it("a long delivery in a caught-up partition holds back neither that partition's next messages nor another partition's", async () => {
-    const topic = uniqueTopic('held');
-    await admin!.createTopic(topic, 2);
-    const broker = testKafka();
-    const gate = new Gate();
-    const started = new Counter();
-    const handled: string[] = [];
-    const app = makeApp(`g-${topic}`, broker, (b) =>
-      b.include(
-        subscriber(topic, async (v: { id: string }) => {
-          started.add();
-          if (v.id === 'long') await gate.promise;
-          handled.push(v.id);
-        })
-          .workers(4)
-          .build(),
-      ),
-    );
-    await app.start();
-    await broker.publish(topic, { id: 'long' }, { partition: 0 });
-    await started.reach(1); // partition 0 is caught up with work in flight: its batch is held for it
-    await broker.publish(topic, { id: 'p1' }, { partition: 1 });
-    await started.reach(2);
-    expect(handled).toEqual(['p1']); // another partition's message ran while 'long' still runs
-    await broker.publish(topic, { id: 'p0-next' }, { partition: 0 });
-    await started.reach(3);
-    expect(handled).toEqual(['p1', 'p0-next']); // and so did the next of its own partition
-    gate.open();
-    await app.idle();
-    expect(handled).toContain('long');
-  });
 
   it('keeps its membership while a handler runs past the session timeout: heartbeats go on, no rebalance', async () => {
     const topic = uniqueTopic('long');
@@ -239,166 +181,6 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     expect(crashes).toBeGreaterThan(1); // it crashed, and read again after
     expect(handled).toEqual([0, 1, 2]);
     expect(await withAdmin((a) => committedOffsets(a, `g-${topic}`, topic))).toEqual(new Map([[0, 3]]));
-  });
-
-  it('commits finished work on the app clock: a ManualClock that does not move sends no periodic commit', async () => {
-    const topic = uniqueTopic('commit-clock');
-    await admin!.createTopic(topic, 1);
-    const clock = new ManualClock();
-    const broker = testKafka(); // commitIntervalMs: 200
-    const handled: number[] = [];
-    const app = makeApp(
-      `g-${topic}`,
-      broker,
-      (b) => b.include(subscriber(topic, (v: { n: number }) => void handled.push(v.n)).build()),
-      { clock },
-    );
-    await app.start();
-    for (let n = 0; n < 3; n++) await broker.publish(topic, { n });
-    await app.idle();
-    expect(handled).toEqual([0, 1, 2]);
-    // Finished, and not committed: the commit interval runs on the app's clock, which has not moved.
-    expect(await withAdmin((a) => committedOffsets(a, `g-${topic}`, topic))).toEqual(new Map([[0, -1]]));
-    await clock.advance(200);
-    await withAdmin((a) => untilBroker(async () => (await committedOffsets(a, `g-${topic}`, topic)).get(0) === 3));
-  });
-
-  it('keeps per-key order under workersByKey with 1,000 keys over 3 partitions', async () => {
-    const topic = uniqueTopic('keys1000');
-    await admin!.createTopic(topic, 3);
-    const random = seeded(3);
-    const seen = new Map<string, number[]>();
-    let max = 0;
-    let active = 0;
-    const app = makeApp(`g-${topic}`, testKafka(), (b) =>
-      b.include(
-        subscriber(topic, async (v: { key: string; n: number }) => {
-          max = Math.max(max, ++active);
-          await turns(Math.floor(random() * 3));
-          seen.set(v.key, [...(seen.get(v.key) ?? []), v.n]);
-          active--;
-        })
-          .workersByKey(32)
-          .build(),
-      ),
-    );
-    await app.start();
-    const perKey = 5;
-    const messages = [];
-    for (let n = 0; n < perKey; n++)
-      for (let k = 0; k < 1_000; k++) messages.push({ key: `c${k}`, value: JSON.stringify({ key: `c${k}`, n }) });
-    await producePlain(topic, messages);
-    await app.idle();
-    expect(seen.size).toBe(1_000);
-    for (const ns of seen.values()) expect(ns).toEqual([0, 1, 2, 3, 4]);
-    expect(max).toBeGreaterThan(1);
-    expect(max).toBeLessThanOrEqual(32);
-  });
-
-  it('takes of each partition at most what perPartition allows it, in offset order, the rest staying for later', async () => {
-    const topic = uniqueTopic('per-partition');
-    await admin!.createTopic(topic, 3);
-    await producePlain(
-      topic,
-      Array.from({ length: 30 }, (_, n) => ({ value: String(n), partition: n % 3 })),
-    );
-    let readable = (): void => {};
-    const consumer = await testKafka().consume({
-      topic,
-      group: `g-${topic}`,
-      onReadable: () => readable(),
-      onRevoke: async () => {},
-    });
-    try {
-      while (consumer.backlog() < 30) await new Promise<void>((resolve) => (readable = resolve));
-      const room = [2, 0, 5];
-      const taken = consumer.take(100, (p) => room[p]!);
-      const of = (p: number) => taken.filter((m) => m.partition === p).map((m) => m.offset);
-      expect([of(0), of(1), of(2)]).toEqual([[0, 1], [], [0, 1, 2, 3, 4]]);
-      expect(consumer.take(4, () => 0)).toEqual([]);
-      const rest = consumer.take(100);
-      expect(rest).toHaveLength(30 - 7);
-      expect(rest.filter((m) => m.partition === 1).map((m) => m.offset)).toEqual([...Array(10).keys()]);
-    } finally {
-      await consumer.close();
-    }
-  });
-
-  it('paces deliveries per key: a batch per key of every event in partition order, committed once durable', async () => {
-    const topic = uniqueTopic('paced');
-    await admin!.createTopic(topic, 3);
-    const clock = new ManualClock(0);
-    const runs: { key: string; ns: number[]; id: string }[] = [];
-    const paced = (group: string) =>
-      subscriber(
-        topic,
-        (batch: { n: number }[], ctx: Context) =>
-          void runs.push({ key: ctx.run!.key, ns: batch.map((e) => e.n), id: ctx.run!.id }),
-      )
-        .group(group)
-        .key((m: KeySource<{ k: string }>) => m.value.k)
-        .pace({ batch: { max: 1_000, wait: '1 minute' } })
-        .build();
-    const app = new App({
-      name: `g-${topic}`,
-      logger: silentLogger,
-      clock,
-      store: memoryStore(),
-      shutdownTimeoutMs: 5_000,
-    }).withBroker(testKafka(), (b) => b.include(paced(`g-${topic}`)));
-    apps.push(app);
-    await app.start();
-    await producePlain(
-      topic,
-      Array.from({ length: 60 }, (_, n) => ({ key: `k${n % 3}`, value: JSON.stringify({ k: `k${n % 3}`, n }) })),
-    );
-    await app.idle(); // every delivery taken and durable in its key's window: none has run
-    expect(runs).toEqual([]);
-    await clock.advance(60_000);
-    await app.idle();
-    expect(runs.map((r) => r.key).sort()).toEqual(['k0', 'k1', 'k2']);
-    for (const r of runs) expect(r.ns).toEqual([...Array(60).keys()].filter((n) => `k${n % 3}` === r.key));
-    await app.stop();
-    // The offsets were committed once the events were durable: the group reads nothing again.
-    const again = new App({
-      name: `g-${topic}`,
-      logger: silentLogger,
-      clock,
-      store: memoryStore(),
-      shutdownTimeoutMs: 5_000,
-    }).withBroker(testKafka(), (b) => b.include(paced(`g-${topic}`)));
-    apps.push(again);
-    await again.start();
-    await again.idle();
-    await clock.advance(60_000);
-    await again.idle();
-    expect(runs).toHaveLength(3);
-  });
-
-  it('two instances in one group split the partitions and handle every message exactly once', async () => {
-    const topic = uniqueTopic('split');
-    await admin!.createTopic(topic, 4);
-    const seen: { n: number; by: string; partition: number }[] = [];
-    const sub = (by: string) =>
-      subscriber(
-        topic,
-        (v: { n: number }, ctx: Context) => void seen.push({ n: v.n, by, partition: ctx.message.partition }),
-      )
-        .workers(4)
-        .build();
-    const a = makeApp(`g-${topic}`, testKafka(), (b) => b.include(sub('a')));
-    const b = makeApp(`g-${topic}`, testKafka(), (r) => r.include(sub('b')));
-    await a.start();
-    await b.start();
-    await producePlain(
-      topic,
-      Array.from({ length: 2_000 }, (_, n) => ({ key: `k${n}`, value: JSON.stringify({ n }) })),
-    );
-    await Promise.all([a.idle(), b.idle()]);
-    expect(seen.map((s) => s.n).sort((x, y) => x - y)).toEqual([...Array(2_000).keys()]); // each exactly once
-    const partitionsOf = (by: string) => new Set(seen.filter((s) => s.by === by).map((s) => s.partition));
-    expect(partitionsOf('a').size).toBe(2);
-    expect(partitionsOf('b').size).toBe(2);
   });
 
   // With a second subscriber in the app (and so in the group), its consumers' joins at start are a rebalance
@@ -515,59 +297,6 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     },
   );
 
-  it('stop() commits below a delivery it aborted: that one and everything after it come again, nothing before', async () => {
-    const topic = uniqueTopic('stop-hang');
-    await admin!.createTopic(topic, 1);
-    const group = `g-${topic}`;
-    const clock = new ManualClock();
-    const finished = new Counter();
-    const hanging = new Counter();
-    const done: number[] = [];
-    const aborted: number[] = [];
-    // Offset 2 hangs; offsets 3, 4 and 5 after it finish while it does.
-    const first = makeApp(
-      group,
-      testKafka(),
-      (r) =>
-        r.include(
-          subscriber(topic, (v: { n: number }, ctx: Context) => {
-            if (v.n === 2) {
-              ctx.signal.addEventListener('abort', () => aborted.push(v.n));
-              hanging.add();
-              return new Promise<void>(() => {}); // never settles
-            }
-            done.push(v.n);
-            finished.add();
-          })
-            .workers(4)
-            .build(),
-        ),
-      { clock },
-    );
-    await first.start();
-    await producePlain(
-      topic,
-      Array.from({ length: 6 }, (_, n) => ({ value: JSON.stringify({ n }) })),
-    );
-    await hanging.reach(1);
-    await finished.reach(5);
-    expect(done.sort()).toEqual([0, 1, 3, 4, 5]);
-    const stopped = first.stop();
-    await clock.advance(4_999);
-    expect(aborted).toEqual([]);
-    await clock.advance(1); // shutdownTimeoutMs
-    await stopped;
-    expect(aborted).toEqual([2]);
-    expect(await withAdmin((adm) => committedOffsets(adm, group, topic))).toEqual(new Map([[0, 2]])); // the watermark: the aborted one
-    const again: number[] = [];
-    const next = makeApp(group, testKafka(), (r) =>
-      r.include(subscriber(topic, (v: { n: number }) => void again.push(v.n)).build()),
-    );
-    await next.start();
-    await next.idle();
-    expect(again).toEqual([2, 3, 4, 5]);
-  });
-
   it.skipIf(!canRunOwnBroker)(
     'loses nothing when the broker restarts mid-consumption; duplicates come only from the uncommitted window',
     async () => {
@@ -675,4 +404,301 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     },
     120_000, // two starts of a broker of its own, beside the other suites
   );
+});
+
+describe.skipIf(!kafkaBrokers).each(kafkaClients)('kafka on $name', (client) => {
+  const apps: App[] = [];
+  afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
+  afterAll(async () => {
+    await closeAll();
+    await closePlatformatic();
+  });
+  const admin = kafkaBrokers ? testKafka() : undefined;
+  const makeApp = (
+    name: string,
+    broker: Broker,
+    include: Parameters<App['withBroker']>[1],
+    extra: { clock?: ManualClock } = {},
+  ) => {
+    const app = new App({ name, logger: silentLogger, shutdownTimeoutMs: 5_000, clock: extra.clock }).withBroker(
+      broker,
+      include,
+    );
+    apps.push(app);
+    return app;
+  };
+
+  it('serves a subscriber from a plain kafkajs producer, with keys and (binary) headers', async () => {
+    const topic = uniqueTopic('plain');
+    await admin!.createTopic(topic, 3);
+    const seen: { id: number; key: string | undefined; trace: string | undefined }[] = [];
+    const app = makeApp(`g-${topic}`, client.broker(), (b) =>
+      b.include(
+        subscriber(
+          topic,
+          (v: { id: number }, ctx: Context) =>
+            void seen.push({ id: v.id, key: ctx.message.key, trace: ctx.message.headers.trace }),
+        ).build(),
+      ),
+    );
+    await app.start();
+    await producePlain(
+      topic,
+      Array.from({ length: 30 }, (_, id) => ({
+        key: `k${id % 4}`,
+        value: JSON.stringify({ id }),
+        headers: { trace: Buffer.from(`t${id}`) },
+      })),
+    );
+    await app.idle();
+    expect(seen.map((s) => s.id).sort((a, b) => a - b)).toEqual([...Array(30).keys()]);
+    for (const s of seen) expect(s).toEqual({ id: s.id, key: `k${s.id % 4}`, trace: `t${s.id}` });
+  });
+
+  it("a long delivery in a caught-up partition holds back neither that partition's next messages nor another partition's", async () => {
+    const topic = uniqueTopic('held');
+    await admin!.createTopic(topic, 2);
+    const broker = client.broker();
+    const gate = new Gate();
+    const started = new Counter();
+    const handled: string[] = [];
+    const app = makeApp(`g-${topic}`, broker, (b) =>
+      b.include(
+        subscriber(topic, async (v: { id: string }) => {
+          started.add();
+          if (v.id === 'long') await gate.promise;
+          handled.push(v.id);
+        })
+          .workers(4)
+          .build(),
+      ),
+    );
+    await app.start();
+    await broker.publish(topic, { id: 'long' }, { partition: 0 });
+    await started.reach(1); // partition 0 is caught up with work in flight: its batch is held for it
+    await broker.publish(topic, { id: 'p1' }, { partition: 1 });
+    await started.reach(2);
+    expect(handled).toEqual(['p1']); // another partition's message ran while 'long' still runs
+    await broker.publish(topic, { id: 'p0-next' }, { partition: 0 });
+    await started.reach(3);
+    expect(handled).toEqual(['p1', 'p0-next']); // and so did the next of its own partition
+    gate.open();
+    await app.idle();
+    expect(handled).toContain('long');
+  });
+
+  it('commits finished work on the app clock: a ManualClock that does not move sends no periodic commit', async () => {
+    const topic = uniqueTopic('commit-clock');
+    await admin!.createTopic(topic, 1);
+    const clock = new ManualClock();
+    const broker = client.broker(); // commitIntervalMs: 200
+    const handled: number[] = [];
+    const app = makeApp(
+      `g-${topic}`,
+      broker,
+      (b) => b.include(subscriber(topic, (v: { n: number }) => void handled.push(v.n)).build()),
+      { clock },
+    );
+    await app.start();
+    for (let n = 0; n < 3; n++) await broker.publish(topic, { n });
+    await app.idle();
+    expect(handled).toEqual([0, 1, 2]);
+    // Finished, and not committed: the commit interval runs on the app's clock, which has not moved.
+    expect(await withAdmin((a) => committedOffsets(a, `g-${topic}`, topic))).toEqual(new Map([[0, -1]]));
+    await clock.advance(200);
+    await withAdmin((a) => untilBroker(async () => (await committedOffsets(a, `g-${topic}`, topic)).get(0) === 3));
+  });
+
+  it('keeps per-key order under workersByKey with 1,000 keys over 3 partitions', async () => {
+    const topic = uniqueTopic('keys1000');
+    await admin!.createTopic(topic, 3);
+    const random = seeded(3);
+    const seen = new Map<string, number[]>();
+    let max = 0;
+    let active = 0;
+    const app = makeApp(`g-${topic}`, client.broker(), (b) =>
+      b.include(
+        subscriber(topic, async (v: { key: string; n: number }) => {
+          max = Math.max(max, ++active);
+          await turns(Math.floor(random() * 3));
+          seen.set(v.key, [...(seen.get(v.key) ?? []), v.n]);
+          active--;
+        })
+          .workersByKey(32)
+          .build(),
+      ),
+    );
+    await app.start();
+    const perKey = 5;
+    const messages = [];
+    for (let n = 0; n < perKey; n++)
+      for (let k = 0; k < 1_000; k++) messages.push({ key: `c${k}`, value: JSON.stringify({ key: `c${k}`, n }) });
+    await producePlain(topic, messages);
+    await app.idle();
+    expect(seen.size).toBe(1_000);
+    for (const ns of seen.values()) expect(ns).toEqual([0, 1, 2, 3, 4]);
+    expect(max).toBeGreaterThan(1);
+    expect(max).toBeLessThanOrEqual(32);
+  });
+
+  it('takes of each partition at most what perPartition allows it, in offset order, the rest staying for later', async () => {
+    const topic = uniqueTopic('per-partition');
+    await admin!.createTopic(topic, 3);
+    await producePlain(
+      topic,
+      Array.from({ length: 30 }, (_, n) => ({ value: String(n), partition: n % 3 })),
+    );
+    let readable = (): void => {};
+    const consumer = await client.broker().consume({
+      topic,
+      group: `g-${topic}`,
+      onReadable: () => readable(),
+      onRevoke: async () => {},
+    });
+    try {
+      while (consumer.backlog() < 30) await new Promise<void>((resolve) => (readable = resolve));
+      const room = [2, 0, 5];
+      const taken = consumer.take(100, (p) => room[p]!);
+      const of = (p: number) => taken.filter((m) => m.partition === p).map((m) => m.offset);
+      expect([of(0), of(1), of(2)]).toEqual([[0, 1], [], [0, 1, 2, 3, 4]]);
+      expect(consumer.take(4, () => 0)).toEqual([]);
+      const rest = consumer.take(100);
+      expect(rest).toHaveLength(30 - 7);
+      expect(rest.filter((m) => m.partition === 1).map((m) => m.offset)).toEqual([...Array(10).keys()]);
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('paces deliveries per key: a batch per key of every event in partition order, committed once durable', async () => {
+    const topic = uniqueTopic('paced');
+    await admin!.createTopic(topic, 3);
+    const clock = new ManualClock(0);
+    const runs: { key: string; ns: number[]; id: string }[] = [];
+    const paced = (group: string) =>
+      subscriber(
+        topic,
+        (batch: { n: number }[], ctx: Context) =>
+          void runs.push({ key: ctx.run!.key, ns: batch.map((e) => e.n), id: ctx.run!.id }),
+      )
+        .group(group)
+        .key((m: KeySource<{ k: string }>) => m.value.k)
+        .pace({ batch: { max: 1_000, wait: '1 minute' } })
+        .build();
+    const app = new App({
+      name: `g-${topic}`,
+      logger: silentLogger,
+      clock,
+      store: memoryStore(),
+      shutdownTimeoutMs: 5_000,
+    }).withBroker(client.broker(), (b) => b.include(paced(`g-${topic}`)));
+    apps.push(app);
+    await app.start();
+    await producePlain(
+      topic,
+      Array.from({ length: 60 }, (_, n) => ({ key: `k${n % 3}`, value: JSON.stringify({ k: `k${n % 3}`, n }) })),
+    );
+    await app.idle(); // every delivery taken and durable in its key's window: none has run
+    expect(runs).toEqual([]);
+    await clock.advance(60_000);
+    await app.idle();
+    expect(runs.map((r) => r.key).sort()).toEqual(['k0', 'k1', 'k2']);
+    for (const r of runs) expect(r.ns).toEqual([...Array(60).keys()].filter((n) => `k${n % 3}` === r.key));
+    await app.stop();
+    // The offsets were committed once the events were durable: the group reads nothing again.
+    const again = new App({
+      name: `g-${topic}`,
+      logger: silentLogger,
+      clock,
+      store: memoryStore(),
+      shutdownTimeoutMs: 5_000,
+    }).withBroker(client.broker(), (b) => b.include(paced(`g-${topic}`)));
+    apps.push(again);
+    await again.start();
+    await again.idle();
+    await clock.advance(60_000);
+    await again.idle();
+    expect(runs).toHaveLength(3);
+  });
+
+  it('two instances in one group split the partitions and handle every message exactly once', async () => {
+    const topic = uniqueTopic('split');
+    await admin!.createTopic(topic, 4);
+    const seen: { n: number; by: string; partition: number }[] = [];
+    const sub = (by: string) =>
+      subscriber(
+        topic,
+        (v: { n: number }, ctx: Context) => void seen.push({ n: v.n, by, partition: ctx.message.partition }),
+      )
+        .workers(4)
+        .build();
+    const a = makeApp(`g-${topic}`, client.broker(), (b) => b.include(sub('a')));
+    const b = makeApp(`g-${topic}`, client.broker(), (r) => r.include(sub('b')));
+    await a.start();
+    await b.start();
+    // Under KIP-848 the partitions move to the second member heartbeat by heartbeat after its start.
+    await groupSettled([a, b], 4);
+    await producePlain(
+      topic,
+      Array.from({ length: 2_000 }, (_, n) => ({ key: `k${n}`, value: JSON.stringify({ n }) })),
+    );
+    await Promise.all([a.idle(), b.idle()]);
+    expect(seen.map((s) => s.n).sort((x, y) => x - y)).toEqual([...Array(2_000).keys()]); // each exactly once
+    const partitionsOf = (by: string) => new Set(seen.filter((s) => s.by === by).map((s) => s.partition));
+    expect(partitionsOf('a').size).toBe(2);
+    expect(partitionsOf('b').size).toBe(2);
+  });
+
+  it('stop() commits below a delivery it aborted: that one and everything after it come again, nothing before', async () => {
+    const topic = uniqueTopic('stop-hang');
+    await admin!.createTopic(topic, 1);
+    const group = `g-${topic}`;
+    const clock = new ManualClock();
+    const finished = new Counter();
+    const hanging = new Counter();
+    const done: number[] = [];
+    const aborted: number[] = [];
+    // Offset 2 hangs; offsets 3, 4 and 5 after it finish while it does.
+    const first = makeApp(
+      group,
+      client.broker(),
+      (r) =>
+        r.include(
+          subscriber(topic, (v: { n: number }, ctx: Context) => {
+            if (v.n === 2) {
+              ctx.signal.addEventListener('abort', () => aborted.push(v.n));
+              hanging.add();
+              return new Promise<void>(() => {}); // never settles
+            }
+            done.push(v.n);
+            finished.add();
+          })
+            .workers(4)
+            .build(),
+        ),
+      { clock },
+    );
+    await first.start();
+    await producePlain(
+      topic,
+      Array.from({ length: 6 }, (_, n) => ({ value: JSON.stringify({ n }) })),
+    );
+    await hanging.reach(1);
+    await finished.reach(5);
+    expect(done.sort()).toEqual([0, 1, 3, 4, 5]);
+    const stopped = first.stop();
+    await clock.advance(4_999);
+    expect(aborted).toEqual([]);
+    await clock.advance(1); // shutdownTimeoutMs
+    await stopped;
+    expect(aborted).toEqual([2]);
+    expect(await withAdmin((adm) => committedOffsets(adm, group, topic))).toEqual(new Map([[0, 2]])); // the watermark: the aborted one
+    const again: number[] = [];
+    const next = makeApp(group, client.broker(), (r) =>
+      r.include(subscriber(topic, (v: { n: number }) => void again.push(v.n)).build()),
+    );
+    await next.start();
+    await next.idle();
+    expect(again).toEqual([2, 3, 4, 5]);
+  });
 });
