@@ -62,23 +62,7 @@ export function processScenarios(mode: Extract<Mode, 'batch' | 'debounce'>): voi
     });
 
     it('an instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice', async () => {
-      const s = await Scenario.open(admin(), mode);
-      const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
-      await s.publishMore(150);
-      // Frozen in the middle of a run (the window's new owner runs it again, under its ID), with others
-      // perhaps waiting for its workers.
-      const seen = c.lines.length;
-      await s.until('c to start a run', () => c.lines.slice(seen).some((l) => l.ev === 'start'));
-      const thaw = s.freeze(c);
-      // Its partitions' new owners opened their shards: its producers are fenced.
-      await s.until('the others to own every shard', () => {
-        const owned = s.instances.filter((i) => i !== c).flatMap((i) => [...i.owned()]);
-        return new Set(owned).size === PARTITIONS;
-      });
-      await s.publishMore(90);
-      thaw();
-      await s.publishMore(150);
-      await s.drainAndCheck();
+      await frozenIsFenced(admin(), mode);
     });
   });
 }
@@ -94,6 +78,27 @@ export async function killedComesBack(admin: Admin, mode: Mode, client?: TestCli
   await s.start('c2');
   await s.shardsOwned();
   await s.publishMore(120);
+  await s.drainAndCheck();
+}
+
+/** An instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice. */
+export async function frozenIsFenced(admin: Admin, mode: Mode, client?: TestClient['arg']): Promise<void> {
+  const s = await Scenario.open(admin, mode, { client });
+  const [, , c] = [await s.start('a'), await s.start('b'), await s.start('c')];
+  await s.publishMore(150);
+  // Frozen in the middle of a run (the window's new owner runs it again, under its ID), with others
+  // perhaps waiting for its workers.
+  const seen = c.lines.length;
+  await s.until('c to start a run', () => c.lines.slice(seen).some((l) => l.ev === 'start'));
+  const thaw = s.freeze(c);
+  // Its partitions' new owners opened their shards: its producers are fenced.
+  await s.until('the others to own every shard', () => {
+    const owned = s.instances.filter((i) => i !== c).flatMap((i) => [...i.owned()]);
+    return new Set(owned).size === PARTITIONS;
+  });
+  await s.publishMore(90);
+  thaw();
+  await s.publishMore(150);
   await s.drainAndCheck();
 }
 

@@ -1,14 +1,15 @@
 /**
  * Pace across processes on the second Kafka client (see test/kafka/pace-scenario-cases.ts): each instance's
- * app reads through @platformatic/kafka, its Kafka store as on kafkajs. Two of the scenarios, one under each
- * group protocol: an instance killed comes back after the others took over (classic), and `app.send` round
- * robin while an instance joins and one is killed (KIP-848, where the killed member's partitions move once its
- * session ends on the broker). The other scenarios run on kafkajs (docs/testing.md).
+ * app reads through @platformatic/kafka, its Kafka store as on kafkajs. Some of the scenarios: an instance
+ * killed comes back after the others took over (classic); `app.send` round robin while an instance joins and
+ * one is killed (KIP-848, where the killed member's partitions move once its session ends on the broker); an
+ * instance frozen past its session under each protocol (a classic member whose session ended joins again with
+ * no rebalance event). The other scenarios run on kafkajs (docs/testing.md).
  */
 import { describe, it } from 'vitest';
 import { platformaticRuns } from './clients.js';
 import { kafkaBrokers } from './fixture.js';
-import { killedComesBack, sendsRoundRobin } from './pace-scenario-cases.js';
+import { frozenIsFenced, killedComesBack, sendsRoundRobin } from './pace-scenario-cases.js';
 import { scenarioAdmin } from './pace-scenario.js';
 
 describe.skipIf(!kafkaBrokers || !platformaticRuns)(
@@ -22,5 +23,11 @@ describe.skipIf(!kafkaBrokers || !platformaticRuns)(
 
     it('consumer protocol: app.send round robin while an instance joins and one is killed', () =>
       sendsRoundRobin(admin(), 'consumer'));
+
+    it('classic: an instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice', () =>
+      frozenIsFenced(admin(), 'debounce', 'classic'));
+
+    it('consumer protocol: an instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice', () =>
+      frozenIsFenced(admin(), 'batch', 'consumer'));
   },
 );
