@@ -39,12 +39,13 @@
  *     node --cpu-prof --loader ts-node/esm bench/kafka-pace.ts   (a restore's profile, the setup not in it)
  *   BENCH_PARTS=c BENCH_DEBUG=1 npm run bench:kafka-pace   (prints the children's lines)
  *   BENCH_PARTS=a BENCH_ONLY=sluice node --cpu-prof --loader ts-node/esm bench/kafka-pace.ts   (a profile)
+ *   BENCH_PARTS=a BENCH_CLIENT=platformatic npm run bench:kafka-pace   ((a) with the app on @platformatic/kafka)
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
-import { App, silentLogger, subscriber, type ShardLog, type Store } from '../src/index.js';
+import { App, silentLogger, subscriber, type Broker, type ShardLog, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
 import { PRODUCER_RETRY, type KafkaShardLog } from '../src/brokers/kafka/store/kafka-shard-log.js';
 import { NAME, buildShards, checkBuild, restoreApp, sendRestoreStore, writeShards } from './pace-restore-setup.js';
@@ -67,6 +68,11 @@ const SESSION_TIMEOUT_MS = Number(process.env.BENCH_SESSION_TIMEOUT_MS ?? 6_000)
 const PARTS = process.env.BENCH_PARTS ?? 'abc';
 /** `raw` or `sluice`: (a) measures that side only, (b) Sluice's only (for a profile). */
 const ONLY = process.env.BENCH_ONLY;
+/**
+ * (a)'s app reads through `kafkajs` (the default) or @platformatic/kafka (`platformatic`: KIP-848; `classic`),
+ * its store on kafkajs either way. @platformatic/kafka needs Node.js 22.22 or 24.6 and later.
+ */
+const CLIENT = process.env.BENCH_CLIENT ?? 'kafkajs';
 
 const brokers =
   process.env.KAFKA_BROKERS ??
@@ -261,6 +267,15 @@ function counted(store: Store, onDurable: () => void, onAppend: () => void, logs
   };
 }
 
+/** The broker (a)'s app reads through: `BENCH_CLIENT`'s. */
+async function intakeBroker(): Promise<Broker & { close(): Promise<void> }> {
+  const consumer = { maxWaitTimeMs: 100 };
+  if (CLIENT === 'kafkajs') return new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer });
+  const { PlatformaticKafkaBroker } = await import('../src/brokers/platformatic/index.js');
+  const groupProtocol = CLIENT === 'classic' ? 'classic' : 'consumer';
+  return new PlatformaticKafkaBroker({ brokers: [brokers], logger: silentLogger, consumer, groupProtocol });
+}
+
 async function sluiceIntake(topic: string): Promise<IntakeResult> {
   const prefix = unique('pace');
   const logs: ShardLog[] = [];
@@ -285,7 +300,7 @@ async function sluiceIntake(topic: string): Promise<IntakeResult> {
     },
     logs,
   );
-  const broker = new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: 100 } });
+  const broker = await intakeBroker();
   const app = new App({ name: unique('sluice'), logger: silentLogger, store }).withBroker(broker, (b) =>
     b.include(
       subscriber(topic, () => {
@@ -325,7 +340,7 @@ async function partA(): Promise<void> {
   const topic = unique('intake');
   await fill(topic);
   console.log(
-    `\n(a) paced intake: ${fmt(N)} messages over ${fmt(KEYS_A)} keys, ${P} partitions, raw at most ${RAW_BATCH} per transaction, median of ${ROUNDS} rounds, node ${process.version}, kafka at ${brokers}\n`,
+    `\n(a) paced intake: ${fmt(N)} messages over ${fmt(KEYS_A)} keys, ${P} partitions, raw at most ${RAW_BATCH} per transaction, median of ${ROUNDS} rounds, the app on ${CLIENT}, node ${process.version}, kafka at ${brokers}\n`,
   );
   const rounds: Map<IntakePath, IntakeResult>[] = [];
   for (let round = 0; round < ROUNDS; round++) {
