@@ -162,6 +162,15 @@ export class PlatformaticConsumer implements Consumer {
     const current = (): boolean => this.consumer === consumer && this.failed !== consumer;
     const classic = s.groupProtocol !== 'consumer';
     if (classic) countFetches();
+    // The client's own rejoin can fail for good (its retries spent, the coordinator moving): it tells the consumer's
+    // `error` listeners, and with none the process would die of it. A crash, as the stream's failure is.
+    const crashed = (error: Error): void => {
+      if (!current()) return;
+      // What the failed consumer tells from now on (its own rejoin on a dead stream) no longer counts.
+      this.failed = consumer;
+      this.restarts.crashed(error);
+    };
+    consumer.on('error', crashed);
     let joinedBefore = false;
     consumer.on('consumer:group:join', () => {
       if (!current()) return;
@@ -201,12 +210,7 @@ export class PlatformaticConsumer implements Consumer {
       if (current()) this.pull();
     });
     stream.on('fetch', () => this.fetches++);
-    stream.on('error', (error: Error) => {
-      if (!current()) return;
-      // What the failed consumer tells from now on (its own rejoin on a dead stream) no longer counts.
-      this.failed = consumer;
-      this.restarts.crashed(error);
-    });
+    stream.on('error', crashed);
     this.sync();
   }
 
