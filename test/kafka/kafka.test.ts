@@ -1,5 +1,6 @@
 /**
- * Kafka-specific behaviour beyond the broker contract, against the real broker.
+ * Kafka-specific behaviour beyond the broker contract, against the real broker: what is the same on every
+ * client runs on each of them (test/kafka/clients.ts); what watches kafkajs's own events, on kafkajs.
  */
 import { Kafka, KafkaJSNonRetriableError, Partitioners, logLevel, type Admin } from 'kafkajs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -68,6 +69,8 @@ const committedOffsets = (a: Admin, group: string, topic: string): Promise<Map<n
 async function untilBroker(holds: () => Promise<boolean>): Promise<void> {
   while (!(await holds())) await new Promise<void>((resolve) => setTimeout(resolve, 20));
 }
+
+/** What watches kafkajs's own events (its heartbeats, joins, crashes), or needs a broker restart: on kafkajs. */
 describe.skipIf(!kafkaBrokers)('kafka', () => {
   const apps: App[] = [];
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
@@ -406,6 +409,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
   );
 });
 
+/** What any client must do alike: on kafkajs, and on @platformatic/kafka under both protocols where it runs. */
 describe.skipIf(!kafkaBrokers).each(kafkaClients)('kafka on $name', (client) => {
   const apps: App[] = [];
   afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
