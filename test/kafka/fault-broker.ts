@@ -131,3 +131,18 @@ export class FaultBroker {
     }
   }
 }
+
+/** Fails if `work` has not settled once `ms` passed: a guard against a hang, far above what it should take. */
+export async function guard<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms} ms`)), ms)),
+      ),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -9,7 +9,7 @@ import { App, ManualClock, silentLogger, subscriber, type Context, type Logger }
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter, Gate, turns } from '../helpers.js';
-import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
+import { FaultBroker, canRunOwnBroker, guard, ownBrokerPort } from './fault-broker.js';
 import { closeAll, eachConsumer, kafkaBrokers, testKafka } from './fixture.js';
 import { SOAK } from '../soak.js';
 
@@ -82,21 +82,6 @@ async function until(holds: () => Promise<boolean> | boolean): Promise<void> {
 
 /** The outage itself: how long the broker stays dead is the fault being tested, not a wait for something. */
 const outage = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Fails if `work` has not settled once `ms` passed: a guard against a hang, far above what it should take. */
-async function guard<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>(
-        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms} ms`)), ms)),
-      ),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe.skipIf(!kafkaBrokers)('kafka faults on the shared broker', () => {
   const apps: App[] = [];

@@ -70,25 +70,29 @@ async function untilBroker(holds: () => Promise<boolean>): Promise<void> {
   while (!(await holds())) await new Promise<void>((resolve) => setTimeout(resolve, 20));
 }
 
+/** The apps a test made, stopped after it. */
+const apps: App[] = [];
+afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
+
+/** An app of `name` on `broker`, stopped after the test. */
+function makeApp(
+  name: string,
+  broker: Broker,
+  include: Parameters<App['withBroker']>[1],
+  extra: { clock?: ManualClock } = {},
+): App {
+  const app = new App({ name, logger: silentLogger, shutdownTimeoutMs: 5_000, clock: extra.clock }).withBroker(
+    broker,
+    include,
+  );
+  apps.push(app);
+  return app;
+}
+
 /** What watches kafkajs's own events (its heartbeats, joins, crashes), or needs a broker restart: on kafkajs. */
 describe.skipIf(!kafkaBrokers)('kafka', () => {
-  const apps: App[] = [];
-  afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
   afterAll(closeAll);
   const admin = kafkaBrokers ? testKafka() : undefined;
-  const makeApp = (
-    name: string,
-    broker: KafkaBroker,
-    include: Parameters<App['withBroker']>[1],
-    extra: { clock?: ManualClock } = {},
-  ) => {
-    const app = new App({ name, logger: silentLogger, shutdownTimeoutMs: 5_000, clock: extra.clock }).withBroker(
-      broker,
-      include,
-    );
-    apps.push(app);
-    return app;
-  };
   /**
    * Counts the answers to Heartbeat requests of the group members `broker` makes, through kafkajs's own
    * instrumentation (its REQUEST event): how a test knows a member has heard of a rebalance.
@@ -411,26 +415,11 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
 
 /** What any client must do alike: on kafkajs, and on @platformatic/kafka under both protocols where it runs. */
 describe.skipIf(!kafkaBrokers).each(kafkaClients)('kafka on $name', (client) => {
-  const apps: App[] = [];
-  afterEach(async () => void (await Promise.all(apps.splice(0).map((a) => a.stop()))));
   afterAll(async () => {
     await closeAll();
     await closePlatformatic();
   });
   const admin = kafkaBrokers ? testKafka() : undefined;
-  const makeApp = (
-    name: string,
-    broker: Broker,
-    include: Parameters<App['withBroker']>[1],
-    extra: { clock?: ManualClock } = {},
-  ) => {
-    const app = new App({ name, logger: silentLogger, shutdownTimeoutMs: 5_000, clock: extra.clock }).withBroker(
-      broker,
-      include,
-    );
-    apps.push(app);
-    return app;
-  };
 
   it('serves a subscriber from a plain kafkajs producer, with keys and (binary) headers', async () => {
     const topic = uniqueTopic('plain');

@@ -13,7 +13,7 @@ import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter } from '../helpers.js';
 import { spawn } from 'node:child_process';
 import { groupSettled } from './clients.js';
-import { FaultBroker, canRunOwnBroker, ownBrokerPort } from './fault-broker.js';
+import { FaultBroker, canRunOwnBroker, guard, ownBrokerPort } from './fault-broker.js';
 import { kafkaBrokers } from './fixture.js';
 
 const runs = nodeRuns(process.versions.node);
@@ -113,19 +113,25 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
     return topic;
   }
 
-  /** Fails if `work` has not settled once `ms` passed: a guard against a hang, far above what it should take. */
-  async function guard<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        work,
-        new Promise<never>(
-          (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms} ms`)), ms)),
-        ),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+  /**
+   * An app (not started) of `group` reading `topic` through `broker` with two workers: the deliveries it
+   * started, and the messages `{ n }` it finished.
+   */
+  function reading(group: string, topic: string, broker: PlatformaticKafkaBroker) {
+    const started = new Counter();
+    const handled = new Set<number>();
+    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(broker, (b) =>
+      b.include(
+        subscriber(topic, async (v: { n: number }) => {
+          started.add();
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          handled.add(v.n);
+        })
+          .workers(2)
+          .build(),
+      ),
+    );
+    return { app, started, handled };
   }
 
   /**
@@ -176,21 +182,7 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
       const total = 2_000;
       const topic = await filled('pk-stop-fault', 2, total);
       const group = `g-${topic}`;
-      const started = new Counter();
-      const handled = new Set<number>();
-      const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
-        client(groupProtocol),
-        (b) =>
-          b.include(
-            subscriber(topic, async (v: { n: number }) => {
-              started.add();
-              await new Promise<void>((resolve) => setImmediate(resolve));
-              handled.add(v.n);
-            })
-              .workers(2)
-              .build(),
-          ),
-      );
+      const { app, started, handled } = reading(group, topic, client(groupProtocol));
       await app.start();
       await guard(started.reach(200), 60_000, 'the first 200 deliveries');
       if (paused) fault.pause();
@@ -259,22 +251,8 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
     const topic = await filled('pk-stop-in-restart', 3, total);
     const group = `g-${topic}`;
     const log = countingLogger();
-    const started = new Counter();
-    const handled = new Set<number>();
-    const app = new App({ name: group, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
-      // Few retries: the client gives up on the dead broker soon (its stream fails, its commits fail).
-      client('classic', log, { retries: 1, retryDelay: 200 }),
-      (b) =>
-        b.include(
-          subscriber(topic, async (v: { n: number }) => {
-            started.add();
-            await new Promise<void>((resolve) => setImmediate(resolve));
-            handled.add(v.n);
-          })
-            .workers(2)
-            .build(),
-        ),
-    );
+    // Few retries: the client gives up on the dead broker soon (its stream fails, its commits fail).
+    const { app, started, handled } = reading(group, topic, client('classic', log, { retries: 1, retryDelay: 200 }));
     await app.start();
     await guard(started.reach(300), 60_000, 'the first 300 deliveries');
     await fault.kill();
