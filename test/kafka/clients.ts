@@ -32,11 +32,11 @@ export function testPlatformatic(
   extra: Partial<PlatformaticKafkaBrokerOptions> = {},
 ): PlatformaticKafkaBroker {
   const broker = new Platformatic!({
+    logger: jsonLogger({ level: 'error' }),
     ...extra,
     brokers: [kafkaBrokers!],
     clientId: 'sluice-test',
     groupProtocol,
-    logger: jsonLogger({ level: 'error' }),
     consumer: { ...TEST_CONSUMER, ...extra.consumer },
   });
   made.push(broker);

@@ -215,13 +215,23 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
   describe.skipIf(!platformaticRuns).each(platformaticClients)(
     'partitions added on @platformatic/kafka ($name)',
     (client) => {
-      it('reads partitions added to a topic while it is consumed, once metadata is read again', async () => {
+      it('reads partitions added to a topic while it is consumed, once metadata is read again', async ({
+        onTestFailed,
+      }) => {
         const topic = uniqueTopic('grow-pk');
         await createTopic(topic, 3);
-        const broker = testPlatformatic(client.arg as 'classic' | 'consumer', { metadataMaxAgeMs: 1_000 });
+        const brokerLog: LogRecord[] = [];
+        const broker = testPlatformatic(client.arg as 'classic' | 'consumer', {
+          metadataMaxAgeMs: 1_000,
+          logger: memoryLogger(brokerLog),
+        });
         const seen = new Map<number, string[]>();
         const ids: string[] = [];
         const count = new Counter();
+        onTestFailed(() => {
+          console.log(`new partitions: ${count.value} handled; seen ${JSON.stringify([...seen])}`);
+          for (const r of brokerLog.slice(-30)) console.log(`  ${r.level} ${r.message} ${JSON.stringify(r.fields)}`);
+        });
         const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(
           broker,
           (b) =>

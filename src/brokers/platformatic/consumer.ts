@@ -52,6 +52,8 @@ export class PlatformaticConsumer implements Consumer {
   private joins = 0;
   private fetches = 0;
   private partitionsCount = 0;
+  /** A classic member found partitions added and has not yet joined again so the leader assigns them. */
+  private grown = false;
   private joined: (() => void) | undefined;
   private readonly restarts: CrashRestarts;
   /** The consumer whose stream failed, until it is replaced. */
@@ -159,6 +161,7 @@ export class PlatformaticConsumer implements Consumer {
     // The consumer protocol's options type leaves out the session timings the client checks all the same.
     const consumer = new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>);
     this.consumer = consumer;
+    this.grown = false; // its join reads the topic's metadata afresh
     const current = (): boolean => this.consumer === consumer && this.failed !== consumer;
     const classic = s.groupProtocol !== 'consumer';
     if (classic) countFetches();
@@ -545,10 +548,21 @@ export class PlatformaticConsumer implements Consumer {
     const topic = this.request.topic;
     if (consumer === undefined) return;
     const count = (await consumer.metadata({ topics: [topic], forceUpdate: true })).topics.get(topic)?.partitionsCount;
-    if (count === undefined || count <= this.partitionsCount || this.closing) return;
-    this.log.info('the topic has new partitions', { partitions: count, had: this.partitionsCount });
-    this.partitionsCount = count;
-    if (this.settings.groupProtocol === 'classic' && consumer === this.consumer) await consumer.joinGroup();
+    if (count === undefined || this.closing) return;
+    if (count > this.partitionsCount) {
+      this.log.info('the topic has new partitions', { partitions: count, had: this.partitionsCount });
+      this.partitionsCount = count;
+      this.grown = this.settings.groupProtocol === 'classic';
+    }
+    if (!this.grown || consumer !== this.consumer) return;
+    // A join that fails (the group rebalancing, the coordinator moving) is tried again at the next count: until
+    // one succeeds, nobody may be reading the new partitions.
+    try {
+      await consumer.joinGroup();
+      this.grown = false;
+    } catch (error) {
+      this.log.warn('joining again for the new partitions failed; trying again', { error });
+    }
   }
 
   close(deadline?: Promise<void>): Promise<void> {

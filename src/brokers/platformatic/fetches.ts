@@ -19,15 +19,26 @@ export function countFetches(): void {
   if (listening) return;
   listening = true;
   const of = (context: unknown): object | undefined => (context as { client?: object }).client;
+  /** Fetches whose callback ran: their `asyncEnd` was published. */
+  const answered = new WeakSet<object>();
+  const settle = (context: unknown): void => {
+    const client = of(context);
+    if (client === undefined) return;
+    underWay.set(client, Math.max(0, (underWay.get(client) ?? 0) - 1));
+    landed.wake();
+  };
   pk.consumerFetchesChannel.start.subscribe((context) => {
     const client = of(context);
     if (client !== undefined) underWay.set(client, (underWay.get(client) ?? 0) + 1);
   });
   pk.consumerFetchesChannel.asyncEnd.subscribe((context) => {
-    const client = of(context);
-    if (client === undefined) return;
-    underWay.set(client, Math.max(0, (underWay.get(client) ?? 0) - 1));
-    landed.wake();
+    answered.add(context as object);
+    settle(context);
+  });
+  // A fetch that throws before it sends anything publishes `error` then `end`, and its callback never runs: at
+  // `end` it holds its error and no answer. (An answer's error comes after `end`, or with its `asyncEnd` before.)
+  pk.consumerFetchesChannel.end.subscribe((context) => {
+    if ((context as { error?: unknown }).error !== undefined && !answered.has(context as object)) settle(context);
   });
 }
 
