@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, Partitioners, logLevel, type Message } from 'kafkajs';
 import { App, silentLogger, subscriber, topic } from '../src/index.js';
 import { KafkaBroker } from '../src/brokers/kafka/index.js';
+import type { PlatformaticKafkaBroker } from '../src/brokers/platformatic/index.js';
 
 export const MAX_WAIT_MS = 100;
 
@@ -30,8 +31,16 @@ export async function createTopic(name: string, partitions: number): Promise<voi
 
 const dropTopics = (topics: string[]): Promise<unknown> => admin.deleteTopics({ topics }).catch(() => undefined);
 
-const sluiceBroker = (): KafkaBroker =>
-  new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer: { maxWaitTimeMs: MAX_WAIT_MS } });
+/** The client Sluice's side runs on: `kafkajs` (the default), `platformatic` (KIP-848) or `classic` (its classic protocol). */
+export const CLIENT = process.env.BENCH_CLIENT ?? 'kafkajs';
+
+async function sluiceBroker(): Promise<KafkaBroker | PlatformaticKafkaBroker> {
+  const consumer = { maxWaitTimeMs: MAX_WAIT_MS };
+  if (CLIENT === 'kafkajs') return new KafkaBroker({ brokers: [brokers], logger: silentLogger, consumer });
+  const { PlatformaticKafkaBroker } = await import('../src/brokers/platformatic/index.js');
+  const groupProtocol = CLIENT === 'classic' ? 'classic' : 'consumer';
+  return new PlatformaticKafkaBroker({ brokers: [brokers], logger: silentLogger, consumer, groupProtocol });
+}
 
 // ---- (1) consume → transform → publish ----
 
@@ -157,7 +166,7 @@ export async function drainSluice(input: string, partitions: number, n: number, 
   await createTopic(out, partitions);
   const inTopic = topic<In>(input);
   const outTopic = topic<Out>(out, { key: (o) => String(o.id) });
-  const broker = sluiceBroker();
+  const broker = await sluiceBroker();
   let first = (): void => {};
   const app = new App({ name: unique('pipe-sluice'), logger: silentLogger }).withBroker(broker, (b) =>
     b.include(
@@ -216,7 +225,7 @@ export async function sluiceRequests(partitions: number, workers: number): Promi
   const requests = topic<Query, Answer>(name);
   const requesterName = unique('rr-sluice-requester');
   await createTopic(`${requesterName}.replies`, 1);
-  const brokers = [sluiceBroker(), sluiceBroker()] as const;
+  const brokers = [await sluiceBroker(), await sluiceBroker()] as const;
   const replier = new App({ name: unique('rr-sluice-replier'), logger: silentLogger }).withBroker(brokers[0], (b) =>
     b.include(
       subscriber(requests, (q) => ({ id: q.id, ok: true }))

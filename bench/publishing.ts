@@ -23,11 +23,14 @@
  * faster).
  *
  *   npm run bench:publishing
+ *   BENCH_CLIENT=platformatic npm run bench:publishing   (Sluice on @platformatic/kafka, KIP-848; `classic`: its
+ *   classic protocol; the raw loops stay kafkajs)
  *   BENCH_ROUNDS=5 BENCH_N=100000 BENCH_SECONDS=10 BENCH_WORKERS=1024 BENCH_PART=1 npm run bench:publishing
  */
 import { loadavg } from 'node:os';
 import { fmt, median, range } from './stats.js';
 import {
+  CLIENT,
   admin,
   brokers,
   drainRaw,
@@ -73,7 +76,7 @@ async function sideBySide<T>(round: number, raw: () => Promise<T>, sluice: () =>
 const load = (): string => loadavg()[0]!.toFixed(1);
 
 console.log(
-  `\nbench/publishing: ${P} partitions; (1) ${fmt(N)} messages, Sluice workers(${WORKERS}); (2) replier workers(${REPLY_WORKERS}), ${fmt(RATE)}/s and ${CONCURRENCY} callers for ${SECONDS} s each, raw requests ${RAW_COALESCE ? 'coalesced by turn' : 'a send each'}; ${ROUNDS} rounds, node ${process.version}, kafka at ${brokers}, 1-minute load ${load()}\n`,
+  `\nbench/publishing: Sluice on ${CLIENT}; ${P} partitions; (1) ${fmt(N)} messages, Sluice workers(${WORKERS}); (2) replier workers(${REPLY_WORKERS}), ${fmt(RATE)}/s and ${CONCURRENCY} callers for ${SECONDS} s each, raw requests ${RAW_COALESCE ? 'coalesced by turn' : 'a send each'}; ${ROUNDS} rounds, node ${process.version}, kafka at ${brokers}, 1-minute load ${load()}\n`,
 );
 
 // ---- (1) consume → transform → publish ----

@@ -1,4 +1,4 @@
-import type { Admin, Producer } from '@platformatic/kafka';
+import type { Admin, MessageToProduce, Producer } from '@platformatic/kafka';
 import { OncePerKey } from '../../core/once-per-key.js';
 import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
@@ -15,6 +15,7 @@ import type {
 } from '../../core/ports.js';
 import { ASK_ATTEMPTS, pauseAfter } from '../kafka/catching-up.js';
 import { consumerSettingsOf } from '../kafka/options.js';
+import { PartitionBatches } from '../kafka/publish/partition-batches.js';
 import { isLegalTopic } from '../kafka/publish/publishing.js';
 import { PlatformaticConsumer } from './consumer.js';
 import { pk } from './client.js';
@@ -40,6 +41,15 @@ export class PlatformaticKafkaBroker implements Broker {
   private readonly consumers = new Set<PlatformaticConsumer>();
   private readonly known = new Set<string>();
   private readonly partitionCounts = new Map<string, number>();
+  /** Publishes to one partition made in one turn, sent together (in one record batch, appended or refused whole). */
+  private readonly batches = new PartitionBatches(
+    (_topic, messages: MessageToProduce<Buffer, Buffer, Buffer, Buffer>[]) => this.producer!.send({ messages }),
+    (topic) => this.partitionCounts.get(topic),
+    {
+      partitionOf: (key, count) => this.partitionOf(key, count),
+      refused: (error) => refusalOf('', error) !== undefined,
+    },
+  );
   /** Per topic published to: its one check (see `checked`), which every publish to it awaits. */
   private readonly checks = new OncePerKey<string>();
   /** The broker's own waits (a topic being served) run in real time, whatever the app's clock. */
@@ -117,7 +127,9 @@ export class PlatformaticKafkaBroker implements Broker {
   }
 
   /**
-   * Publishes one message, as `KafkaBroker.publish` does. Resolves once the in-sync replicas have it.
+   * Publishes one message, as `KafkaBroker.publish` does. Resolves once the in-sync replicas have it. Publishes
+   * made in one turn of the event loop to one partition are sent in one request, as one record batch (see
+   * `PartitionBatches`); those made one after another without waiting go out in the order they were made.
    *
    * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses
    *   the message for good, `TOPIC_MISSING` for a topic the broker does not have, `CONFIG_INVALID` for a pinned
@@ -136,7 +148,7 @@ export class PlatformaticKafkaBroker implements Broker {
         );
     }
     try {
-      await this.producer!.send({ messages: [messageOf(topic, value, options)] });
+      await this.batches.publish(topic, messageOf(topic, value, options));
     } catch (error) {
       throw refusalOf(topic, error) ?? error;
     }
@@ -156,7 +168,9 @@ export class PlatformaticKafkaBroker implements Broker {
       await this.mustExist(topic, '(publishing)');
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.producer!.metadata({ topics: [topic], forceUpdate: true });
+          const metadata = await this.producer!.metadata({ topics: [topic], forceUpdate: true });
+          const count = metadata.topics.get(topic)?.partitionsCount;
+          if (count !== undefined) this.partitionCounts.set(topic, count);
           return;
         } catch (error) {
           if (attempt >= ASK_ATTEMPTS) throw error;
@@ -198,9 +212,9 @@ export class PlatformaticKafkaBroker implements Broker {
     });
   }
 
-  /** The partition a message with `key` lands in: murmur2 over the key's UTF-8 bytes, as Java clients hash it. */
-  partitionOf(key: string, partitions: number): number {
-    return (pk.murmur2(Buffer.from(key, 'utf8')) & 0x7fffffff) % partitions;
+  /** The partition a message with `key` lands in: murmur2 over its bytes (a string's UTF-8), as Java hashes it. */
+  partitionOf(key: string | Buffer, partitions: number): number {
+    return (pk.murmur2(typeof key === 'string' ? Buffer.from(key, 'utf8') : key) & 0x7fffffff) % partitions;
   }
 
   /** How many partitions `topic` has, as the broker tells; 0 when it has none such. */
