@@ -72,6 +72,9 @@ export class AllShards implements ShardPlacement {
   }
 
   /** Nothing: no shard follows a partition. */
+  /** Every shard stays here. */
+  revoking(): void {}
+
   release(): Promise<void> {
     return Promise.resolve();
   }

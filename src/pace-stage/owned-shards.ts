@@ -34,6 +34,8 @@ export function checkOnePaced(paces: ReadonlyMap<string, unknown>): void {
 export class OwnedShards implements ShardPlacement {
   private readonly hosts: (Host | undefined)[];
   private readonly releasing = new Set<number>();
+  /** Shards whose partitions' revoke began (see `revoking`), until they are handed over or owned again. */
+  private readonly revoked = new Set<number>();
   private readonly runsOut = new RunsHandedOut();
   /** Woken when a shard begins to be handed over: runs waiting to start look again. */
   private readonly handingOver = new Waiters();
@@ -54,6 +56,12 @@ export class OwnedShards implements ShardPlacement {
   /** Takes, restores and serves the shards of `partitions`. */
   own(partitions: readonly number[]): Promise<void> {
     return this.change(() => Promise.all(partitions.map((p) => this.openShard(p))));
+  }
+
+  /** A revoke of `partitions` began: no run of their shards starts here (runs waiting to start look again). */
+  revoking(partitions: readonly number[]): void {
+    for (const p of partitions) if (this.hosts[p] !== undefined) this.revoked.add(p);
+    this.handingOver.wake();
   }
 
   /** Hands the shards of `partitions` over (their runs out awaited until `deadline`). */
@@ -105,7 +113,7 @@ export class OwnedShards implements ShardPlacement {
 
   /** A run of `shard` leaves for the workers; false (it stays for the next owner) while the shard is handed over. */
   runLeaves(run: RunOut, shard: number): boolean {
-    if (this.releasing.has(shard)) return false;
+    if (this.releasing.has(shard) || this.revoked.has(shard)) return false;
     this.runsOut.add(run, shard);
     return true;
   }
@@ -129,6 +137,7 @@ export class OwnedShards implements ShardPlacement {
       !stop.stopping() &&
       this.runsOut.shardOf(run) === shard &&
       !this.releasing.has(shard) &&
+      !this.revoked.has(shard) &&
       this.hosts[shard] !== undefined;
     if (!here()) return false;
     const session = inSession(shard);
@@ -208,6 +217,7 @@ export class OwnedShards implements ShardPlacement {
         'CONFIG_INVALID',
         `pace: partition ${shard} has no shard: the store has ${store.shards} (one per partition of the topic)`,
       );
+    this.revoked.delete(shard); // owned again before its revoke handed it over: it was not handed over
     if (this.hosts[shard] !== undefined) return;
     const shardLog = await store.openShard!(shard);
     const host = this.parts.makeHost(shard, shardLog);
@@ -226,7 +236,7 @@ export class OwnedShards implements ShardPlacement {
   /** Hands shard `shard` over: see the class's comment. */
   protected async closeShard(shard: number, deadline: Promise<void>): Promise<void> {
     const host = this.hosts[shard];
-    if (host === undefined) return;
+    if (host === undefined) return void this.revoked.delete(shard);
     this.releasing.add(shard);
     this.handingOver.wake();
     host.stopTimers();
@@ -241,6 +251,7 @@ export class OwnedShards implements ShardPlacement {
     } finally {
       this.hosts[shard] = undefined;
       this.releasing.delete(shard);
+      this.revoked.delete(shard);
       this.runsOut.forget(shard);
     }
   }

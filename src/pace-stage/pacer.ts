@@ -158,6 +158,11 @@ export class Pacer {
     return this.placement?.own(partitions) ?? Promise.resolve();
   }
 
+  /** A revoke of `partitions` began: no run of their shards starts here from now on (see {@link OwnedShards}). */
+  revoking(partitions: readonly number[]): void {
+    this.placement?.revoking(partitions);
+  }
+
   /** Partitions taken away: their shards are handed over (see {@link OwnedShards}). */
   release(partitions: readonly number[], deadline: Promise<void>): Promise<void> {
     return this.placement?.release(partitions, deadline) ?? Promise.resolve();

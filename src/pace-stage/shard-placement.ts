@@ -66,6 +66,11 @@ export interface ShardPlacement {
   holds(run: RunOut): boolean;
   /** Partitions given to this instance: their shards are restored and served. */
   own(partitions: readonly number[]): Promise<void>;
+  /**
+   * Partitions are being taken away (a revoke began; `release` follows once their deliveries settled): from now
+   * on no run of their shards starts here. Their runs out stay recorded as started, for the next owner.
+   */
+  revoking(partitions: readonly number[]): void;
   /** Partitions taken away: their shards are handed over (their runs out awaited until `deadline`). */
   release(partitions: readonly number[], deadline: Promise<void>): Promise<void>;
   /** Resolves once the ownership changes asked for so far are done. */

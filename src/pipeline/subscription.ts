@@ -219,6 +219,9 @@ export class Subscription {
    * partition, their shards handed over, within the revoke timeout.
    */
   private async revoke(partitions: readonly number[], owning: Pacer | undefined): Promise<void> {
+    // A run handed out before the revoke does not start while its deliveries settle: by the time the shard is
+    // handed over, the group may have given the partition to another instance, which runs it.
+    owning?.revoking(partitions);
     await this.ledger.revoke(partitions);
     if (!owning) return;
     const deadline = deadlineIn(this.settings.clock, this.settings.revokeTimeoutMs);

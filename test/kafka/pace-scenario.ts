@@ -190,14 +190,17 @@ export class Scenario {
 
   /**
    * The test ended: kills the instances left; with `SLUICE_SCENARIO_DUMP` set to a directory, writes every
-   * line the instances printed to `<dir>/<app name>.jsonl`, to read a failure by.
+   * line the instances printed to `<dir>/<app name>.jsonl`, and what each logged to `<dir>/<app name>.<id>.stderr`,
+   * to read a failure by.
    */
   private async end(): Promise<void> {
     for (const instance of this.instances) if (instance.alive) instance.child.kill('SIGKILL');
     await Promise.all(this.instances.map((i) => i.exited));
     await this.stream?.stop();
     const dir = process.env.SLUICE_SCENARIO_DUMP;
-    if (dir) writeFileSync(`${dir}/${this.name}.jsonl`, this.output.lines.map((l) => JSON.stringify(l)).join('\n'));
+    if (!dir) return;
+    writeFileSync(`${dir}/${this.name}.jsonl`, this.output.lines.map((l) => JSON.stringify(l)).join('\n'));
+    for (const i of this.instances) writeFileSync(`${dir}/${this.name}.${i.id}.stderr`, i.stderr);
   }
 }
 

@@ -3,8 +3,7 @@
  * app reads through @platformatic/kafka, its Kafka store as on kafkajs. Some of the scenarios: an instance
  * killed comes back after the others took over (classic); `app.send` round robin while an instance joins and
  * one is killed (KIP-848, where the killed member's partitions move once its session ends on the broker); an
- * instance frozen past its session under KIP-848 (under classic it is a known defect, docs/kafka.md). The
- * other scenarios run on kafkajs (docs/testing.md).
+ * instance frozen past its session, under each protocol. The other scenarios run on kafkajs (docs/testing.md).
  */
 import { describe, it } from 'vitest';
 import { platformaticRuns } from './clients.js';
@@ -26,5 +25,8 @@ describe.skipIf(!kafkaBrokers || !platformaticRuns)(
 
     it('consumer protocol: an instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice', () =>
       frozenIsFenced(admin(), 'batch', 'consumer'));
+
+    it('classic: an instance frozen (SIGSTOP) past its session timeout is fenced, and thawed runs nothing twice', () =>
+      frozenIsFenced(admin(), 'debounce', 'classic'));
   },
 );

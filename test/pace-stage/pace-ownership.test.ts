@@ -28,7 +28,14 @@ interface Seen {
 }
 
 /** An instance of the app `owners` (one group): a batched subscriber of topic `ev` recording its runs. */
-function instance(name: string, broker: MemoryBroker, store: MemoryStore, clock: ManualClock, seen: Seen[]) {
+function instance(
+  name: string,
+  broker: MemoryBroker,
+  store: MemoryStore,
+  clock: ManualClock,
+  seen: Seen[],
+  workers = 4,
+) {
   return new App({ name: 'owners', logger: silentLogger, clock, store, shutdownTimeoutMs: 1_000 }).withBroker(
     broker,
     (b) =>
@@ -37,7 +44,7 @@ function instance(name: string, broker: MemoryBroker, store: MemoryStore, clock:
           seen.push({ instance: name, run: ctx.run!, events });
         })
           .name('ev')
-          .workers(4)
+          .workers(workers)
           .pace({ batch: { wait: '1 s' } })
           .build(),
       ),
@@ -182,6 +189,42 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     await Promise.all([a.idle(), b.idle()]);
     expectOneRunPerKey(seen, 3);
     expect(seen.some((s) => s.instance === 'b')).toBe(true);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it('a run waiting to start does not start once its partition’s revoke began, even if the group answers before the shard is handed over', async () => {
+    const clock = new ManualClock(T0);
+    const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
+    const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
+    const seen: Seen[] = [];
+    const session = gateNextConsumer(broker);
+    // The coordinator answers as the revoke begins (a thawed member's rejoin): the revoke's deliveries are
+    // still settling, and the shard is not handed over yet.
+    const consume = broker.consume.bind(broker);
+    broker.consume = (request) =>
+      consume({
+        ...request,
+        onRevoke: (partitions) => {
+          const revoked = request.onRevoke(partitions);
+          session.renew();
+          return revoked;
+        },
+      });
+    const a = instance('a', broker, store, clock, seen, KEYS); // a worker for every run: each waits to start
+    await a.start();
+    await publish(broker, 0, 3);
+    await a.idle();
+    session.lapsed = true;
+    await clock.advance(1_000);
+    await turnsUntil(() => session.held >= KEYS);
+    const b = instance('b', broker, store, clock, seen);
+    await b.start();
+    await Promise.all([a.idle(), b.idle()]);
+    // The runs of the partitions that moved ran on b only; a ran only those of partitions it kept.
+    const moved = new Set(seen.filter((s) => s.instance === 'b').map((s) => s.run.key));
+    expect(moved.size).toBeGreaterThan(0);
+    expect(seen.filter((s) => s.instance === 'a' && moved.has(s.run.key))).toEqual([]);
+    expectOneRunPerKey(seen, 3);
     await Promise.all([a.stop(), b.stop()]);
   });
 

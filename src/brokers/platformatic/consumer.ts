@@ -4,6 +4,7 @@ import { deadlineIn, deadlineOf } from '../../core/deadline.js';
 import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } from '../../core/ports.js';
 import { Waiters } from '../../core/waiters.js';
+import { pauseAfter } from '../kafka/catching-up.js';
 import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
 import { subscriptionAssigner } from './assigner.js';
 import { Feed, type Record } from './feed.js';
@@ -11,7 +12,8 @@ import { committedOffsets, groupOffsets, lagPast, partitionEnds, type PartitionO
 import { pk } from './client.js';
 import { FeedCommits } from './commits.js';
 import { countFetches, fetchesLanded } from './fetches.js';
-import { ResumePositions } from './positions.js';
+import { heardAt, noteHeard } from './heard.js';
+import { ResumePositions, placeUnread } from './positions.js';
 import { RequestFeeds } from './requests.js';
 import type { PlatformaticSettings } from './settings.js';
 
@@ -44,12 +46,14 @@ export class PlatformaticConsumer implements Consumer {
   /** Feeds revoked whose work the app is settling: their commits still go out. */
   private readonly leaving = new Set<Feed>();
   /** Partitions assigned whose `onAssign` has not settled: nothing of them is handed out yet. */
-  private readonly assigning = new Set<number>();
+  private readonly assigning = new Map<number, Feed>();
   private revoking: Promise<void> = Promise.resolve();
   private closing = false;
   private closed: Promise<void> | undefined;
   private countTimer: Timer | undefined;
   private joins = 0;
+  /** Classic rejoins after a rebalance: a {@link resumeAfterJoin} overtaken by a later one leaves the stream to it. */
+  private rejoins = 0;
   private fetches = 0;
   private partitionsCount = 0;
   /** A classic member found partitions added and has not yet joined again so the leader assigns them. */
@@ -165,6 +169,7 @@ export class PlatformaticConsumer implements Consumer {
     const current = (): boolean => this.consumer === consumer && this.failed !== consumer;
     const classic = s.groupProtocol !== 'consumer';
     if (classic) countFetches();
+    noteHeard();
     // The client's own rejoin can fail for good (its retries spent, the coordinator moving): it tells the consumer's
     // `error` listeners, and with none the process would die of it. A crash, as the stream's failure is.
     const crashed = (error: Error): void => {
@@ -187,7 +192,8 @@ export class PlatformaticConsumer implements Consumer {
       this.rebalancing = false;
       this.sync();
       this.commits.joined();
-      if (paused) void this.resumeAfterJoin();
+      this.sessionChanged.wake();
+      if (paused) void this.resumeAfterJoin(++this.rejoins);
     });
     consumer.on('consumer:heartbeat:end', () => {
       if (!current()) return;
@@ -286,10 +292,11 @@ export class PlatformaticConsumer implements Consumer {
   private assign(partitions: number[]): void {
     this.joins++;
     this.positions.reseek(this.stream?.offsetsToFetch, this.request.topic, partitions);
-    for (const p of partitions) {
-      this.feeds.set(p, new Feed(p));
+    const feeds = partitions.map((p) => new Feed(p));
+    for (const feed of feeds) {
+      this.feeds.set(feed.partition, feed);
       this.feedList = [...this.feeds.values()];
-      this.assigning.add(p);
+      this.assigning.set(feed.partition, feed);
     }
     const take = async (): Promise<void> => {
       if (partitions.length > 0) await this.request.onAssign?.(partitions);
@@ -298,16 +305,51 @@ export class PlatformaticConsumer implements Consumer {
       .then(take)
       .catch((error: unknown) => this.log.error('the app could not take its new partitions', { partitions, error }))
       .finally(() => {
-        for (const p of partitions) this.assigning.delete(p);
+        // Only these feeds: a partition revoked and assigned again meanwhile waits for its own `onAssign`.
+        for (const feed of feeds)
+          if (this.assigning.get(feed.partition) === feed) this.assigning.delete(feed.partition);
         this.request.onReadable();
         this.requests?.kickAll();
       });
     // `start()` resolves once the first assignment arrived, as the kafkajs adapter's does; its `onAssign` settles
     // meanwhile (the partitions are handed out after it), with the consumer known to the app.
+    if (this.settings.groupProtocol === 'consumer' && partitions.length > 0) void this.placeUnread(partitions);
     const joined = this.joined;
     this.joined = undefined;
     joined?.();
     this.log.debug('kafka assignment', { group: this.request.group, topic: this.request.topic, partitions });
+  }
+
+  /**
+   * Partitions a heartbeat assigned (the consumer protocol) that the client's own offset refresh left without a
+   * fetch position get one (see {@link placeUnread}), and the stream is set fetching again.
+   */
+  private async placeUnread(partitions: number[]): Promise<void> {
+    const stream = this.stream;
+    if (stream === undefined) return;
+    const current = (): boolean => this.stream === stream && !this.closing;
+    const placed = await placeUnread(
+      {
+        admin: this.admin,
+        group: this.request.group,
+        topic: this.request.topic,
+        partitions: () => Math.max(this.partitionsCount, ...partitions.map((p) => p + 1)),
+        fromBeginning: this.settings.fromBeginning,
+        fetching: () => (current() ? stream.offsetsToFetch : undefined),
+        owned: (p) => this.feeds.has(p),
+        again: async (attempt) => {
+          if (!current()) return false;
+          await pauseAfter(attempt, SYSTEM_CLOCK);
+          return current();
+        },
+      },
+      partitions,
+    );
+    if (!placed || !current()) return;
+    this.log.debug('kafka assignment: positions set where the client had none', { partitions });
+    // The client's fetch loop stops when its offset refresh fails: a resume after a pause starts it again.
+    stream.pause();
+    stream.resume();
   }
 
   private revoke(partitions: number[]): void {
@@ -325,7 +367,7 @@ export class PlatformaticConsumer implements Consumer {
       f.clear();
       this.feeds.delete(f.partition);
       this.feedList = [...this.feeds.values()];
-      this.assigning.delete(f.partition);
+      if (this.assigning.get(f.partition) === f) this.assigning.delete(f.partition);
       this.leaving.add(f);
     }
     const settle = async (): Promise<void> => {
@@ -357,7 +399,7 @@ export class PlatformaticConsumer implements Consumer {
    * dropped at the revoke, and one it never read with no position at all. A failure to learn the offsets
    * restarts the consumer, which reads them.
    */
-  private async resumeAfterJoin(): Promise<void> {
+  private async resumeAfterJoin(rejoin: number): Promise<void> {
     const stream = this.stream;
     const consumer = this.consumer;
     if (stream === undefined || consumer === undefined) return;
@@ -378,10 +420,18 @@ export class PlatformaticConsumer implements Consumer {
       // A fetch sent before the rebalance answers from the old positions, and moves them when it lands.
       await fetchesLanded(consumer, this.settings.rebalanceTimeoutMs);
     } catch (error) {
-      if (this.consumer === consumer && !this.closing) this.restarts.crashed(error as Error);
+      this.log.debug('kafka rejoin: the positions could not be read', { error });
+      if (this.consumer === consumer && !this.closing && this.rejoins === rejoin) this.restarts.crashed(error as Error);
       return;
     }
-    if (this.stream !== stream || this.closing || this.rebalancing) return;
+    // A later rebalance began, or its join came: that join's positions are read afresh, and it resumes the stream.
+    if (this.stream !== stream || this.closing || this.rebalancing || this.rejoins !== rejoin) {
+      this.log.debug('kafka rejoin: overtaken', { rebalancing: this.rebalancing, closing: this.closing });
+      return;
+    }
+    this.log.debug('kafka rejoin: reading from', {
+      positions: Object.fromEntries([...at].map(([k, v]) => [k, String(v)])),
+    });
     // At once, in one turn, with no fetch under way: what the stream fetched before is dropped, the positions are
     // set, and it fetches.
     while (stream.read() !== null);
@@ -406,7 +456,7 @@ export class PlatformaticConsumer implements Consumer {
    * consumer protocol the broker sets the session's length: `consumer.sessionTimeoutMs` should match it.
    */
   inSession(partition: number): true | Promise<void> {
-    const heard = this.consumer?.lastHeartbeat?.getTime() ?? 0;
+    const heard = heardAt(this.consumer);
     const held = this.feeds.has(partition) && !this.rebalancing;
     if (held && !this.closing && Date.now() < heard + this.settings.sessionTimeoutMs) return true;
     return this.sessionChanged.next();

@@ -64,3 +64,49 @@ export class ResumePositions {
     return offset;
   }
 }
+
+/** What {@link placeUnread} works with. */
+export interface Unplaced {
+  readonly admin: Admin;
+  readonly group: string;
+  readonly topic: string;
+  /** The topic's partition count, as known now. */
+  readonly partitions: () => number;
+  readonly fromBeginning: boolean;
+  /** The client's fetch positions, while the stream they belong to is the member's. */
+  readonly fetching: () => Fetching | undefined;
+  /** Whether `partition` is still this member's. */
+  readonly owned: (partition: number) => boolean;
+  /** Waits before asking again after the `attempt`-th failure; false when it should not ask again. */
+  readonly again: (attempt: number) => Promise<boolean>;
+}
+
+/**
+ * Under the consumer protocol, partitions a heartbeat assigns get their fetch positions from the client's
+ * offset refresh, which, when it fails (a partition just added whose leader the broker has not elected yet),
+ * leaves them without one and the stream no longer fetching. This sets, for each of `partitions` still owned
+ * and still without a position, the group's committed offset, else the start or the end (`fromBeginning`),
+ * asking again while the broker cannot tell. Returns whether it set any (the stream must then be set fetching).
+ */
+export async function placeUnread(u: Unplaced, partitions: readonly number[]): Promise<boolean> {
+  const unplaced = (): number[] =>
+    partitions.filter((p) => u.owned(p) && u.fetching()?.has(`${u.topic}:${p}`) === false);
+  let placed = false;
+  for (let attempt = 1; unplaced().length > 0; attempt++) {
+    try {
+      const offsets = await groupOffsets(u.admin, u.group, u.topic, u.partitions());
+      const fetching = u.fetching();
+      for (const p of unplaced()) {
+        const o = offsets.get(p);
+        if (o === undefined) continue; // the broker's answer does not have it yet: asked again
+        fetching?.set(`${u.topic}:${p}`, BigInt(o.committed >= 0 ? o.committed : u.fromBeginning ? o.low : o.high));
+        placed = true;
+      }
+      if (unplaced().length === 0) break;
+    } catch {
+      // asked again below
+    }
+    if (!(await u.again(attempt))) break;
+  }
+  return placed;
+}
