@@ -196,6 +196,8 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     await count.reach(3);
     step = 'add 3 partitions';
     await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
+    step = 'the new partitions served';
+    await withAdmin((a) => untilAnswered(() => a.fetchTopicOffsets(topic))); // their leaders may still be starting
     step = 'produce to partitions 3-5';
     await produce(
       topic,
@@ -251,6 +253,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         );
         await count.reach(3);
         await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
+        await withAdmin((a) => untilAnswered(() => a.fetchTopicOffsets(topic))); // their leaders may still be starting
         await produce(
           topic,
           [3, 4, 5].map((p) => ({ partition: p, value: JSON.stringify(`new-${p}`) })),

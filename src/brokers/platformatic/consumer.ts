@@ -45,6 +45,11 @@ export class PlatformaticConsumer implements Consumer {
   private cursor = 0;
   /** Feeds revoked whose work the app is settling: their commits still go out. */
   private readonly leaving = new Set<Feed>();
+  /**
+   * Partitions whose revoke has not settled (the app's `onRevoke` under way, or queued behind an earlier one), by
+   * how many: a run handed out before the revoke does not start, even once the partition is assigned again.
+   */
+  private readonly unsettled = new Map<number, number>();
   /** Partitions assigned whose `onAssign` has not settled: nothing of them is handed out yet. */
   private readonly assigning = new Map<number, Feed>();
   private revoking: Promise<void> = Promise.resolve();
@@ -311,9 +316,9 @@ export class PlatformaticConsumer implements Consumer {
         this.request.onReadable();
         this.requests?.kickAll();
       });
+    if (this.settings.groupProtocol === 'consumer' && partitions.length > 0) void this.placeUnread(partitions);
     // `start()` resolves once the first assignment arrived, as the kafkajs adapter's does; its `onAssign` settles
     // meanwhile (the partitions are handed out after it), with the consumer known to the app.
-    if (this.settings.groupProtocol === 'consumer' && partitions.length > 0) void this.placeUnread(partitions);
     const joined = this.joined;
     this.joined = undefined;
     joined?.();
@@ -369,13 +374,20 @@ export class PlatformaticConsumer implements Consumer {
       this.feedList = [...this.feeds.values()];
       if (this.assigning.get(f.partition) === f) this.assigning.delete(f.partition);
       this.leaving.add(f);
+      this.unsettled.set(f.partition, (this.unsettled.get(f.partition) ?? 0) + 1);
     }
     const settle = async (): Promise<void> => {
       try {
         await this.request.onRevoke(partitions);
         await this.commits.flush();
       } finally {
-        for (const f of feeds) this.leaving.delete(f);
+        for (const f of feeds) {
+          this.leaving.delete(f);
+          const n = (this.unsettled.get(f.partition) ?? 1) - 1;
+          if (n > 0) this.unsettled.set(f.partition, n);
+          else this.unsettled.delete(f.partition);
+        }
+        this.sessionChanged.wake();
       }
     };
     this.revoking = this.revoking
@@ -451,13 +463,14 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   /**
-   * True while this member holds `partition` and the coordinator heard it within a session timeout; else a
-   * promise that resolves when that may have changed (a heartbeat answered, a revoke, closing). Under the
-   * consumer protocol the broker sets the session's length: `consumer.sessionTimeoutMs` should match it.
+   * True while this member holds `partition` (and no revoke of it is still settling) and the coordinator heard it
+   * within a session timeout; else a promise that resolves when that may have changed (a heartbeat answered, a
+   * revoke begun or settled, closing). Under the consumer protocol the broker sets the session's length:
+   * `consumer.sessionTimeoutMs` should match it.
    */
   inSession(partition: number): true | Promise<void> {
     const heard = heardAt(this.consumer);
-    const held = this.feeds.has(partition) && !this.rebalancing;
+    const held = this.feeds.has(partition) && !this.rebalancing && !this.unsettled.has(partition);
     if (held && !this.closing && Date.now() < heard + this.settings.sessionTimeoutMs) return true;
     return this.sessionChanged.next();
   }
