@@ -71,10 +71,10 @@ export class AllShards implements ShardPlacement {
     return Promise.resolve();
   }
 
-  /** Nothing: no shard follows a partition. */
-  /** Every shard stays here. */
+  /** Nothing: every shard stays here. */
   revoking(): void {}
 
+  /** Nothing: no shard follows a partition. */
   release(): Promise<void> {
     return Promise.resolve();
   }
