@@ -19,73 +19,54 @@ describe.skipIf(!nodeRuns(process.versions.node))('fetches under way (@platforma
     const { countFetches, fetchesLanded } = await import('../../../src/brokers/platformatic/fetches.js');
     countFetches();
     const channel = pk.consumerFetchesChannel as unknown as Traced;
-    return { channel, fetchesLanded };
+    const client = {};
+    /** Sends a fetch of `client` as the client's consumer does; `fetch` gets its callback. */
+    const send = (fetch: (cb: Answer) => void) => channel.traceCallback(fetch, 0, { client }, undefined, () => {});
+    /** Sends a fetch whose answer the test gives (the returned function). */
+    const pending = () => {
+      let answer: Answer = () => {};
+      send((cb) => (answer = cb));
+      return () => answer(null);
+    };
+    /** Whether `fetchesLanded` resolved, asked now, once every queued callback ran. */
+    const landed = async () => {
+      let done = false;
+      void fetchesLanded(client, 3_600_000).then(() => (done = true));
+      await settled();
+      return () => done;
+    };
+    return { send, pending, landed };
   }
 
   it('waits for a fetch sent until its answer was handled', async () => {
-    const { channel, fetchesLanded } = await load();
-    const client = {};
-    let answer: (() => void) | undefined;
-    channel.traceCallback(
-      (cb) => (answer = () => cb(null)),
-      0,
-      { client },
-      undefined,
-      () => {},
-    );
-    let landed = false;
-    void fetchesLanded(client, 3_600_000).then(() => (landed = true));
+    const { pending, landed } = await load();
+    const answer = pending();
+    const done = await landed();
+    expect(done()).toBe(false);
+    answer();
     await settled();
-    expect(landed).toBe(false);
-    answer!();
-    await settled();
-    expect(landed).toBe(true);
+    expect(done()).toBe(true);
   });
 
   it('a fetch that fails with an answer is counted once', async () => {
-    const { channel, fetchesLanded } = await load();
-    const client = {};
-    channel.traceCallback(
-      (cb) => cb(new Error('refused')),
-      0,
-      { client },
-      undefined,
-      () => {},
-    );
-    let answer: (() => void) | undefined;
-    channel.traceCallback(
-      (cb) => (answer = () => cb(null)),
-      0,
-      { client },
-      undefined,
-      () => {},
-    );
-    let landed = false;
-    void fetchesLanded(client, 3_600_000).then(() => (landed = true));
+    const { send, pending, landed } = await load();
+    send((cb) => cb(new Error('refused')));
+    const answer = pending();
+    const done = await landed();
+    expect(done()).toBe(false); // the second fetch is still under way
+    answer();
     await settled();
-    expect(landed).toBe(false); // the second fetch is still under way
-    answer!();
-    await settled();
-    expect(landed).toBe(true);
+    expect(done()).toBe(true);
   });
 
   it('a fetch that throws before it is sent is not waited for', async () => {
-    const { channel, fetchesLanded } = await load();
-    const client = {};
+    const { send, landed } = await load();
     expect(() =>
-      channel.traceCallback(
-        () => {
-          throw new Error('no connection');
-        },
-        0,
-        { client },
-        undefined,
-        () => {},
-      ),
+      send(() => {
+        throw new Error('no connection');
+      }),
     ).toThrow('no connection');
-    let landed = false;
-    void fetchesLanded(client, 3_600_000).then(() => (landed = true));
-    await settled();
-    expect(landed).toBe(true);
+    const done = await landed();
+    expect(done()).toBe(true);
   });
 });
