@@ -3,7 +3,7 @@
  * the counts, and the drain that times them (see bench/exactly-once.ts for the method).
  */
 import { Kafka, Partitioners, logLevel, type LogEntry, type Producer } from 'kafkajs';
-import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/transactional-producer.js';
 import { MAX_WAIT_MS, admin, brokers, createTopic, fromFirst, kafka, sleep, unique } from './publishing-sides.js';
 
 /** kafkajs's CONCURRENT_TRANSACTIONS answer (a transaction begun while the last one's markers are written). */

@@ -47,7 +47,8 @@ import { createInterface } from 'node:readline';
 import { Kafka, Partitioners, logLevel, type Producer } from 'kafkajs';
 import { App, silentLogger, subscriber, type Broker, type ShardLog, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
-import { PRODUCER_RETRY, type KafkaShardLog } from '../src/brokers/kafka/store/kafka-shard-log.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/transactional-producer.js';
+import type { KafkaShardLog } from '../src/brokers/kafka/store/kafka-shard-log.js';
 import { NAME, buildShards, checkBuild, restoreApp, sendRestoreStore, writeShards } from './pace-restore-setup.js';
 import { fmt, median, range } from './stats.js';
 

@@ -34,7 +34,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, Partitioners, logLevel, type Consumer, type Message, type Producer } from 'kafkajs';
 import { App, ManualClock, silentLogger, subscriber, type Store } from '../src/index.js';
 import { KafkaBroker, kafkaStore } from '../src/brokers/kafka/index.js';
-import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/transactional-producer.js';
 import { fmt, median, range } from './stats.js';
 
 const P = Number(process.env.BENCH_PARTITIONS ?? 4);

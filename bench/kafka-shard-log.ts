@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { silentLogger } from '../src/index.js';
 import { kafkaStore } from '../src/brokers/kafka/index.js';
-import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/transactional-producer.js';
 import { drive, fmt, median, range } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);

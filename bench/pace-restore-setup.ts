@@ -26,7 +26,7 @@ import { randomUUID } from 'node:crypto';
 import { Partitioners, type Kafka } from 'kafkajs';
 import { App, ManualClock, MemoryBroker, memoryStore, silentLogger, subscriber, type Store } from '../src/index.js';
 import { eventOf } from '../src/pace-stage/pace-event.js';
-import { PRODUCER_RETRY } from '../src/brokers/kafka/store/kafka-shard-log.js';
+import { PRODUCER_RETRY } from '../src/brokers/kafka/transactional-producer.js';
 import { HEAD_KEY, snapshotMessages } from '../src/brokers/kafka/store/kafka-snapshots.js';
 import { parsePace } from '../src/declare/pace.js';
 import { encodeEvent } from '../src/pace/codec.js';

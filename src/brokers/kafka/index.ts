@@ -19,4 +19,5 @@
  */
 export { KafkaBroker } from './kafka-broker.js';
 export type { KafkaBrokerOptions, KafkaConsumerSettings } from './options.js';
-export { kafkaStore, type KafkaStoreOptions } from './store/kafka-store.js';
+export { kafkaStore, type KafkaStoreOptions } from './store/kafkajs-store.js';
+export type { KafkaStoreSettings } from './store/kafka-store.js';

@@ -1,18 +1,15 @@
-import type { Admin, Producer, Transaction } from 'kafkajs';
 import { SluiceError } from '../../../core/errors.js';
 import type { Alongside, Logger, ShardLog, StoreObserver } from '../../../core/ports.js';
 import { checkRecord } from '../../../core/records.js';
 import { RecordAssembler, changelogValues } from './changelog-records.js';
 import { HEAD_KEY, SnapshotReader, snapshotMessages, type SnapshotHead } from './kafka-snapshots.js';
-import type { Kafka } from '../kafkajs.js';
-import { fencingProducer, isFenced } from '../transactional-producer.js';
-import { readPartition } from './partition-reader.js';
-import { aborted, alongsideOf, alongsideRefusal, sendAlongside } from './alongside.js';
+import { aborted, alongsideOf } from './alongside.js';
+import type { StoreClient, StoreMessage, StoreTransaction, StoreWriter } from './store-client.js';
 
 /** What a {@link KafkaShardLog} is made with (by `kafkaStore`, which checked it). */
 export interface KafkaShardLogSettings {
-  readonly kafka: Kafka;
-  readonly admin: Admin;
+  /** The Kafka client the store has (kafkajs or @platformatic/kafka). */
+  readonly client: StoreClient;
   readonly shard: number;
   /** The changelog topic: partition `shard` holds the shard's records. */
   readonly changelog: string;
@@ -22,12 +19,8 @@ export interface KafkaShardLogSettings {
   readonly transactionalId: string;
   /** The largest batch of messages one request may carry (under the topics' `max.message.bytes`). */
   readonly maxMessageBytes: number;
-  /** Names the throw-away groups reads use with a kafkajs that cannot read without one (see partition-reader.ts). */
-  readonly groupPrefix: string;
   readonly log: Logger;
 }
-
-export { PRODUCER_RETRY, isFenced } from '../transactional-producer.js';
 
 /** Room kept in each request for Kafka's own batch and record headers. */
 const OVERHEAD_BYTES = 1024;
@@ -47,7 +40,7 @@ interface Pending {
 
 /** Messages for the snapshots partition that ride in a transaction of their own, beside appends. */
 interface SnapshotWork {
-  readonly messages: { key: string; value: Buffer | null }[];
+  readonly messages: StoreMessage[];
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 }
@@ -67,7 +60,7 @@ export class KafkaShardLog implements ShardLog {
   /** Transactions committed with appends in them since the log was made (bench/kafka-pace reports records per
    * transaction). */
   appendTransactions = 0;
-  private producer: Producer | undefined;
+  private producer: StoreWriter | undefined;
   private nextLsn = 1;
   private durable = 0;
   private pending: Pending[] = [];
@@ -100,7 +93,7 @@ export class KafkaShardLog implements ShardLog {
    * @throws {@link SluiceError} `STORE_CORRUPT` when the snapshot does not read, or records are missing.
    */
   async open(): Promise<void> {
-    this.producer = await fencingProducer(this.settings.kafka, this.settings.transactionalId);
+    this.producer = await this.settings.client.writer(this.settings.transactionalId);
     const [snapshot] = await Promise.all([this.readSnapshotPartition(), this.readChangelog()]);
     this.head = snapshot.head;
     this.stale = snapshot.stale;
@@ -152,8 +145,10 @@ export class KafkaShardLog implements ShardLog {
     const assembler = new RecordAssembler(this.where, (lsn, record) => {
       if (lsn >= from && lsn <= target) visit(lsn, record);
     });
-    await readPartition(
-      { ...this.readOf(this.settings.changelog), until: () => assembler.whole && assembler.lastLsn >= target },
+    await this.settings.client.read(
+      this.settings.changelog,
+      this.shard,
+      () => assembler.whole && assembler.lastLsn >= target,
       (m) => assembler.read(m.value, m.offset),
     );
   }
@@ -211,7 +206,7 @@ export class KafkaShardLog implements ShardLog {
   async close(): Promise<void> {
     await this.snapshotting;
     while (this.flushing) await this.flushing;
-    await this.producer?.disconnect();
+    await this.producer?.close();
     this.producer = undefined;
   }
 
@@ -242,13 +237,13 @@ export class KafkaShardLog implements ShardLog {
       const alongside = alongsideOf(batch);
       const work = this.snapshotWork.shift();
       let boundary: { lsn: number; offset: number } | undefined;
-      let txn: Transaction | undefined;
+      let txn: StoreTransaction | undefined;
       try {
         const startedAt = this.observer === undefined ? 0 : performance.now();
         txn = await this.producer!.transaction();
         if (batch.length > 0) boundary = await this.sendRecords(txn, batch);
         if (work) await this.sendSlices(txn, this.settings.snapshots, work.messages);
-        if (alongside.length > 0) await sendAlongside(txn, alongside);
+        if (alongside.length > 0) await txn.sendAlongside(alongside);
         await txn.commit();
         if (batch.length > 0) this.observer?.flushed(this.shard, batch.length, (performance.now() - startedAt) / 1000);
       } catch (error) {
@@ -271,8 +266,13 @@ export class KafkaShardLog implements ShardLog {
    * per transaction until the refused outputs are found (refused, and dropped: their record is made durable
    * without them). False for any other failure, which is fatal.
    */
-  private async refused(error: unknown, batch: Pending[], work?: SnapshotWork, txn?: Transaction): Promise<boolean> {
-    const refusal = alongsideRefusal(alongsideOf(batch), error);
+  private async refused(
+    error: unknown,
+    batch: Pending[],
+    work?: SnapshotWork,
+    txn?: StoreTransaction,
+  ): Promise<boolean> {
+    const refusal = this.settings.client.alongsideRefusal(alongsideOf(batch), error);
     if (refusal === undefined || !(await aborted(txn))) return false;
     if (batch.length === 1) {
       this.settings.log.warn('kafka store: publishes refused; the record goes without them', { lsn: batch[0]!.lsn });
@@ -286,7 +286,7 @@ export class KafkaShardLog implements ShardLog {
   }
 
   /** Sends a batch's records (packed, see `changelogValues`); returns the offset just past the last one. */
-  private async sendRecords(txn: Transaction, batch: Pending[]): Promise<{ lsn: number; offset: number }> {
+  private async sendRecords(txn: StoreTransaction, batch: Pending[]): Promise<{ lsn: number; offset: number }> {
     const room = this.settings.maxMessageBytes - OVERHEAD_BYTES - MESSAGE_OVERHEAD_BYTES;
     const messages = changelogValues(batch, room).map((value) => ({ key: null, value }));
     const next = await this.sendSlices(txn, this.settings.changelog, messages);
@@ -297,25 +297,20 @@ export class KafkaShardLog implements ShardLog {
    * Sends `messages` to the shard's partition of `topic` in requests of at most `maxMessageBytes` (Kafka's
    * limit is on a batch, not a message), one after another; returns the offset just past the last.
    */
-  private async sendSlices(
-    txn: Transaction,
-    topic: string,
-    messages: { key: string | null; value: Buffer | null }[],
-  ): Promise<number> {
+  private async sendSlices(txn: StoreTransaction, topic: string, messages: readonly StoreMessage[]): Promise<number> {
     const limit = this.settings.maxMessageBytes - OVERHEAD_BYTES;
     let next = 0;
     for (let i = 0; i < messages.length;) {
-      const slice: { key: string | null; value: Buffer | null; partition: number }[] = [];
+      const slice: StoreMessage[] = [];
       let bytes = 0;
       for (; i < messages.length; i++) {
         const m = messages[i]!;
         const size = (m.value?.length ?? 0) + (m.key?.length ?? 0) + MESSAGE_OVERHEAD_BYTES;
         if (slice.length > 0 && bytes + size > limit) break;
-        slice.push({ ...m, partition: this.shard });
+        slice.push(m);
         bytes += size;
       }
-      const [meta] = await txn.send({ topic, messages: slice, acks: -1 });
-      next = Number(meta!.baseOffset) + slice.length;
+      next = (await txn.send(topic, this.shard, slice)) + slice.length;
     }
     return next;
   }
@@ -325,14 +320,16 @@ export class KafkaShardLog implements ShardLog {
     let cut: { lsn: number; offset: number } | undefined;
     while (this.boundaries.length > 0 && this.boundaries[0]!.lsn <= lsn) cut = this.boundaries.shift();
     if (!cut) return;
-    await this.settings.admin.deleteTopicRecords({
-      topic: this.settings.changelog,
-      partitions: [{ partition: this.shard, offset: String(cut.offset) }],
-    });
+    await this.settings.client.deleteRecords(this.settings.changelog, this.shard, cut.offset);
   }
 
-  private fail(error: unknown, batch: Pending[], work: SnapshotWork | undefined, txn: Transaction | undefined): void {
-    const fenced = isFenced(error);
+  private fail(
+    error: unknown,
+    batch: Pending[],
+    work: SnapshotWork | undefined,
+    txn: StoreTransaction | undefined,
+  ): void {
+    const fenced = this.settings.client.isFenced(error);
     this.failed = fenced
       ? new SluiceError(
           'STORE_FENCED',
@@ -349,15 +346,10 @@ export class KafkaShardLog implements ShardLog {
     for (const w of [...(work ? [work] : []), ...this.snapshotWork.splice(0)]) w.reject(this.failed);
   }
 
-  private readOf(topic: string) {
-    const s = this.settings;
-    return { kafka: s.kafka, admin: s.admin, topic, partition: this.shard, groupPrefix: s.groupPrefix, log: s.log };
-  }
-
   private async readSnapshotPartition(): Promise<ReturnType<SnapshotReader['result']>> {
     const where = `kafka store ${this.settings.snapshots}[${this.shard}]`;
     const reader = new SnapshotReader(where);
-    await readPartition({ ...this.readOf(this.settings.snapshots), until: 'end' }, (m) => reader.visit(m));
+    await this.settings.client.read(this.settings.snapshots, this.shard, 'end', (m) => reader.visit(m));
     return reader.result();
   }
 
@@ -371,7 +363,7 @@ export class KafkaShardLog implements ShardLog {
     });
     let lastOffset = -1;
     let cutAt = 0;
-    await readPartition({ ...this.readOf(this.settings.changelog), until: 'end' }, (m) => {
+    await this.settings.client.read(this.settings.changelog, this.shard, 'end', (m) => {
       assembler.read(m.value, m.offset);
       lastOffset = Number(m.offset);
       if (assembler.whole && assembler.lastLsn >= cutAt + 1024) {

@@ -1,7 +1,7 @@
 import { crc32c } from '@node-rs/crc32';
 import { randomBytes } from 'node:crypto';
-import type { KafkaMessage } from 'kafkajs';
 import { SluiceError } from '../../../core/errors.js';
+import type { StoredMessage } from './store-client.js';
 
 /**
  * A shard's snapshots in its partition of the compacted snapshots topic. A snapshot is written as chunks,
@@ -57,7 +57,7 @@ export class SnapshotReader {
 
   constructor(private readonly where: string) {}
 
-  visit(message: KafkaMessage): void {
+  visit(message: StoredMessage): void {
     const key = message.key?.toString() ?? '';
     if (key === HEAD_KEY) {
       if (message.value === null) this.head = undefined;

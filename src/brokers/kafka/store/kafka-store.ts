@@ -1,19 +1,15 @@
-import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
 import { SluiceError, show } from '../../../core/errors.js';
 import { jsonLogger } from '../../../core/logger.js';
 import type { Logger, ShardLog, Store, StoreObserver, StoreOwner } from '../../../core/ports.js';
-import { SESSION_CLOCK } from '../consumer/batch-reader.js';
-import { askAgain, isCatchingUp } from '../catching-up.js';
 import { KafkaShardLog } from './kafka-shard-log.js';
-import { Kafka, logLevel as KafkaLogLevel } from '../kafkajs.js';
-import { logKafkajs } from '../kafkajs-log.js';
+import type { StoreClient, StoreTopic } from './store-client.js';
 
 /**
- * Settings of {@link kafkaStore}.
+ * Settings of a Kafka store, on either client (`kafkaStore`, `platformaticKafkaStore`).
  *
  * @category Store
  */
-export interface KafkaStoreOptions {
+export interface KafkaStoreSettings {
   /** Bootstrap servers, `host:port`: at least one. */
   brokers: string[];
   /**
@@ -44,12 +40,6 @@ export interface KafkaStoreOptions {
   maxMessageBytes?: number;
   /** A shard's state is snapshotted after this many records (see `fileStore`). @default the host's (10_000) */
   snapshotEvery?: number;
-  /** The kafkajs client id. @default 'sluice-store' */
-  clientId?: string;
-  /** TLS settings, passed to kafkajs as they are. */
-  ssl?: KafkaConfig['ssl'];
-  /** SASL settings, passed to kafkajs as they are. */
-  sasl?: KafkaConfig['sasl'];
   /**
    * `partition`: shard p goes with partition p of the paced subscriber's topic, to whichever instance of the
    * app the consumer group gives it (`open()` takes no shard; the app opens each as it is assigned, fencing
@@ -57,9 +47,7 @@ export interface KafkaStoreOptions {
    * @default 'partition'
    */
   ownership?: 'all' | 'partition';
-  /** Anything else for the kafkajs client; merged over Sluice's settings. */
-  kafkajs?: Partial<KafkaConfig>;
-  /** Where kafkajs's own warnings and errors go. @default `jsonLogger()` */
+  /** Where the client's own warnings and errors go. @default `jsonLogger()` */
   logger?: Logger;
 }
 
@@ -69,46 +57,23 @@ export const storeTopics = (prefix: string): { changelog: string; snapshots: str
   snapshots: `${prefix}.snapshots`,
 });
 
-/**
- * A store kept in Kafka, for apps that span machines: shard n's records in partition n of the topic
- * `<prefix>.changelog` (retention unlimited: records are deleted only once a snapshot covers them), its
- * snapshot in partition n of the compacted `<prefix>.snapshots`, written by a transactional producer per
- * shard. `open()` creates the topics if they are missing and takes every shard: its producer's
- * `initTransactions` fences whoever had the shard before (their later appends reject with `STORE_FENCED`),
- * then it reads the snapshot and the records after it. With `ownership: 'partition'` (the default) shard p
- * goes with partition p of the paced subscriber's topic: the instance of the app that the consumer group
- * gives partition p opens shard p before it reads p, so several instances share the shards as they share
- * the partitions. The repository's `docs/store.md` tells its topics, settings and guarantees.
- *
- * @throws {@link sluice!SluiceError | SluiceError} `CONFIG_INVALID` when a setting is invalid (naming it and its
- *   value).
- *
- * @example
- * ```ts
- * const store = kafkaStore({ brokers: ['kafka-1:9092'], shards: 8 }); // topics shop.reindex.changelog, …
- * const app = new App({ name: 'shop', store });
- * ```
- *
- * @category Store
- */
-export function kafkaStore(options: KafkaStoreOptions): Store {
-  return new KafkaStore(options);
-}
-
-const fail = (field: string, value: unknown, expected: string): never => {
-  throw new SluiceError('CONFIG_INVALID', `kafkaStore: ${field} must be ${expected}, got ${show(value)}`);
+const failed = (what: string, field: string, value: unknown, expected: string): never => {
+  throw new SluiceError('CONFIG_INVALID', `${what}: ${field} must be ${expected}, got ${show(value)}`);
 };
 const isPrefix = (p: unknown): p is string => typeof p === 'string' && /^[A-Za-z0-9._-]{1,200}$/.test(p);
 const isInt = (n: unknown, min: number): n is number => typeof n === 'number' && Number.isInteger(n) && n >= min;
 
-class KafkaStore implements Store {
+/**
+ * The Kafka store (see `kafkaStore`), on whichever client `client` makes: the topics, the shards' logs and who
+ * owns them. `what` names the store in errors: `kafkaStore`, `platformaticKafkaStore`.
+ */
+export class KafkaStore implements Store {
   readonly shards: number;
   readonly ownership: 'all' | 'partition';
   readonly snapshotEvery: number | undefined;
   /** A record's outputs go in its shard's transaction (see `Store.publishes`). */
   readonly publishes = true;
-  private readonly kafka: Kafka;
-  private readonly admin: Admin;
+  private readonly client: StoreClient;
   /** The shards open here: every one (`all`), or those opened and not closed (`partition`). */
   private readonly logs: (KafkaShardLog | undefined)[];
   private logger: Logger;
@@ -125,8 +90,13 @@ class KafkaStore implements Store {
   /** Given to each shard's log as it is made (see `Store.observe`). */
   private observer: StoreObserver | undefined;
 
-  constructor(private readonly options: KafkaStoreOptions) {
-    const o = (options ?? {}) as Partial<KafkaStoreOptions>;
+  constructor(
+    private readonly what: string,
+    private readonly options: KafkaStoreSettings,
+    client: (logger: () => Logger) => StoreClient,
+  ) {
+    const o = (options ?? {}) as Partial<KafkaStoreSettings>;
+    const fail = (field: string, value: unknown, expected: string): never => failed(what, field, value, expected);
     if (!Array.isArray(o.brokers) || o.brokers.length === 0 || !o.brokers.every((b) => typeof b === 'string'))
       fail('brokers', o.brokers, 'a list of at least one host:port');
     if (o.prefix !== undefined && !isPrefix(o.prefix))
@@ -151,16 +121,7 @@ class KafkaStore implements Store {
     this.maxMessageBytes = maxBytes;
     this.baseLogger = (options.logger ?? jsonLogger()).child({ store: 'kafka' });
     this.logger = this.baseLogger;
-    this.kafka = new Kafka({
-      clientId: options.clientId ?? 'sluice-store',
-      brokers: options.brokers,
-      ssl: options.ssl,
-      sasl: options.sasl,
-      logLevel: KafkaLogLevel.WARN,
-      logCreator: () => (entry: LogEntry) => logKafkajs(this.logger, entry),
-      ...options.kafkajs,
-    });
-    this.admin = this.kafka.admin();
+    this.client = client(() => this.logger);
     this.logs = new Array<KafkaShardLog | undefined>(shards).fill(undefined);
   }
 
@@ -171,13 +132,11 @@ class KafkaStore implements Store {
 
   private makeLog(shard: number): KafkaShardLog {
     const log = new KafkaShardLog({
-      kafka: this.kafka,
-      admin: this.admin,
+      client: this.client,
       shard,
       ...this.topics,
       transactionalId: `${this.prefix!}.shard-${shard}`,
       maxMessageBytes: this.maxMessageBytes,
-      groupPrefix: `${this.prefix!}.restore-${shard}`,
       log: this.logger,
     });
     log.observer = this.observer;
@@ -192,7 +151,7 @@ class KafkaStore implements Store {
    */
   async open(owner?: StoreOwner): Promise<void> {
     this.name(owner);
-    await this.admin.connect();
+    await this.client.connect();
     try {
       await this.ensureTopics();
       if (this.ownership === 'all')
@@ -202,7 +161,7 @@ class KafkaStore implements Store {
       if (failed) throw failed.reason;
     } catch (error) {
       await Promise.allSettled(this.openLogs().map((l) => l.close()));
-      await this.admin.disconnect();
+      await this.client.close();
       throw error;
     }
     this.opened = true;
@@ -210,22 +169,22 @@ class KafkaStore implements Store {
 
   /** The ID of the cluster that holds the store's topics (the store must be open). */
   async clusterId(): Promise<string> {
-    if (!this.opened) throw new SluiceError('APP_STATE', 'kafkaStore: the cluster is known once the store is open');
-    return (await this.admin.describeCluster()).clusterId;
+    if (!this.opened) throw new SluiceError('APP_STATE', `${this.what}: the cluster is known once the store is open`);
+    return this.client.clusterId();
   }
 
   log(shard: number): ShardLog {
     this.check(shard);
     const log = this.logs[shard];
     if (!log)
-      throw new SluiceError('SHARD_NOT_OWNED', `kafkaStore: shard ${shard} is not open here (openShard takes it)`);
+      throw new SluiceError('SHARD_NOT_OWNED', `${this.what}: shard ${shard} is not open here (openShard takes it)`);
     return log;
   }
 
   /** Takes shard `shard`: its producer fences the last owner, then its snapshot and records are read. */
   async openShard(shard: number): Promise<ShardLog> {
     this.check(shard);
-    if (!this.opened) throw new SluiceError('APP_STATE', `kafkaStore: open() the store before openShard(${shard})`);
+    if (!this.opened) throw new SluiceError('APP_STATE', `${this.what}: open() the store before openShard(${shard})`);
     await this.closeShard(shard); // a shard opened twice here: the first log goes first
     const log = this.makeLog(shard);
     try {
@@ -251,7 +210,7 @@ class KafkaStore implements Store {
     const open = this.openLogs();
     if (this.ownership === 'partition') this.logs.fill(undefined);
     await Promise.all(open.map((l) => l.close()));
-    if (this.opened) await this.admin.disconnect();
+    if (this.opened) await this.client.close();
     this.opened = false;
   }
 
@@ -262,7 +221,7 @@ class KafkaStore implements Store {
 
   private check(shard: number): void {
     if (!Number.isInteger(shard) || shard < 0 || shard >= this.shards)
-      throw new RangeError(`kafkaStore: no shard ${shard} (it has ${this.shards})`);
+      throw new RangeError(`${this.what}: no shard ${shard} (it has ${this.shards})`);
   }
 
   /** Fixes the prefix (the options', or `<app>.<subscriber>` of the app that opens the store) and the topics. */
@@ -271,11 +230,11 @@ class KafkaStore implements Store {
     const named = owner === undefined ? undefined : `${owner.app}.${subs.length === 1 ? subs[0] : 'pace'}`;
     const prefix = this.options.prefix ?? named;
     if (prefix === undefined)
-      throw new SluiceError('CONFIG_INVALID', 'kafkaStore: no prefix: give one, or let an app open the store');
+      throw new SluiceError('CONFIG_INVALID', `${this.what}: no prefix: give one, or let an app open the store`);
     if (!isPrefix(prefix))
       throw new SluiceError(
         'CONFIG_INVALID',
-        `kafkaStore: the prefix named after the app and its subscriber, ${show(prefix)}, is not a topic name (letters, digits, ".", "_" and "-", at most 200): give a prefix`,
+        `${this.what}: the prefix named after the app and its subscriber, ${show(prefix)}, is not a topic name (letters, digits, ".", "_" and "-", at most 200): give a prefix`,
       );
     this.prefix = prefix;
     this.topics = storeTopics(prefix);
@@ -287,17 +246,17 @@ class KafkaStore implements Store {
    * The topics of `routes`: requests with a partition per shard (co-partitioned with the paced subscriber's
    * topic), replies with one; a reply is read once, soon, so replies are kept an hour.
    */
-  private routeTopics(common: { name: string; value: string }[]) {
+  private routeTopics(common: StoreTopic['configs']): StoreTopic[] {
     if (this.routes === undefined) return [];
     const { requests, replies } = this.routes;
     const replicationFactor = this.replicationFactor;
     return [
-      { topic: requests, numPartitions: this.shards, replicationFactor, configEntries: common },
+      { topic: requests, partitions: this.shards, replicationFactor, configs: common },
       {
         topic: replies,
-        numPartitions: 1,
+        partitions: 1,
         replicationFactor,
-        configEntries: [...common, { name: 'retention.ms', value: '3600000' }],
+        configs: [...common, { name: 'retention.ms', value: '3600000' }],
       },
     ];
   }
@@ -308,56 +267,52 @@ class KafkaStore implements Store {
       { name: 'max.message.bytes', value: String(this.maxMessageBytes) },
     ];
     const { changelog, snapshots } = this.topics;
-    const create = {
-      waitForLeaders: true,
-      topics: [
-        {
-          topic: changelog,
-          numPartitions: this.shards,
-          replicationFactor: this.replicationFactor,
-          configEntries: [
-            ...common,
-            { name: 'cleanup.policy', value: 'delete' },
-            { name: 'retention.ms', value: '-1' },
-            { name: 'retention.bytes', value: '-1' },
-          ],
-        },
-        {
-          topic: snapshots,
-          numPartitions: this.shards,
-          replicationFactor: this.replicationFactor,
-          configEntries: [...common, { name: 'cleanup.policy', value: 'compact' }],
-        },
-        ...this.routeTopics(common),
-      ],
-    };
-    await askAgain(() => this.admin.createTopics(create), SESSION_CLOCK);
+    const replicationFactor = this.replicationFactor;
+    await this.client.createTopics([
+      {
+        topic: changelog,
+        partitions: this.shards,
+        replicationFactor,
+        configs: [
+          ...common,
+          { name: 'cleanup.policy', value: 'delete' },
+          { name: 'retention.ms', value: '-1' },
+          { name: 'retention.bytes', value: '-1' },
+        ],
+      },
+      {
+        topic: snapshots,
+        partitions: this.shards,
+        replicationFactor,
+        configs: [...common, { name: 'cleanup.policy', value: 'compact' }],
+      },
+      ...this.routeTopics(common),
+    ]);
     const requests = this.routes === undefined ? [] : [this.routes.requests];
-    const { topics } = await this.topicMetadata([changelog, snapshots, ...requests]);
-    for (const t of topics) {
-      if (t.partitions.length !== this.shards)
+    for (const [name, count] of await this.partitionCounts([changelog, snapshots, ...requests])) {
+      if (count !== this.shards)
         throw new SluiceError(
           'CONFIG_INVALID',
-          `kafkaStore: topic "${t.name}" has ${t.partitions.length} partitions, got shards ${this.shards} (a store's shard count is fixed)`,
+          `${this.what}: topic "${name}" has ${count} partitions, got shards ${this.shards} (a store's shard count is fixed)`,
         );
     }
   }
 
   /**
-   * The metadata of the store's topics, once the broker knows them all. Instances of one app that start
+   * The partition counts of the store's topics, once the broker knows them all. Instances of one app that start
    * together each create the topics: the one whose creation the broker took makes them, and the others'
    * are answered that they exist already, while the broker may not serve them yet (`UNKNOWN_TOPIC_OR_PARTITION`,
    * no leader). That is waited out, up to {@link TOPIC_WAIT_ATTEMPTS} asks (about 20 s); past it,
    * `TOPIC_MISSING` names the topics.
    */
-  private async topicMetadata(names: string[]): ReturnType<Admin['fetchTopicMetadata']> {
+  private async partitionCounts(names: string[]): Promise<Map<string, number>> {
     try {
-      return await askAgain(() => this.admin.fetchTopicMetadata({ topics: names }), SESSION_CLOCK, TOPIC_WAIT_ATTEMPTS);
+      return await this.client.partitionCounts(names, TOPIC_WAIT_ATTEMPTS);
     } catch (error) {
-      if (!isCatchingUp(error)) throw error;
+      if (!this.client.isCatchingUp(error)) throw error;
       throw new SluiceError(
         'TOPIC_MISSING',
-        `kafkaStore: the broker did not serve the store's topics (${names.join(', ')}) within ${TOPIC_WAIT_ATTEMPTS} asks after they were created; is the cluster healthy?`,
+        `${this.what}: the broker did not serve the store's topics (${names.join(', ')}) within ${TOPIC_WAIT_ATTEMPTS} asks after they were created; is the cluster healthy?`,
         { cause: error },
       );
     }
