@@ -4,13 +4,19 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { App, SluiceError, silentLogger, subscriber, type ShardLog, type Store } from '../../src/index.js';
-import { kafkaStore } from '../../src/brokers/kafka/index.js';
 import type { KafkaShardLog } from '../../src/brokers/kafka/store/kafka-shard-log.js';
 import { snapshotMessages } from '../../src/brokers/kafka/store/kafka-snapshots.js';
 import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
-import { TEST_MAX_MESSAGE_BYTES, testKafkaStore, uniquePrefix } from './store-fixture.js';
+import {
+  TEST_MAX_MESSAGE_BYTES,
+  storeClients,
+  storeOn,
+  testKafkaStore as testStore,
+  uniquePrefix,
+} from './store-fixture.js';
+import { platformaticRuns } from './clients.js';
 import { crashRounds, soakTimeout } from '../soak.js';
 
 const ITERATIONS = crashRounds(1 / 10);
@@ -22,7 +28,10 @@ async function contents(log: ShardLog, from = 1): Promise<[number, string][]> {
   return out;
 }
 
-describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
+describe.skipIf(!kafkaBrokers).each(storeClients)('the Kafka store on %s', { timeout: 120_000 }, (client) => {
+  const kafkaStore = storeOn(client);
+  const what = client === 'kafkajs' ? 'kafkaStore' : 'platformaticKafkaStore';
+  const testKafkaStore: typeof testStore = (prefix, options) => testStore(prefix, options, client);
   const stores: Store[] = [];
   const opened = async (store: Store): Promise<Store> => {
     stores.push(store);
@@ -137,7 +146,7 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
       for (let i = 0; i < ITERATIONS; i++) {
         const acked = await killAfterAcks(
           'test/fixtures/kafka-store-appender.mjs',
-          [kafkaBrokers!, prefix, `r${i}`],
+          [kafkaBrokers!, prefix, `r${i}`, client],
           1 + Math.floor(random() * 400),
         );
         for (const [lsn, payload] of acked) {
@@ -188,7 +197,7 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
       expect(() => kafkaStore({ ...base, ...options })).toThrow(
         expect.objectContaining({ code: 'CONFIG_INVALID', message: expect.stringMatching(field) }) as SluiceError,
       );
-    refused({ brokers: [] }, /kafkaStore: brokers must be .* got \[\]/);
+    refused({ brokers: [] }, new RegExp(`${what}: brokers must be .* got \\[\\]`));
     refused({ prefix: 'a b' }, /prefix must be .* got "a b"/);
     refused({ prefix: 12 }, /prefix must be .* got 12/);
     refused({ ownership: 'some' }, /ownership must be 'all' or 'partition', got "some"/);
@@ -244,5 +253,36 @@ describe.skipIf(!kafkaBrokers)('kafkaStore', { timeout: 120_000 }, () => {
       code: 'CONFIG_INVALID',
       message: expect.stringMatching(/has 2 partitions, got shards 3/),
     });
+  });
+});
+
+describe.skipIf(!kafkaBrokers || !platformaticRuns)('the Kafka store across its clients', { timeout: 120_000 }, () => {
+  it('reads on @platformatic/kafka what kafkajs wrote, and on kafkajs what @platformatic/kafka wrote after, fencing each other', async () => {
+    const prefix = uniquePrefix('across');
+    const stores: Store[] = [];
+    const open = async (client: 'kafkajs' | 'platformatic') => {
+      const store = testStore(prefix, {}, client);
+      stores.push(store);
+      await store.open();
+      return store.log(0);
+    };
+    try {
+      const first = await open('kafkajs');
+      await Promise.all(['a', 'b'].map((r) => first.append(Buffer.from(r))));
+      await first.writeSnapshot(1, Buffer.from('state@1'));
+      const second = await open('platformatic');
+      await expect(first.append(Buffer.from('zombie'))).rejects.toMatchObject({ code: 'STORE_FENCED' });
+      expect((await second.readSnapshot())?.lsn).toBe(1);
+      expect(await contents(second, 2)).toEqual([[2, 'b']]);
+      expect(await second.append(Buffer.from('c'))).toBe(3);
+      const third = await open('kafkajs');
+      await expect(second.append(Buffer.from('zombie'))).rejects.toMatchObject({ code: 'STORE_FENCED' });
+      expect(await contents(third, 2)).toEqual([
+        [2, 'b'],
+        [3, 'c'],
+      ]);
+    } finally {
+      await Promise.allSettled(stores.map((s) => s.close()));
+    }
   });
 });

@@ -3,7 +3,7 @@ import type { Store } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { shardLogContract } from '../contract/shard-log-contract.js';
 import { kafkaBrokers, readCommitted } from './fixture.js';
-import { TEST_MAX_MESSAGE_BYTES, prefixOf, testKafkaStore, uniquePrefix } from './store-fixture.js';
+import { TEST_MAX_MESSAGE_BYTES, prefixOf, storeClients, testKafkaStore, uniquePrefix } from './store-fixture.js';
 
 const fencers: Store[] = [];
 /** What a record's message holds at most: the request's size less the store's room for headers. */
@@ -11,7 +11,7 @@ const room = TEST_MAX_MESSAGE_BYTES - 1024 - 17;
 /** The published topics' limit on a batch of messages. */
 const OUTPUT_LIMIT = { name: 'max.message.bytes', value: '20000' };
 
-describe.skipIf(!kafkaBrokers)('kafka', () => {
+describe.skipIf(!kafkaBrokers).each(storeClients)('kafka store on %s', (client) => {
   const kafka = new Kafka({ clientId: 'sluice-test', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   afterAll(async () => {
@@ -19,12 +19,12 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     await admin.disconnect();
   });
   shardLogContract('kafka', {
-    fresh: () => testKafkaStore(uniquePrefix('log-contract')),
-    again: (store) => testKafkaStore(prefixOf(store)),
+    fresh: () => testKafkaStore(uniquePrefix('log-contract'), {}, client),
+    again: (store) => testKafkaStore(prefixOf(store), {}, client),
     sizes: [room - 1, room, room + 1, 2 * room, 10 * room + 1],
     // Another owner opens the shard: its producer fences this one's.
     breakWrites: async (store) => {
-      const fencer = testKafkaStore(prefixOf(store));
+      const fencer = testKafkaStore(prefixOf(store), {}, client);
       fencers.push(fencer);
       await fencer.open();
     },

@@ -8,7 +8,7 @@ import type { Clock } from '../../core/ports.js';
  * leaders (it waits out LEADER_NOT_AVAILABLE only) and `fetchTopicOffsets` (it asks again on
  * UNKNOWN_TOPIC_OR_PARTITION only).
  */
-const CATCHING_UP: ReadonlySet<string> = new Set([
+export const CATCHING_UP: ReadonlySet<string> = new Set([
   'UNKNOWN_TOPIC_OR_PARTITION',
   'LEADER_NOT_AVAILABLE',
   'NOT_LEADER_FOR_PARTITION',

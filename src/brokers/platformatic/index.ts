@@ -18,3 +18,4 @@
  */
 export { PlatformaticKafkaBroker } from './broker.js';
 export type { PlatformaticKafkaBrokerOptions } from './settings.js';
+export { platformaticKafkaStore, type PlatformaticKafkaStoreOptions } from './store.js';

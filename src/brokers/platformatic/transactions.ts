@@ -27,10 +27,12 @@ export interface PlatformaticTransactionSettings {
   readonly log: Logger;
 }
 
-/**
- * The broker's answers that a newer producer of the same transactional ID took over: this one is fenced.
- */
+/** The broker's answers that a newer producer of the same transactional ID took over: this one is fenced. */
 const FENCED = ['PRODUCER_FENCED', 'INVALID_PRODUCER_EPOCH'];
+
+/** True when the client failed because a newer producer of the same transactional ID fenced this one. */
+export const isFenced = (error: unknown): boolean =>
+  FENCED.some((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
 
 /**
  * Exactly-once on @platformatic/kafka (see {@link PartitionTransactions}). A producer fences its earlier holders
@@ -53,7 +55,7 @@ export function platformaticTransactions(s: PlatformaticTransactionSettings): Pa
     topic: s.topic,
     log: s.log,
     ready: s.ready,
-    isFenced: (error) => FENCED.some((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null),
+    isFenced,
     refusal: refusalOf,
     async fence(partition) {
       const producer: Bytes = new pk.Producer<Buffer, Buffer, Buffer, Buffer>({

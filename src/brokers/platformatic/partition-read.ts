@@ -1,0 +1,166 @@
+import type { Admin, Consumer, RecordsBatch } from '@platformatic/kafka';
+import type { ReadUntil, StoredMessage } from '../kafka/store/store-client.js';
+import { pk } from './client.js';
+
+/** What {@link readPartition} reads, and with what. */
+export interface PartitionRead {
+  /** The admin client, for the partition's start and end. */
+  readonly admin: Admin;
+  /** A consumer of this read alone (its fetch session is the read's), closed by the caller. */
+  readonly consumer: Consumer<Buffer, Buffer, Buffer, Buffer>;
+  readonly topic: string;
+  readonly partition: number;
+  readonly until: ReadUntil;
+}
+
+/** The most bytes one fetch asks for, and for the one partition in it. */
+const FETCH_BYTES = 64 * 1024 * 1024;
+const PARTITION_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads one partition from its start, committed messages only, calling `visit` for each in offset order, until
+ * `read.until` says it is done (see `StoreClient.read`). Fetch requests go to the partition's leader through
+ * the consumer's `fetch`, with no group: a new group's first join would wait the broker's
+ * `group.initial.rebalance.delay.ms`. A fetch that finds nothing yet (a transaction still open holds the last
+ * stable offset back) is made again, the broker waiting up to 100 ms for data each time.
+ */
+export async function readPartition(read: PartitionRead, visit: (message: StoredMessage) => void): Promise<void> {
+  const { topic, partition, until } = read;
+  const { low, high } = await bounds(read.admin, topic, partition);
+  const end = until === 'end' ? high : Number.POSITIVE_INFINITY;
+  let offset = BigInt(low);
+  while (offset < end) {
+    let answer: Fetched;
+    try {
+      answer = await fetchOnce(read, offset);
+    } catch (error) {
+      if (pk.findErrorBy(error as Error, 'apiId', 'OFFSET_OUT_OF_RANGE') === null) throw error;
+      // Deleted from under the read (a snapshot's delete): on from the partition's start, as a consumer resets.
+      const start = BigInt((await bounds(read.admin, topic, partition)).low);
+      if (!(start > offset)) throw error; // not behind the start: past the end, which a read never goes
+      offset = start;
+      continue;
+    }
+    const next = committedOf(answer.batches, answer.aborted, offset, (message) => {
+      visit(message);
+      return until !== 'end' && until(message);
+    });
+    if (next === 'done') return;
+    offset = next;
+  }
+}
+
+/** The partition's start, and its end as a `read_committed` reader sees it (the last stable offset). */
+async function bounds(admin: Admin, topic: string, partition: number): Promise<{ low: number; high: number }> {
+  const ask = async (timestamp: bigint): Promise<number> => {
+    const [answer] = await admin.listOffsets({
+      topics: [{ name: topic, partitions: [{ partitionIndex: partition, timestamp }] }],
+      isolationLevel: pk.FetchIsolationLevels.READ_COMMITTED,
+    });
+    const found = answer?.partitions.find((p) => p.partitionIndex === partition);
+    if (found === undefined) throw new Error(`${topic} has no partition ${partition}`);
+    return Number(found.offset);
+  };
+  const [low, high] = await Promise.all([ask(pk.ListOffsetTimestamps.EARLIEST), ask(pk.ListOffsetTimestamps.LATEST)]);
+  return { low, high };
+}
+
+/** What one fetch answered for the partition: its record batches, and the aborted transactions they overlap. */
+interface Fetched {
+  readonly batches: readonly RecordsBatch[];
+  readonly aborted: readonly { readonly producerId: bigint; readonly firstOffset: bigint }[];
+}
+
+const NOTHING: Fetched = { batches: [], aborted: [] };
+
+/** One fetch from `offset`, `read_committed`, at the partition's leader. */
+async function fetchOnce(read: PartitionRead, offset: bigint): Promise<Fetched> {
+  const { consumer, topic, partition } = read;
+  const metadata = await consumer.metadata({ topics: [topic] });
+  const t = metadata.topics.get(topic);
+  const leader = t?.partitions[partition]?.leader;
+  if (t === undefined || leader === undefined || leader < 0) {
+    await consumer.metadata({ topics: [topic], forceUpdate: true });
+    return NOTHING; // asked again, with the metadata read afresh
+  }
+  const response = await consumer.fetch({
+    node: leader,
+    isolationLevel: pk.FetchIsolationLevels.READ_COMMITTED,
+    maxWaitTime: 100,
+    minBytes: 1,
+    maxBytes: FETCH_BYTES,
+    topics: [
+      {
+        topicId: t.id,
+        partitions: [
+          {
+            partition,
+            fetchOffset: offset,
+            partitionMaxBytes: PARTITION_BYTES,
+            currentLeaderEpoch: -1,
+            lastFetchedEpoch: -1,
+          },
+        ],
+      },
+    ],
+  });
+  const answered = response.responses
+    .find((r) => r.topicId === t.id)
+    ?.partitions.find((p) => p.partitionIndex === partition);
+  if (answered === undefined) return NOTHING;
+  if (answered.errorCode !== 0)
+    throw Object.assign(
+      new Error(`fetch of ${topic}[${partition}] at ${offset} answered error code ${answered.errorCode}`),
+      {
+        ...(answered.errorCode === OFFSET_OUT_OF_RANGE && { apiId: 'OFFSET_OUT_OF_RANGE' }),
+      },
+    );
+  return { batches: answered.records ?? [], aborted: answered.abortedTransactions ?? [] };
+}
+
+/** Kafka's error code for a fetch offset outside the partition. */
+const OFFSET_OUT_OF_RANGE = 1;
+
+/** Attribute bits of a record batch: written in a transaction, a control batch (a transaction's marker). */
+const TRANSACTIONAL = 1 << 4;
+const CONTROL = 1 << 5;
+/** A control record's type, in the third and fourth bytes of its key: 0 ends a transaction aborted. */
+const isAbortMarker = (batch: RecordsBatch): boolean => batch.records[0]?.key?.readInt16BE(2) === 0;
+
+/**
+ * Visits the committed records of one fetch's `batches` at `from` or later, in order, until `visit` answers true
+ * ('done'); else answers the offset past the last batch, where the next fetch begins (`from` when there were
+ * none). Aborted transactions are told as Kafka's own consumer tells them: the broker lists those that overlap
+ * the fetch (producer, first offset), and a producer's batches from that first offset on are aborted until the
+ * producer's abort marker. The client drops such a range itself only when its marker is in the same answer; a
+ * fetch cut short by its byte limit can end before the marker, and those batches are skipped here.
+ */
+export function committedOf(
+  batches: readonly RecordsBatch[],
+  aborted: readonly { readonly producerId: bigint; readonly firstOffset: bigint }[],
+  from: bigint,
+  visit: (message: StoredMessage) => boolean,
+): bigint | 'done' {
+  const waiting = [...aborted].sort((a, b) =>
+    a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0,
+  );
+  const abortedNow = new Set<bigint>();
+  let next = from;
+  for (const batch of batches) {
+    const last = batch.firstOffset + BigInt(batch.lastOffsetDelta);
+    if (last + 1n > next) next = last + 1n;
+    // Markers too: the client may have dropped an aborted range's batches and left its marker.
+    while (waiting.length > 0 && waiting[0]!.firstOffset <= last) abortedNow.add(waiting.shift()!.producerId);
+    if (batch.attributes & CONTROL) {
+      if (isAbortMarker(batch)) abortedNow.delete(batch.producerId);
+      continue;
+    }
+    if (batch.attributes & TRANSACTIONAL && abortedNow.has(batch.producerId)) continue;
+    for (const record of batch.records) {
+      const offset = batch.firstOffset + BigInt(record.offsetDelta);
+      if (offset < from) continue; // a batch begun before the offset asked for
+      if (visit({ offset: String(offset), key: record.key, value: record.value })) return 'done';
+    }
+  }
+  return next;
+}
