@@ -71,9 +71,11 @@ const PARTS = process.env.BENCH_PARTS ?? 'abc';
 const ONLY = process.env.BENCH_ONLY;
 /**
  * (a)'s app reads through `kafkajs` (the default) or @platformatic/kafka (`platformatic`: KIP-848; `classic`),
- * its store on kafkajs either way. @platformatic/kafka needs Node.js 22.22 or 24.6 and later.
+ * its store on the same client (`kafkaStore`, `platformaticKafkaStore`); `BENCH_STORE_CLIENT=kafkajs` keeps the
+ * store on kafkajs. @platformatic/kafka needs Node.js 22.22 or 24.6 and later.
  */
 const CLIENT = process.env.BENCH_CLIENT ?? 'kafkajs';
+const STORE_CLIENT = process.env.BENCH_STORE_CLIENT ?? (CLIENT === 'kafkajs' ? 'kafkajs' : 'platformatic');
 
 const brokers =
   process.env.KAFKA_BROKERS ??
@@ -284,8 +286,12 @@ async function sluiceIntake(topic: string): Promise<IntakeResult> {
   let first = 0;
   let resolve!: (seconds: number) => void;
   const done = new Promise<number>((r) => (resolve = r));
+  const makeStore =
+    STORE_CLIENT === 'kafkajs'
+      ? kafkaStore
+      : (await import('../src/brokers/platformatic/index.js')).platformaticKafkaStore;
   const store = counted(
-    kafkaStore({
+    makeStore({
       brokers: [brokers],
       prefix,
       shards: P,
@@ -341,7 +347,7 @@ async function partA(): Promise<void> {
   const topic = unique('intake');
   await fill(topic);
   console.log(
-    `\n(a) paced intake: ${fmt(N)} messages over ${fmt(KEYS_A)} keys, ${P} partitions, raw at most ${RAW_BATCH} per transaction, median of ${ROUNDS} rounds, the app on ${CLIENT}, node ${process.version}, kafka at ${brokers}\n`,
+    `\n(a) paced intake: ${fmt(N)} messages over ${fmt(KEYS_A)} keys, ${P} partitions, raw at most ${RAW_BATCH} per transaction, median of ${ROUNDS} rounds, the app on ${CLIENT}, its store on ${STORE_CLIENT}, node ${process.version}, kafka at ${brokers}\n`,
   );
   const rounds: Map<IntakePath, IntakeResult>[] = [];
   for (let round = 0; round < ROUNDS; round++) {

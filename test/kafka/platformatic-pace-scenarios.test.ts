@@ -1,6 +1,6 @@
 /**
  * Pace across processes on the second Kafka client (see test/kafka/pace-scenario-cases.ts): each instance's
- * app reads through @platformatic/kafka, its Kafka store as on kafkajs. Some of the scenarios: an instance
+ * app reads through @platformatic/kafka and keeps its pace in platformaticKafkaStore. Some of the scenarios: an instance
  * killed comes back after the others took over (classic); `app.send` round robin while an instance joins and
  * one is killed (KIP-848, where the killed member's partitions move once its session ends on the broker); an
  * instance frozen past its session, under each protocol. The other scenarios run on kafkajs (docs/testing.md).
