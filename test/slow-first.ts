@@ -12,7 +12,7 @@ const LONG = [
   'test/kafka/pace-scenarios-',
   'test/kafka/faults.test.ts',
   'test/kafka/platformatic-publishing-crash.test.ts',
-  'test/kafka/platformatic-pace-scenarios.test.ts',
+  'test/kafka/paced-publishing-crash.test.ts',
   'test/kafka/platformatic-faults.test.ts',
   'test/store/crash.test.ts',
   'test/sim/',

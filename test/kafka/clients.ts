@@ -70,6 +70,20 @@ export const platformaticClients: readonly TestClient[] = (['classic', 'consumer
   broker: (extra?: { readonly createTopics?: { readonly partitions: number } }) => testPlatformatic(protocol, extra),
 }));
 
+/**
+ * The client the multi-process pace scenarios run on where a scenario names none: the Node lines share the
+ * clients out, each running the scenarios once (a scenario takes a minute), kafkajs on Node 20 and wherever
+ * @platformatic/kafka does not run, its classic protocol on Node 22, KIP-848 on Node 24 and later.
+ * `SLUICE_SCENARIO_CLIENT` (`kafkajs`, `classic`, `consumer`) picks one.
+ */
+export const scenarioClient: TestClient['arg'] = ((): TestClient['arg'] => {
+  const named = process.env.SLUICE_SCENARIO_CLIENT;
+  if (named === 'kafkajs' || named === 'classic' || named === 'consumer') return named;
+  if (named !== undefined) throw new Error(`SLUICE_SCENARIO_CLIENT: kafkajs, classic or consumer, got ${named}`);
+  if (!platformaticRuns) return 'kafkajs';
+  return Number(process.versions.node.split('.')[0]) === 22 ? 'classic' : 'consumer';
+})();
+
 /** Every client that runs here: kafkajs, then @platformatic/kafka's two group protocols where Node runs it. */
 export const kafkaClients: readonly TestClient[] = [kafkajsClient, ...(platformaticRuns ? platformaticClients : [])];
 

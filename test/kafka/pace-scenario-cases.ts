@@ -1,7 +1,7 @@
 /**
  * Pace across processes on the real broker: up to three instances of one app (one consumer group) as child
- * processes (test/fixtures/pace-instance.mjs), each with its own KafkaBroker and Kafka store (one prefix,
- * shards owned by partition) on a topic of 6 partitions, while the test publishes a stream of numbered
+ * processes (test/fixtures/pace-instance.mjs), each with its own broker and Kafka store (one prefix, shards
+ * owned by partition; on the Node line's client, `scenarioClient`) on a topic of 6 partitions, while the test publishes a stream of numbered
  * events over 60 keys. Instances join, leave, are killed, come back, and freeze past their session timeout;
  * then the stream stops, every instance drains, and the runs they printed are checked (test/kafka/pace-checks.ts):
  * every event in exactly one finished run (a run runs again only under its ID), no two instances running a
@@ -11,7 +11,7 @@
  */
 import type { Admin } from 'kafkajs';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { TestClient } from './clients.js';
+import { scenarioClient, type TestClient } from './clients.js';
 import { checkReceipts } from './pace-checks.js';
 import { kafkaBrokers } from './fixture.js';
 import { PARTITIONS, type Mode } from './pace-instances.js';
@@ -20,7 +20,8 @@ import { Sender } from './pace-sender.js';
 
 /** The scenarios, each with a paced subscriber of `mode`. */
 export function processScenarios(mode: Extract<Mode, 'batch' | 'debounce'>): void {
-  describe.skipIf(!kafkaBrokers)(`pace on Kafka: instances as processes (${mode})`, { timeout: 150_000 }, () => {
+  const title = `pace on Kafka: instances as processes (${mode}, on ${scenarioClient})`;
+  describe.skipIf(!kafkaBrokers)(title, { timeout: 150_000 }, () => {
     const admin = scenarioAdmin();
 
     it('a second and a third instance join while events flow', async () => {

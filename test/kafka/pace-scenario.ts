@@ -9,7 +9,7 @@ import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { afterAll, beforeAll, expect, onTestFinished } from 'vitest';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import type { KafkaBroker } from '../../src/brokers/kafka/index.js';
-import type { TestClient } from './clients.js';
+import { scenarioClient, type TestClient } from './clients.js';
 import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
 import { checkRuns, wantedSeqs, type Frozen } from './pace-checks.js';
 import {
@@ -31,7 +31,7 @@ const WAIT_MS = 45_000;
 export interface ScenarioOptions {
   /** The stream's options; `false` for none (the events are sent). */
   readonly stream?: StreamOptions | false;
-  /** The instances' client (see test/kafka/clients.ts). @default 'kafkajs' */
+  /** The instances' client (see test/kafka/clients.ts). @default `scenarioClient`: the Node line's */
   readonly client?: TestClient['arg'];
 }
 
@@ -67,7 +67,10 @@ export class Scenario {
     const broker = testKafka();
     const topic = uniqueTopic(`scen-${mode}`);
     await broker.createTopic(topic, PARTITIONS);
-    return new Scenario(admin, mode, broker, topic, `scen-${uniquePrefix(mode)}`, uniquePrefix('scen'), options);
+    return new Scenario(admin, mode, broker, topic, `scen-${uniquePrefix(mode)}`, uniquePrefix('scen'), {
+      ...options,
+      client: options.client ?? scenarioClient,
+    });
   }
 
   /** Waits (bounded) until `cond` holds, looking again at each line and at least every 100 ms. */
