@@ -182,6 +182,15 @@ describe.skipIf(!kafkaBrokers).each(storeClients)('the Kafka store on %s', { tim
     soakTimeout(600_000),
   );
 
+  it('opens again after a close, the same object (an app stopped and started again)', async () => {
+    const store = await opened(testKafkaStore(uniquePrefix('reopen')));
+    expect(await store.log(0).append(Buffer.from('a'))).toBe(1);
+    await store.close();
+    await store.open();
+    expect(await contents(store.log(0))).toEqual([[1, 'a']]);
+    expect(await store.log(0).append(Buffer.from('b'))).toBe(2);
+  });
+
   it('tells the cluster it keeps its topics on, once open: the broker’s, when both name the same brokers', async () => {
     const store = testKafkaStore(uniquePrefix('cluster'));
     await expect(store.clusterId!()).rejects.toMatchObject({ code: 'APP_STATE' });

@@ -7,7 +7,8 @@ import { Waiters } from '../../core/waiters.js';
 import { pauseAfter } from '../kafka/catching-up.js';
 import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
 import { subscriptionAssigner } from './assigner.js';
-import { Feed, type Record } from './feed.js';
+import type { Record } from './feed.js';
+import { Feeds } from './feeds.js';
 import { committedOffsets, groupOffsets, lagPast, partitionEnds, type PartitionOffsets } from './offsets.js';
 import { pk } from './client.js';
 import { FeedCommits } from './commits.js';
@@ -39,19 +40,8 @@ const SYSTEM_CLOCK = new SystemClock();
 export class PlatformaticConsumer implements Consumer {
   private consumer: PkConsumer<Buffer, Buffer, Buffer, Buffer> | undefined;
   private stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
-  private readonly feeds = new Map<number, Feed>();
-  /** The feeds as an array, for `take`, and where its next round starts. */
-  private feedList: Feed[] = [];
-  private cursor = 0;
-  /** Feeds revoked whose work the app is settling: their commits still go out. */
-  private readonly leaving = new Set<Feed>();
-  /**
-   * Partitions whose revoke has not settled (the app's `onRevoke` under way, or queued behind an earlier one), by
-   * how many: a run handed out before the revoke does not start, even once the partition is assigned again.
-   */
-  private readonly unsettled = new Map<number, number>();
-  /** Partitions assigned whose `onAssign` has not settled: nothing of them is handed out yet. */
-  private readonly assigning = new Map<number, Feed>();
+  /** The partitions handed out to the app, taken, and let go. */
+  private readonly feeds = new Feeds();
   private revoking: Promise<void> = Promise.resolve();
   private closing = false;
   private closed: Promise<void> | undefined;
@@ -103,7 +93,7 @@ export class PlatformaticConsumer implements Consumer {
       clock,
       rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
       consumer: () => this.consumer,
-      feeds: () => [...this.feeds.values(), ...this.leaving],
+      feeds: () => this.feeds.committing(),
       closing: () => this.closing,
     });
     const requests = request.requests;
@@ -112,7 +102,7 @@ export class PlatformaticConsumer implements Consumer {
         topic: requests.topic,
         handle: (p, messages) => requests.handle(p, messages),
         commit: (p, offset, leaderEpoch) => this.commitRequests(p, offset, leaderEpoch),
-        ready: (p) => this.feeds.has(p) && !this.assigning.has(p),
+        ready: (p) => this.feeds.ready(p),
         retryMs: settings.heartbeatIntervalMs,
         log,
       });
@@ -123,7 +113,7 @@ export class PlatformaticConsumer implements Consumer {
       revokeAll: () => {
         // Until the new consumer joins, what this member owns is unknown: `lag` asks to be asked again.
         this.rebalancing = true;
-        this.revoke([...this.feeds.keys()]);
+        this.revoke(this.feeds.partitions());
         return this.revoking;
       },
       run: () => this.reopen(),
@@ -236,7 +226,7 @@ export class PlatformaticConsumer implements Consumer {
     this.stream?.pause();
     this.rebalancing = true;
     this.commits.rebalanceBegan();
-    this.revoke([...this.feeds.keys()]);
+    this.revoke(this.feeds.partitions());
     this.dropRequests(this.requests?.owned() ?? []);
   }
 
@@ -278,7 +268,7 @@ export class PlatformaticConsumer implements Consumer {
       this.positions.remember(this.requests.topic, this.requests.sync(owned));
       this.positions.reseek(this.stream?.offsetsToFetch, this.requests.topic, [...owned]);
     }
-    const gone = [...this.feeds.keys()].filter((p) => !now.has(p));
+    const gone = this.feeds.partitions().filter((p) => !now.has(p));
     const come = [...now].filter((p) => !this.feeds.has(p));
     if (gone.length > 0) this.revoke(gone);
     if (come.length > 0 || (this.joined !== undefined && this.settledEmpty())) this.assign(come);
@@ -297,12 +287,7 @@ export class PlatformaticConsumer implements Consumer {
   private assign(partitions: number[]): void {
     this.joins++;
     this.positions.reseek(this.stream?.offsetsToFetch, this.request.topic, partitions);
-    const feeds = partitions.map((p) => new Feed(p));
-    for (const feed of feeds) {
-      this.feeds.set(feed.partition, feed);
-      this.feedList = [...this.feeds.values()];
-      this.assigning.set(feed.partition, feed);
-    }
+    const feeds = this.feeds.add(partitions);
     const take = async (): Promise<void> => {
       if (partitions.length > 0) await this.request.onAssign?.(partitions);
     };
@@ -310,9 +295,7 @@ export class PlatformaticConsumer implements Consumer {
       .then(take)
       .catch((error: unknown) => this.log.error('the app could not take its new partitions', { partitions, error }))
       .finally(() => {
-        // Only these feeds: a partition revoked and assigned again meanwhile waits for its own `onAssign`.
-        for (const feed of feeds)
-          if (this.assigning.get(feed.partition) === feed) this.assigning.delete(feed.partition);
+        this.feeds.taken(feeds);
         this.request.onReadable();
         this.requests?.kickAll();
       });
@@ -358,35 +341,16 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   private revoke(partitions: number[]): void {
-    const feeds = partitions.map((p) => this.feeds.get(p)).filter((f): f is Feed => f !== undefined);
+    const { feeds, resumes } = this.feeds.remove(partitions);
     if (feeds.length === 0) return;
     // Should a partition come back, it is read again from where it resumes (see `reseek`).
-    const resumes = new Map<number, number>();
-    for (const f of feeds) {
-      const resume = f.resume();
-      if (resume !== undefined) resumes.set(f.partition, resume);
-    }
     this.positions.remember(this.request.topic, resumes);
-    for (const f of feeds) {
-      f.revoked = true;
-      f.clear();
-      this.feeds.delete(f.partition);
-      this.feedList = [...this.feeds.values()];
-      if (this.assigning.get(f.partition) === f) this.assigning.delete(f.partition);
-      this.leaving.add(f);
-      this.unsettled.set(f.partition, (this.unsettled.get(f.partition) ?? 0) + 1);
-    }
     const settle = async (): Promise<void> => {
       try {
         await this.request.onRevoke(partitions);
         await this.commits.flush();
       } finally {
-        for (const f of feeds) {
-          this.leaving.delete(f);
-          const n = (this.unsettled.get(f.partition) ?? 1) - 1;
-          if (n > 0) this.unsettled.set(f.partition, n);
-          else this.unsettled.delete(f.partition);
-        }
+        this.feeds.settled(feeds);
         this.sessionChanged.wake();
       }
     };
@@ -470,7 +434,7 @@ export class PlatformaticConsumer implements Consumer {
    */
   inSession(partition: number): true | Promise<void> {
     const heard = heardAt(this.consumer);
-    const held = this.feeds.has(partition) && !this.rebalancing && !this.unsettled.has(partition);
+    const held = this.feeds.has(partition) && !this.rebalancing && !this.feeds.settling(partition);
     if (held && !this.closing && Date.now() < heard + this.settings.sessionTimeoutMs) return true;
     return this.sessionChanged.next();
   }
@@ -503,18 +467,7 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   take(max: number, perPartition?: (partition: number) => number): readonly InboundMessage[] {
-    const out: InboundMessage[] = [];
-    // From a partition further on each time: one partition's steady stream does not hold the others back.
-    const feeds = this.feedList;
-    const n = feeds.length;
-    this.cursor = n > 0 ? (this.cursor + 1) % n : 0;
-    for (let k = 0; k < n; k++) {
-      const feed = feeds[(this.cursor + k) % n]!;
-      if (out.length >= max) break;
-      if (feed.paused || this.assigning.has(feed.partition) || feed.buffered() === 0) continue;
-      const room = Math.min(max - out.length, perPartition ? perPartition(feed.partition) : Infinity);
-      if (room > 0) feed.takeInto(out, room);
-    }
+    const out = this.feeds.take(max, perPartition);
     // Room made: read on from the stream (once per turn, and once half the read-ahead is taken).
     if (out.length > 0 && !this.pulling && this.backlog() < READ_AHEAD / 2) {
       this.pulling = true;
@@ -524,9 +477,7 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   backlog(): number {
-    let n = 0;
-    for (const f of this.feeds.values()) n += f.buffered();
-    return n;
+    return this.feeds.backlog();
   }
 
   /** Messages beyond what this member has taken, over the partitions it owns (its requests topic's too). */
@@ -537,7 +488,7 @@ export class PlatformaticConsumer implements Consumer {
     const requests = this.requests;
     const asked = requests?.owned() ?? [];
     if (this.feeds.size === 0 && asked.length === 0) return 0;
-    const positions = new Map([...this.feeds].map(([p, f]) => [p, f.position]));
+    const positions = new Map([...this.feeds.entries()].map(([p, f]) => [p, f.position]));
     let lag = lagPast(await this.offsets(), positions);
     if (requests !== undefined && asked.length > 0) {
       const offsets = await groupOffsets(this.admin, this.request.group, requests.topic, this.partitionsCount);
@@ -549,7 +500,8 @@ export class PlatformaticConsumer implements Consumer {
   async partitionLags(): Promise<readonly PartitionLag[]> {
     if (this.closing || this.feeds.size === 0) return [];
     const offsets = await this.offsets();
-    return [...this.feeds.keys()]
+    return this.feeds
+      .partitions()
       .sort((a, b) => a - b)
       .map((partition) => ({ partition, lag: lagPast(offsets, new Map([[partition, undefined]])) }));
   }
@@ -559,7 +511,7 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   assigned(): readonly number[] {
-    return [...this.feeds.keys()];
+    return this.feeds.partitions();
   }
 
   polls(): number {
@@ -584,8 +536,7 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   commit(partition: number, offset: number): void {
-    for (const f of this.leaving) if (f.partition === partition) return f.markCommittable(offset);
-    this.feeds.get(partition)?.markCommittable(offset);
+    this.feeds.commit(partition, offset);
   }
 
   flush(): Promise<void> {
@@ -640,7 +591,7 @@ export class PlatformaticConsumer implements Consumer {
     const timeoutMs = this.request.shutdownTimeoutMs ?? 30_000;
     const close = deadline ? deadlineOf(deadline) : deadlineIn(this.clock, timeoutMs, { keepAlive: true });
     try {
-      const owned = [...this.feeds.keys()];
+      const owned = this.feeds.partitions();
       if (owned.length > 0) this.revoke(owned);
       this.dropRequests(this.requests?.owned() ?? []);
       this.closing = true;
@@ -657,7 +608,6 @@ export class PlatformaticConsumer implements Consumer {
     } finally {
       close.cancel();
       this.feeds.clear();
-      this.feedList = [];
     }
   }
 }

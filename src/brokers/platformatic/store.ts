@@ -61,7 +61,8 @@ const isCatchingUp = (error: unknown): boolean =>
 /** The store's client on @platformatic/kafka: an admin, a fencing producer per shard, reads by fetch. */
 class PlatformaticStoreClient implements StoreClient {
   private readonly base: BaseOptions;
-  private readonly admin: Admin;
+  /** The admin client from `connect()` to `close()`: a closed client of @platformatic/kafka does not open again. */
+  private connected: Admin | undefined;
   private readonly clock = new SystemClock();
 
   constructor(
@@ -74,11 +75,16 @@ class PlatformaticStoreClient implements StoreClient {
       ...(options.platformatic?.tls !== undefined && { tls: options.platformatic.tls }),
       ...(options.platformatic?.sasl !== undefined && { sasl: options.platformatic.sasl }),
     };
-    this.admin = new pk.Admin(this.base);
   }
 
   async connect(): Promise<void> {
-    await this.admin.metadata({ topics: [] });
+    this.connected ??= new pk.Admin(this.base);
+    await this.connected.metadata({ topics: [] });
+  }
+
+  private get admin(): Admin {
+    if (this.connected === undefined) throw new SluiceError('APP_STATE', 'platformaticKafkaStore: not connected');
+    return this.connected;
   }
 
   async createTopics(topics: readonly StoreTopic[]): Promise<void> {
@@ -213,7 +219,9 @@ class PlatformaticStoreClient implements StoreClient {
   }
 
   async close(): Promise<void> {
-    await this.admin.close();
+    const admin = this.connected;
+    this.connected = undefined;
+    await admin?.close();
   }
 }
 
