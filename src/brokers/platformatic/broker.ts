@@ -19,7 +19,7 @@ import { PartitionBatches } from '../kafka/publish/partition-batches.js';
 import { isLegalTopic } from '../kafka/publish/publishing.js';
 import { PlatformaticConsumer } from './consumer.js';
 import { pk } from './client.js';
-import { bytes, messageOf, refusalOf } from './records.js';
+import { bytes, isRefused, messageOf, refusalOf } from './records.js';
 import { platformaticTransactions } from './transactions.js';
 import type { PlatformaticKafkaBrokerOptions, PlatformaticSettings } from './settings.js';
 
@@ -47,7 +47,7 @@ export class PlatformaticKafkaBroker implements Broker {
     (topic) => this.partitionCounts.get(topic),
     {
       partitionOf: (key, count) => this.partitionOf(key, count),
-      refused: (error) => refusalOf('', error) !== undefined,
+      refused: isRefused,
     },
   );
   /** Per topic published to: its one check (see `checked`), which every publish to it awaits. */

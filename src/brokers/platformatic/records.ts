@@ -28,12 +28,19 @@ export function messageOf(
   };
 }
 
+/** The broker's answer in `error` that refused the messages themselves for good (see `REFUSALS`), if any. */
+const refusedAs = (error: unknown): string | undefined =>
+  [...REFUSALS].find((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
+
+/** True when the broker refused the messages of a send for good (too large, invalid): sending them again fails. */
+export const isRefused = (error: unknown): boolean => refusedAs(error) !== undefined;
+
 /**
  * `PUBLISH_REFUSED` when the broker refused a send to `topics` for good (a message too large or invalid, a name no
  * topic can have); undefined for every other failure, which may pass on a later try.
  */
 export function refusalOf(topics: string, error: unknown): SluiceError | undefined {
-  const refused = [...REFUSALS].find((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
+  const refused = refusedAs(error);
   if (refused !== undefined)
     return new SluiceError(
       'PUBLISH_REFUSED',
