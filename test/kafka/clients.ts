@@ -57,16 +57,24 @@ export interface TestClient {
   readonly name: string;
   /** The argument a child process fixture takes to make the same client: `kafkajs`, `classic`, `consumer`. */
   readonly arg: 'kafkajs' | 'classic' | 'consumer';
+  /** The Kafka store on the same client: `kafkaStore` or `platformaticKafkaStore` (see `testKafkaStore`). */
+  readonly store: 'kafkajs' | 'platformatic';
   broker(extra?: { readonly createTopics?: { readonly partitions: number } }): TestBroker;
 }
 
 /** kafkajs: `sluice/kafka`, on every Node line. */
-export const kafkajsClient: TestClient = { name: 'kafkajs', arg: 'kafkajs', broker: (extra) => testKafka(extra) };
+export const kafkajsClient: TestClient = {
+  name: 'kafkajs',
+  arg: 'kafkajs',
+  store: 'kafkajs',
+  broker: (extra) => testKafka(extra),
+};
 
 /** @platformatic/kafka under each group protocol; a suite on them is skipped where `platformaticRuns` is false. */
 export const platformaticClients: readonly TestClient[] = (['classic', 'consumer'] as const).map((protocol) => ({
   name: `platformatic ${protocol}`,
   arg: protocol,
+  store: 'platformatic',
   broker: (extra?: { readonly createTopics?: { readonly partitions: number } }) => testPlatformatic(protocol, extra),
 }));
 

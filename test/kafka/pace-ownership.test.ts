@@ -64,7 +64,7 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)(
 
     /** An instance: its own broker client and store, the app `name`'s group, a batched subscriber of `topic`. */
     function instance(label: string, name: string, topic: string, prefix: string, clock: ManualClock, seen: Seen[]) {
-      const shards = watched(testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' }));
+      const shards = watched(testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' }, client.store));
       const store = shards.store;
       const app = new App({
         name,
@@ -135,7 +135,11 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)(
           .pace({ batch: { wait: '1 s' } })
           .build();
       const start = (partitions: number) => {
-        const store = testKafkaStore(uniquePrefix('count'), { shards: PARTITIONS, ownership: 'partition' });
+        const store = testKafkaStore(
+          uniquePrefix('count'),
+          { shards: PARTITIONS, ownership: 'partition' },
+          client.store,
+        );
         const broker = client.broker({ createTopics: { partitions } });
         const app = new App({ name: uniquePrefix('count'), logger: jsonLogger({ level: 'error' }), store }).withBroker(
           broker,

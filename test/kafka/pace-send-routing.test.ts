@@ -37,7 +37,7 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)(
       events: unknown[][] = [],
       paceKey?: (value: { key: string }) => string,
     ) {
-      const store = testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' });
+      const store = testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' }, client.store);
       const app = new App({ name, logger: jsonLogger({ level: 'error' }), clock, store, shutdownTimeoutMs: 10_000 });
       app.withBroker(client.broker(), (b) =>
         b.include(
@@ -178,7 +178,7 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)(
       const clock = new ManualClock(T0);
       const registries = [new Registry(), new Registry()];
       const both = registries.map((registry) => {
-        const store = testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' });
+        const store = testKafkaStore(prefix, { shards: PARTITIONS, ownership: 'partition' }, client.store);
         const app = new App({ name, logger: jsonLogger({ level: 'error' }), clock, store, metrics: { registry } });
         app.withBroker(client.broker(), (b) =>
           b.include(

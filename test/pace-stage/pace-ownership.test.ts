@@ -148,19 +148,33 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
     }
   }
 
-  it('a run whose instance is not sure the group still counts its partition as its own waits to start until it is', async () => {
+  /**
+   * One instance, `a`, whose runs of 3 events a key wait to start, its session lapsed (as a process thawed after a
+   * stop past its session timeout) when its windows closed: one held per worker (`workers`, 4 by default).
+   * `before` sees the broker and the session first.
+   */
+  async function lapsedWithRunsWaiting(
+    workers?: number,
+    before?: (broker: MemoryBroker, session: ReturnType<typeof gateNextConsumer>) => void,
+  ) {
     const clock = new ManualClock(T0);
     const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
     const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
     const seen: Seen[] = [];
     const session = gateNextConsumer(broker);
-    const a = instance('a', broker, store, clock, seen);
+    before?.(broker, session);
+    const a = instance('a', broker, store, clock, seen, workers);
     await a.start();
     await publish(broker, 0, 3);
     await a.idle();
-    session.lapsed = true; // as a process thawed after a stop past its session timeout
+    session.lapsed = true;
     await clock.advance(1_000); // every window closes; its run leaves for the workers, and waits there
-    await turnsUntil(() => session.held >= 4); // one per worker
+    await turnsUntil(() => session.held >= (workers ?? 4)); // one per worker
+    return { clock, broker, store, seen, session, a };
+  }
+
+  it('a run whose instance is not sure the group still counts its partition as its own waits to start until it is', async () => {
+    const { seen, session, a } = await lapsedWithRunsWaiting();
     expect(seen).toEqual([]);
     session.renew(); // the coordinator answered: still a member, with the same partitions
     await a.idle();
@@ -169,18 +183,7 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
   });
 
   it('a run waiting to start because its instance’s session lapsed does not start there once its shard is handed over', async () => {
-    const clock = new ManualClock(T0);
-    const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
-    const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
-    const seen: Seen[] = [];
-    const session = gateNextConsumer(broker);
-    const a = instance('a', broker, store, clock, seen);
-    await a.start();
-    await publish(broker, 0, 3);
-    await a.idle();
-    session.lapsed = true;
-    await clock.advance(1_000);
-    await turnsUntil(() => session.held >= 4);
+    const { clock, broker, store, seen, session, a } = await lapsedWithRunsWaiting();
     const b = instance('b', broker, store, clock, seen);
     await b.start(); // a hands its shards over, with the runs waiting in them; b runs them, under their IDs
     await b.idle();
@@ -193,30 +196,20 @@ describe('pace, shards owned by partition (memory broker, two instances)', () =>
   });
 
   it('a run waiting to start does not start once its partition’s revoke began, even if the group answers before the shard is handed over', async () => {
-    const clock = new ManualClock(T0);
-    const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
-    const store = memoryStore({ shards: PARTITIONS, ownership: 'partition' });
-    const seen: Seen[] = [];
-    const session = gateNextConsumer(broker);
     // The coordinator answers as the revoke begins (a thawed member's rejoin): the revoke's deliveries are
-    // still settling, and the shard is not handed over yet.
-    const consume = broker.consume.bind(broker);
-    broker.consume = (request) =>
-      consume({
-        ...request,
-        onRevoke: (partitions) => {
-          const revoked = request.onRevoke(partitions);
-          session.renew();
-          return revoked;
-        },
-      });
-    const a = instance('a', broker, store, clock, seen, KEYS); // a worker for every run: each waits to start
-    await a.start();
-    await publish(broker, 0, 3);
-    await a.idle();
-    session.lapsed = true;
-    await clock.advance(1_000);
-    await turnsUntil(() => session.held >= KEYS);
+    // still settling, and the shard is not handed over yet. A worker for every run: each waits to start.
+    const { clock, broker, store, seen, a } = await lapsedWithRunsWaiting(KEYS, (broker, session) => {
+      const consume = broker.consume.bind(broker);
+      broker.consume = (request) =>
+        consume({
+          ...request,
+          onRevoke: (partitions) => {
+            const revoked = request.onRevoke(partitions);
+            session.renew();
+            return revoked;
+          },
+        });
+    });
     const b = instance('b', broker, store, clock, seen);
     await b.start();
     await Promise.all([a.idle(), b.idle()]);
