@@ -1,8 +1,9 @@
 /**
  * The second Kafka client on a broker that dies: a broker of this suite's own (test/kafka/fault-broker.ts,
- * port 19196 or KAFKA_PLATFORMATIC_FAULT_PORT) is SIGKILLed mid-consumption and started again on its data,
- * or paused (SIGSTOP) under a stopping app. The consumer's stream fails; the adapter opens a new one after a
- * backoff, and nothing is lost. A stop resolves whatever the broker does, within its one deadline.
+ * port 19196 or KAFKA_PLATFORMATIC_FAULT_PORT) is not started yet when a client first connects (the next
+ * connect tries again), SIGKILLed mid-consumption and started again on its data, or paused (SIGSTOP) under a
+ * stopping app. The consumer's stream fails; the adapter opens a new one after a backoff, and nothing is lost.
+ * A stop resolves whatever the broker does, within its one deadline.
  */
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -52,9 +53,17 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
       retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 2_000 },
     });
 
-  it('a broker killed mid-consumption and started again: the consumer reads on, nothing is lost', async () => {
+  it('a connect that failed (no broker yet) is tried again by the next one', async () => {
     await fault.kill(); // one left from an earlier run
+    const broker = client();
+    await expect(broker.connect()).rejects.toThrow();
     await fault.start(true);
+    await broker.connect();
+    await broker.createTopic(uniqueTopic('pk-after-failed-connect'), 1);
+  }, 120_000);
+
+  it('a broker killed mid-consumption and started again: the consumer reads on, nothing is lost', async () => {
+    if (fault.pid() === 0) await fault.start(true); // the test above left it running
     const broker = client();
     const topic = uniqueTopic('pk-killed');
     await broker.createTopic(topic, 3);

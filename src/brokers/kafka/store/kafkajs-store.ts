@@ -59,7 +59,11 @@ export function kafkaStore(options: KafkaStoreOptions): Store {
 /** The store's client on kafkajs: its admin, a fencing producer per shard, reads by fetch (partition-reader.ts). */
 class KafkajsStoreClient implements StoreClient {
   private readonly kafka: Kafka;
-  private readonly admin: Admin;
+  /**
+   * The admin client from `connect()` to `close()`: kafkajs's admin, disconnected and connected again, writes on
+   * the connection it closed ("write after end").
+   */
+  private connected: Admin | undefined;
 
   constructor(
     options: KafkaStoreOptions,
@@ -74,11 +78,16 @@ class KafkajsStoreClient implements StoreClient {
       logCreator: () => (entry: LogEntry) => logKafkajs(this.logger(), entry),
       ...options.kafkajs,
     });
-    this.admin = this.kafka.admin();
   }
 
-  connect(): Promise<void> {
-    return this.admin.connect();
+  async connect(): Promise<void> {
+    this.connected ??= this.kafka.admin();
+    await this.connected.connect();
+  }
+
+  private get admin(): Admin {
+    if (this.connected === undefined) throw new SluiceError('APP_STATE', 'kafkaStore: not connected');
+    return this.connected;
   }
 
   async createTopics(topics: readonly StoreTopic[]): Promise<void> {
@@ -146,8 +155,10 @@ class KafkajsStoreClient implements StoreClient {
     return undefined;
   }
 
-  close(): Promise<void> {
-    return this.admin.disconnect();
+  async close(): Promise<void> {
+    const admin = this.connected;
+    this.connected = undefined;
+    await admin?.disconnect();
   }
 }
 
