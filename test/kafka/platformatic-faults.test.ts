@@ -12,6 +12,7 @@ import { nodeRuns } from '../../src/brokers/platformatic/platformatic.js';
 import { App, ManualClock, silentLogger, subscriber, type Logger } from '../../src/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter } from '../helpers.js';
+import { SOAK } from '../soak.js';
 import { spawn } from 'node:child_process';
 import { groupSettled } from './clients.js';
 import { FaultBroker, canRunOwnBroker, guard, ownBrokerPort } from './fault-broker.js';
@@ -62,50 +63,55 @@ describe.skipIf(!kafkaBrokers || !canRunOwnBroker || !runs)('kafka on @platforma
     await broker.createTopic(uniqueTopic('pk-after-failed-connect'), 1);
   }, 120_000);
 
-  it('a broker killed mid-consumption and started again: the consumer reads on, nothing is lost', async () => {
-    if (fault.pid() === 0) await fault.start(true); // the test above left it running
-    const broker = client();
-    const topic = uniqueTopic('pk-killed');
-    await broker.createTopic(topic, 3);
-    const handled = new Set<number>();
-    let killAt: (() => void) | undefined;
-    const halfway = new Promise<void>((resolve) => (killAt = resolve));
-    const app = new App({ name: `g-${topic}`, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
-      broker,
-      (b) =>
-        b.include(
-          subscriber(topic, (v: { n: number }) => {
-            handled.add(v.n);
-            if (handled.size === 100) killAt?.();
-          })
-            .workers(2)
-            .build(),
-        ),
-    );
-    await app.start();
-    for (let n = 0; n < 300; n++) await broker.publish(topic, { n }, { partition: n % 3 });
-    await halfway;
-    await fault.kill();
-    // The outage itself (not a wait for a condition): the consumer's stream fails while the broker is away.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    await fault.start();
-    for (let n = 300; n < 400; n++) await broker.publish(topic, { n }, { partition: n % 3 });
-    await app.idle();
-    expect([...Array(400).keys()].filter((n) => !handled.has(n))).toEqual([]);
-    await app.stop();
-    // Every commit the app believed made was made: the group has the end of every partition.
-    const admin = plain().admin();
-    await admin.connect();
-    try {
-      const committed = (await admin.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] }))[0]!.partitions;
-      const ends = await admin.fetchTopicOffsets(topic);
-      expect(new Map(committed.map((p) => [p.partition, p.offset]))).toEqual(
-        new Map(ends.map((o) => [o.partition, o.high])),
+  // The 30 and 90 s outages run in the soak (`npm run test:soak`); `npm test` has the 3 s one.
+  it.each(SOAK ? [3, 30, 90] : [3])(
+    'a broker killed mid-consumption and started again %i s later: the consumer reads on, nothing is lost',
+    async (outageSeconds) => {
+      if (fault.pid() === 0) await fault.start(true); // the test above left it running
+      const broker = client();
+      const topic = uniqueTopic('pk-killed');
+      await broker.createTopic(topic, 3);
+      const handled = new Set<number>();
+      let killAt: (() => void) | undefined;
+      const halfway = new Promise<void>((resolve) => (killAt = resolve));
+      const app = new App({ name: `g-${topic}`, logger: silentLogger, shutdownTimeoutMs: 5_000 }).withBroker(
+        broker,
+        (b) =>
+          b.include(
+            subscriber(topic, (v: { n: number }) => {
+              handled.add(v.n);
+              if (handled.size === 100) killAt?.();
+            })
+              .workers(2)
+              .build(),
+          ),
       );
-    } finally {
-      await admin.disconnect();
-    }
-  }, 180_000);
+      await app.start();
+      for (let n = 0; n < 300; n++) await broker.publish(topic, { n }, { partition: n % 3 });
+      await halfway;
+      await fault.kill();
+      // The outage itself (not a wait for a condition): the consumer's stream fails while the broker is away.
+      await new Promise((resolve) => setTimeout(resolve, outageSeconds * 1_000));
+      await fault.start();
+      for (let n = 300; n < 400; n++) await broker.publish(topic, { n }, { partition: n % 3 });
+      await app.idle();
+      expect([...Array(400).keys()].filter((n) => !handled.has(n))).toEqual([]);
+      await app.stop();
+      // Every commit the app believed made was made: the group has the end of every partition.
+      const admin = plain().admin();
+      await admin.connect();
+      try {
+        const committed = (await admin.fetchOffsets({ groupId: `g-${topic}`, topics: [topic] }))[0]!.partitions;
+        const ends = await admin.fetchTopicOffsets(topic);
+        expect(new Map(committed.map((p) => [p.partition, p.offset]))).toEqual(
+          new Map(ends.map((o) => [o.partition, o.high])),
+        );
+      } finally {
+        await admin.disconnect();
+      }
+    },
+    (SOAK ? 90 + 180 : 3 + 180) * 1_000,
+  );
 
   /** A topic of `partitions` on the killable broker, holding messages `{ n }` for n below `total`, n % partitions its partition. */
   async function filled(name: string, partitions: number, total: number): Promise<string> {
