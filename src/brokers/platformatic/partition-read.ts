@@ -1,5 +1,7 @@
 import type { Admin, Consumer, RecordsBatch } from '@platformatic/kafka';
 import type { ReadUntil, StoredMessage } from '../kafka/store/store-client.js';
+import { SystemClock } from '../../core/clock.js';
+import { pauseAfter } from '../kafka/catching-up.js';
 import { pk } from './client.js';
 
 /** What {@link readPartition} reads, and with what. */
@@ -29,8 +31,8 @@ export async function readPartition(read: PartitionRead, visit: (message: Stored
   const { low, high } = await bounds(read.admin, topic, partition);
   const end = until === 'end' ? high : Number.POSITIVE_INFINITY;
   let offset = BigInt(low);
-  while (offset < end) {
-    let answer: Fetched;
+  for (let leaderless = 0; offset < end;) {
+    let answer: Fetched | 'no leader';
     try {
       answer = await fetchOnce(read, offset);
     } catch (error) {
@@ -41,6 +43,13 @@ export async function readPartition(read: PartitionRead, visit: (message: Stored
       offset = start;
       continue;
     }
+    if (answer === 'no leader') {
+      // The partition's leader moving (a broker restarting): asked again, a little later each time, for a while.
+      if (++leaderless >= NO_LEADER_ATTEMPTS) throw new Error(`${topic}[${partition}] has no leader`);
+      await pauseAfter(leaderless, SYSTEM_CLOCK);
+      continue;
+    }
+    leaderless = 0;
     const next = committedOf(answer.batches, answer.aborted, offset, (message) => {
       visit(message);
       return until !== 'end' && until(message);
@@ -73,15 +82,19 @@ interface Fetched {
 
 const NOTHING: Fetched = { batches: [], aborted: [] };
 
-/** One fetch from `offset`, `read_committed`, at the partition's leader. */
-async function fetchOnce(read: PartitionRead, offset: bigint): Promise<Fetched> {
+/** How many times in a row a read finds its partition without a leader before it fails (about 20 s in all). */
+const NO_LEADER_ATTEMPTS = 25;
+const SYSTEM_CLOCK = new SystemClock();
+
+/** One fetch from `offset`, `read_committed`, at the partition's leader; 'no leader' while it has none known. */
+async function fetchOnce(read: PartitionRead, offset: bigint): Promise<Fetched | 'no leader'> {
   const { consumer, topic, partition } = read;
   const metadata = await consumer.metadata({ topics: [topic] });
   const t = metadata.topics.get(topic);
   const leader = t?.partitions[partition]?.leader;
   if (t === undefined || leader === undefined || leader < 0) {
     await consumer.metadata({ topics: [topic], forceUpdate: true });
-    return NOTHING; // asked again, with the metadata read afresh
+    return 'no leader'; // asked again, with the metadata read afresh
   }
   const response = await consumer.fetch({
     node: leader,
