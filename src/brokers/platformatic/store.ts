@@ -1,9 +1,8 @@
-import type { Admin, BaseOptions, Producer } from '@platformatic/kafka';
-import { SluiceError, reasonOf } from '../../core/errors.js';
+import type { Admin, BaseOptions } from '@platformatic/kafka';
+import { SluiceError } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
-import type { Alongside, Logger, Store } from '../../core/ports.js';
+import type { Logger, Store } from '../../core/ports.js';
 import { CATCHING_UP, pauseAfter } from '../kafka/catching-up.js';
-import { topicsOf } from '../kafka/store/alongside.js';
 import { KafkaStore, type KafkaStoreSettings } from '../kafka/store/kafka-store.js';
 import type {
   ReadUntil,
@@ -15,8 +14,8 @@ import type {
 } from '../kafka/store/store-client.js';
 import { pk } from './client.js';
 import { readPartition } from './partition-read.js';
-import { bytes, messageOf, refusalOf } from './records.js';
-import { isFenced } from './transactions.js';
+import { messageOf, refusalOf } from './records.js';
+import { fencingProducer, isFenced, type Begun } from './transactions.js';
 
 /**
  * Settings of {@link platformaticKafkaStore}: those of `kafkaStore` that are not kafkajs's.
@@ -51,9 +50,6 @@ export interface PlatformaticKafkaStoreOptions extends KafkaStoreSettings {
 export function platformaticKafkaStore(options: PlatformaticKafkaStoreOptions): Store {
   return new KafkaStore('platformaticKafkaStore', options, (logger) => new PlatformaticStoreClient(options, logger));
 }
-
-type Bytes = Producer<Buffer, Buffer, Buffer, Buffer>;
-type Begun = Awaited<ReturnType<Bytes['beginTransaction']>>;
 
 const isCatchingUp = (error: unknown): boolean =>
   [...CATCHING_UP].some((apiId) => pk.findErrorBy(error as Error, 'apiId', apiId) !== null);
@@ -146,13 +142,13 @@ class PlatformaticStoreClient implements StoreClient {
    * abort the writer starts a producer afresh (fencing the one before, its own), which begins at sequence 0.
    */
   async writer(transactionalId: string): Promise<StoreWriter> {
-    let current = await this.fencing(transactionalId);
+    let current = await fencingProducer(this.base, transactionalId);
     let aborted = false;
     return {
       transaction: async () => {
         if (aborted) {
           await current.producer.close().catch(() => {});
-          current = await this.fencing(transactionalId);
+          current = await fencingProducer(this.base, transactionalId);
           aborted = false;
         }
         const txn = current.begun ?? (await current.producer.beginTransaction());
@@ -161,27 +157,6 @@ class PlatformaticStoreClient implements StoreClient {
       },
       close: () => current.producer.close(),
     };
-  }
-
-  /** A transactional producer of `transactionalId`, and the transaction whose beginning fenced its earlier holders. */
-  private async fencing(transactionalId: string): Promise<{ producer: Bytes; begun: Begun | undefined }> {
-    const producer: Bytes = new pk.Producer<Buffer, Buffer, Buffer, Buffer>({
-      ...this.base,
-      transactionalId,
-      idempotent: true,
-      partitioner: pk.compatibilityPartitioner,
-      serializers: { key: bytes, value: bytes, headerKey: bytes, headerValue: bytes },
-      // A transaction begun right after a commit is answered CONCURRENT_TRANSACTIONS until the commit's markers
-      // are written, a few milliseconds: retried soon, and for long enough that a broker's restart passes.
-      retries: 30,
-      retryDelay: (_client, _operation, attempt) => Math.min(10 * 2 ** attempt, 1_000),
-    });
-    try {
-      return { producer, begun: await producer.beginTransaction({ producerId: -1n, producerEpoch: -1 }) };
-    } catch (error) {
-      await producer.close().catch(() => {});
-      throw error;
-    }
   }
 
   async read(topic: string, partition: number, until: ReadUntil, visit: (m: StoredMessage) => void): Promise<void> {
@@ -206,16 +181,12 @@ class PlatformaticStoreClient implements StoreClient {
     return isCatchingUp(error) || (error as { apiId?: unknown } | undefined)?.apiId === 'LEADER_NOT_AVAILABLE';
   }
 
-  alongsideRefusal(alongside: readonly Alongside[], error: unknown): SluiceError | undefined {
-    if (alongside.length === 0) return undefined;
-    const topics = topicsOf(alongside);
-    const refused = refusalOf(topics, error);
-    if (refused !== undefined) return refused;
-    if (pk.findErrorBy(error as Error, 'apiId', 'UNKNOWN_TOPIC_OR_PARTITION') !== null)
-      return new SluiceError('PUBLISH_REFUSED', `kafka store: publish to "${topics}" refused: ${reasonOf(error)}`, {
-        cause: error,
-      });
-    return undefined;
+  refusal(topics: string, error: unknown): SluiceError | undefined {
+    return refusalOf(topics, error);
+  }
+
+  isUnknownTopic(error: unknown): boolean {
+    return pk.findErrorBy(error as Error, 'apiId', 'UNKNOWN_TOPIC_OR_PARTITION') !== null;
   }
 
   async close(): Promise<void> {

@@ -6,7 +6,7 @@ import { committedOffsets } from './offsets.js';
 import { bytes, messageOf, refusalOf } from './records.js';
 
 type Bytes = Producer<Buffer, Buffer, Buffer, Buffer>;
-type Begun = Awaited<ReturnType<Bytes['beginTransaction']>>;
+export type Begun = Awaited<ReturnType<Bytes['beginTransaction']>>;
 
 /** One input partition's transactional producer, and the transaction its fencing began (the first commit's). */
 interface Writer {
@@ -25,6 +25,34 @@ export interface PlatformaticTransactionSettings {
   /** Connects, and makes or checks an output topic (once per topic): before the first transaction to it. */
   readonly ready: (topic: string) => Promise<void>;
   readonly log: Logger;
+}
+
+/**
+ * A transactional producer of `transactionalId`, and the transaction whose beginning fenced the ID's earlier
+ * holders: begun with no producer ID of its own (KIP-360's −1), which a newer holder always gets, so the broker
+ * ends their open transaction and refuses their later ones. A producer that fails to get there is closed.
+ */
+export async function fencingProducer(
+  base: ProducerOptions<Buffer, Buffer, Buffer, Buffer>,
+  transactionalId: string,
+): Promise<{ producer: Bytes; begun: Begun | undefined }> {
+  const producer: Bytes = new pk.Producer<Buffer, Buffer, Buffer, Buffer>({
+    ...base,
+    transactionalId,
+    idempotent: true,
+    partitioner: pk.compatibilityPartitioner,
+    serializers: { key: bytes, value: bytes, headerKey: bytes, headerValue: bytes },
+    // A transaction begun right after a commit is answered CONCURRENT_TRANSACTIONS until the commit's markers
+    // are written, a few milliseconds: retried soon, and for long enough that a broker's restart passes.
+    retries: 30,
+    retryDelay: (_client, _operation, attempt) => Math.min(10 * 2 ** attempt, 1_000),
+  });
+  try {
+    return { producer, begun: await producer.beginTransaction({ producerId: -1n, producerEpoch: -1 }) };
+  } catch (error) {
+    await producer.close().catch(() => {});
+    throw error;
+  }
 }
 
 /** The broker's answers that a newer producer of the same transactional ID took over: this one is fenced. */
@@ -57,25 +85,7 @@ export function platformaticTransactions(s: PlatformaticTransactionSettings): Pa
     ready: s.ready,
     isFenced,
     refusal: refusalOf,
-    async fence(partition) {
-      const producer: Bytes = new pk.Producer<Buffer, Buffer, Buffer, Buffer>({
-        ...s.base,
-        transactionalId: `sluice.eos.${s.group}.${s.topic}.${partition}`,
-        idempotent: true,
-        partitioner: pk.compatibilityPartitioner,
-        serializers: { key: bytes, value: bytes, headerKey: bytes, headerValue: bytes },
-        // A transaction begun right after a commit is answered CONCURRENT_TRANSACTIONS until the commit's markers
-        // are written, a few milliseconds: retried soon, and for long enough that a broker's restart passes.
-        retries: 30,
-        retryDelay: (_client, _operation, attempt) => Math.min(10 * 2 ** attempt, 1_000),
-      });
-      try {
-        return { producer, begun: await producer.beginTransaction({ producerId: -1n, producerEpoch: -1 }) };
-      } catch (error) {
-        await producer.close().catch(() => {});
-        throw error;
-      }
-    },
+    fence: (partition) => fencingProducer(s.base, `sluice.eos.${s.group}.${s.topic}.${partition}`),
     letGo: (writer) =>
       writer.producer.close().catch((error: unknown) => s.log.debug('producer close failed', { error })),
     async commitOnce(writer, partition, offset, messages: readonly StagedMessage[]) {

@@ -3,7 +3,7 @@ import type { Alongside, Logger, ShardLog, StoreObserver } from '../../../core/p
 import { checkRecord } from '../../../core/records.js';
 import { RecordAssembler, changelogValues } from './changelog-records.js';
 import { HEAD_KEY, SnapshotReader, snapshotMessages, type SnapshotHead } from './kafka-snapshots.js';
-import { aborted, alongsideOf } from './alongside.js';
+import { aborted, alongsideOf, alongsideRefusal } from './alongside.js';
 import type { StoreClient, StoreMessage, StoreTransaction, StoreWriter } from './store-client.js';
 
 /** What a {@link KafkaShardLog} is made with (by `kafkaStore`, which checked it). */
@@ -272,7 +272,7 @@ export class KafkaShardLog implements ShardLog {
     work?: SnapshotWork,
     txn?: StoreTransaction,
   ): Promise<boolean> {
-    const refusal = this.settings.client.alongsideRefusal(alongsideOf(batch), error);
+    const refusal = alongsideRefusal(this.settings.client, alongsideOf(batch), error);
     if (refusal === undefined || !(await aborted(txn))) return false;
     if (batch.length === 1) {
       this.settings.log.warn('kafka store: publishes refused; the record goes without them', { lsn: batch[0]!.lsn });

@@ -1,13 +1,12 @@
 import type { Admin, KafkaConfig, LogEntry, Transaction } from 'kafkajs';
-import { SluiceError, reasonOf } from '../../../core/errors.js';
-import type { Alongside, Logger, Store } from '../../../core/ports.js';
+import { SluiceError } from '../../../core/errors.js';
+import type { Logger, Store } from '../../../core/ports.js';
 import { SESSION_CLOCK } from '../consumer/batch-reader.js';
 import { askAgain, isCatchingUp } from '../catching-up.js';
 import { Kafka, logLevel as KafkaLogLevel } from '../kafkajs.js';
 import { logKafkajs } from '../kafkajs-log.js';
 import { byTopic, errorTypeIn, isRefusal, publishError } from '../publish/publishing.js';
 import { fencingProducer, isFenced } from '../transactional-producer.js';
-import { topicsOf } from './alongside.js';
 import { KafkaStore, type KafkaStoreSettings } from './kafka-store.js';
 import { readPartition } from './partition-reader.js';
 import type { StoreClient, StoreTopic, StoreTransaction, StoreWriter } from './store-client.js';
@@ -144,15 +143,12 @@ class KafkajsStoreClient implements StoreClient {
     return isCatchingUp(error);
   }
 
-  alongsideRefusal(alongside: readonly Alongside[], error: unknown): SluiceError | undefined {
-    if (alongside.length === 0) return undefined;
-    const topics = topicsOf(alongside);
-    if (isRefusal(error)) return publishError(topics, error) as SluiceError;
-    if (errorTypeIn(error, (type) => type === 'UNKNOWN_TOPIC_OR_PARTITION') !== undefined)
-      return new SluiceError('PUBLISH_REFUSED', `kafka store: publish to "${topics}" refused: ${reasonOf(error)}`, {
-        cause: error,
-      });
-    return undefined;
+  refusal(topics: string, error: unknown): SluiceError | undefined {
+    return isRefusal(error) ? (publishError(topics, error) as SluiceError) : undefined;
+  }
+
+  isUnknownTopic(error: unknown): boolean {
+    return errorTypeIn(error, (type) => type === 'UNKNOWN_TOPIC_OR_PARTITION') !== undefined;
   }
 
   async close(): Promise<void> {

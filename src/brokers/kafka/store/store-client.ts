@@ -84,10 +84,9 @@ export interface StoreClient {
   isFenced(error: unknown): boolean;
   /** True when the broker answered only that it is catching up with a topic just created. */
   isCatchingUp(error: unknown): boolean;
-  /**
-   * The error outputs get when a transaction that carries them failed for a reason sending again cannot mend (a
-   * message refused for good, a topic that does not exist); undefined for any other failure.
-   */
-  alongsideRefusal(alongside: readonly Alongside[], error: unknown): SluiceError | undefined;
+  /** `PUBLISH_REFUSED` naming `topics` when the broker refused the messages of a send for good; else undefined. */
+  refusal(topics: string, error: unknown): SluiceError | undefined;
+  /** True when a send failed because its topic does not exist. */
+  isUnknownTopic(error: unknown): boolean;
   close(): Promise<void>;
 }
