@@ -30,6 +30,17 @@
 export { App, type AppOptions, type Receipt } from './app/app.js';
 export type { AsyncApiDocument } from './app/asyncapi.js';
 export type { AppHealth, AppStatus, SubscriberHealth } from './telemetry/health.js';
+export { AppControl, type AppInspection, type PaceInspection, type SubscriberInspection } from './app/app-control.js';
+export type {
+  KeyInspection,
+  PaceShardInspection,
+  RunPage,
+  RunQuery,
+  RunStage,
+  RunView,
+  WaitingFor,
+} from './pace-stage/pace-inspection.js';
+export type { Cancelled } from './pace/rules.js';
 export type {
   HealthOptions,
   HttpOptions,

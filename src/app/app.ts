@@ -12,7 +12,7 @@ import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
 import { callingHandlerHost, type DeadLetterCounts } from '../pipeline/executor.js';
 import { Hooks } from './hooks.js';
-import { AppSettings } from './app-settings.js';
+import { AppControl, type ControlSource } from './app-control.js';
 import { asyncApiOf, type AsyncApiDocument, type AsyncApiSource } from './asyncapi.js';
 import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
@@ -72,7 +72,7 @@ export type { Receipt };
  *
  * @category App
  */
-export class App extends AppSettings {
+export class App extends AppControl {
   /** The app's name (`options.name`): the default consumer group, in every log line, and the default store's folder. */
   readonly name: string;
   /** `options.version`, written in the `started` log line. @defaultValue `'0.0.0'` */
@@ -149,6 +149,16 @@ export class App extends AppSettings {
     this.assertNew('withBroker');
     this.mounts.add(broker, configure);
     return this;
+  }
+
+  /** @internal What `inspect` and the actions read. */
+  protected get control(): ControlSource {
+    return {
+      state: () => this.lifecycle.state,
+      subscriptions: () => this.subscriptions(),
+      health: () => this.telemetry.health(true),
+      pace: () => this.lifecycle.parts?.pacer?.control,
+    };
   }
 
   /** @internal The lifecycle's state, for the settings' checks. */

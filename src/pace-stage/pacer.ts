@@ -23,6 +23,7 @@ import { checkKey, eventOf, tooLong, type Appended } from './pace-event.js';
 import type { PaceParts } from './pace-parts.js';
 import { InputGate } from './input-gate.js';
 import { gaugesOf, type ShardGauges } from './shard-gauges.js';
+import { PaceControl } from './pace-control.js';
 import type { PaceHost as Host, PlacementParts, ShardPlacement, StopSignal } from './shard-placement.js';
 
 export type { Appended } from './pace-event.js';
@@ -71,6 +72,8 @@ export class Pacer {
   private opened = false;
   /** The store opened (even if a shard then failed to): close releases it. */
   private storeOpen = false;
+  /** Pause, resume, cancel and inspection of what the shards hosted here hold. */
+  readonly control: PaceControl;
 
   constructor(
     private readonly store: Store,
@@ -84,6 +87,7 @@ export class Pacer {
     private readonly parts: PaceParts = {},
   ) {
     if (store.ownership === 'partition') checkOnePaced(paces);
+    this.control = new PaceControl(() => (this.opened ? this.placement : undefined), paces, log, onProgress);
   }
 
   /** Whether shards follow the partitions of the paced subscriber's topic (see `Store.ownership`). */
@@ -192,6 +196,7 @@ export class Pacer {
       onSnapshotError: (error) =>
         this.log.warn('pace: a snapshot failed; the log is kept until the next one', { shard, error }),
       onApplied: this.parts.onApplied,
+      onServe: () => this.control.served(host),
     });
     this.gates.set(host, gate);
     return host;
@@ -312,7 +317,7 @@ export class Pacer {
 
   /** True when no record waits to become durable and no shard is being restored or handed over. */
   idle(): boolean {
-    return this.placement?.quiet() ?? true;
+    return (this.placement?.quiet() ?? true) && this.control.quiet;
   }
 
   /**

@@ -19,10 +19,13 @@ export interface ShardGauges {
 export const gaugesOf = (h: PaceHost): ShardGauges => ({
   shard: h.shard,
   // In the order of PACE_TALLIES.
-  subscribers: [...h.core.tallies].map(([subscriber, [openWindows = 0, waitingStarts = 0]]) => ({
-    subscriber,
-    openWindows,
-    waitingStarts,
-  })),
+  // Pause coordinators count under '' (see pauseKey): no subscriber's.
+  subscribers: [...h.core.tallies]
+    .filter(([subscriber]) => subscriber !== '')
+    .map(([subscriber, [openWindows = 0, waitingStarts = 0]]) => ({
+      subscriber,
+      openWindows,
+      waitingStarts,
+    })),
   parkedKeys: h.core.parkedCount,
 });

@@ -43,6 +43,8 @@ export interface ShardHostOptions<S, O> {
   readonly snapshotEvery?: number;
   /** Told when a background snapshot failed (the log goes on; the next snapshot tries again). */
   readonly onSnapshotError?: (error: unknown) => void;
+  /** Called once `serve()` handed out what recovered keys owed and armed the timers. */
+  readonly onServe?: () => void;
   /** Called after each append became durable (or failed), its outputs handed out. */
   readonly onSettled?: () => void;
   /**
@@ -181,6 +183,7 @@ export class ShardHost<S, O> {
         if (state !== undefined) for (const o of this.options.resume(key, state)) this.options.onOutput(o);
       }
     this.arm();
+    this.options.onServe?.();
   }
 
   /**

@@ -15,7 +15,8 @@
  *                      `id` event ID, or `src` (`topic/partition`) and `off` (offset) of a broker delivery
  *   state              `w` the open window, `q` runs waiting for the rate, `runs` runs started, `starts` the
  *                      rate's history (each left out when empty); `ids idOrder idUntil idHead seen seenUntil`
- *                      the remembered IDs and offsets, as state.ts names them
+ *                      the remembered IDs and offsets, as state.ts names them; `p: 1` in a pause coordinator
+ *                      while its subscriber is paused (a release before it reads a pause as none)
  *   run (in w, q, runs) `id` run ID, `events`, `size`, `o` order (left out for 0); a window's `first` (opened)
  *                      and `due` (closes); a started run's `at`
  */
@@ -67,6 +68,8 @@ export interface StateJson extends Remembered {
   readonly q?: readonly RunJson[];
   readonly runs?: readonly StartedJson[];
   readonly starts?: readonly number[];
+  /** 1 while the pause coordinator's subscriber is paused. */
+  readonly p?: 1;
   /** Written by earlier code: when every remembered ID and offset was forgotten at once. */
   readonly idsUntil?: number;
 }
@@ -137,6 +140,7 @@ export function encodeState(s: PaceState): StateJson {
   if (s.waiting.length > 0) json.q = s.waiting.map(runJson);
   if (s.running.length > 0) json.runs = s.running.map(startedJson);
   if (s.history.length > 0) json.starts = s.history;
+  if (s.paused === true) json.p = 1;
   if (s.ids !== undefined) {
     json.ids = s.ids;
     json.idOrder = s.idOrder;
@@ -168,6 +172,7 @@ export function decodeState(data: unknown): PaceState {
           running,
           history,
         };
+  if (json.p === 1) Object.assign(state, { paused: true });
   return json.ids === undefined && json.seen === undefined ? state : Object.assign(state, remembered(json));
 }
 

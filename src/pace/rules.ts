@@ -18,9 +18,14 @@ import { decodeEvent, paceCodec } from './codec.js';
 import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace, type CompiledRate } from './config.js';
 import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId } from './ids.js';
 import {
+  CANCEL,
   DONE,
   EVENT,
+  PAUSE,
+  pauseKey,
   QUIET,
+  RELEASE,
+  RESUME,
   runOf,
   splitKey,
   subscriberOf,
@@ -34,9 +39,14 @@ import {
 } from './state.js';
 
 export {
+  CANCEL,
   coordinatorKey,
   DONE,
   EVENT,
+  PAUSE,
+  pauseKey,
+  RELEASE,
+  RESUME,
   type PaceDrop,
   type PaceEvent,
   type PaceOutput,
@@ -61,6 +71,8 @@ interface Ctx {
   readonly at: number;
   readonly pace: CompiledPace;
   readonly fx: Effects<PaceOutput>;
+  /** The subscriber is paused in the shard: no run starts. */
+  readonly paused: boolean;
 }
 
 const min = (a: number | undefined, b: number | undefined): number | undefined =>
@@ -126,9 +138,12 @@ function enqueue(s: PaceState, run: PendingRun): PaceState {
   return { ...s, waiting: [...waiting.slice(0, i), run, ...waiting.slice(i)] };
 }
 
-/** Starts the waiting runs, highest order first, as long as the rate lets them. */
-function release(s: PaceState, c: Ctx): PaceState {
-  while (s.waiting.length > 0 && allowed(s, c.pace.rate)) {
+/**
+ * Starts the waiting runs (`max` of them at most), highest order first, while the rate lets them and no
+ * pause holds them.
+ */
+function release(s: PaceState, c: Ctx, max = Number.POSITIVE_INFINITY): PaceState {
+  for (let n = 0; n < max && s.waiting.length > 0 && !c.paused && allowed(s, c.pace.rate); n++) {
     const [head, ...rest] = s.waiting;
     s = begin({ ...s, waiting: rest }, head!, c);
   }
@@ -158,6 +173,33 @@ function done(s: PaceState, runId: string): PaceState {
 }
 
 /**
+ * What `app.cancel` answers: where the run was (its window open, or waiting), or null when it was neither (it
+ * started already, or is unknown).
+ *
+ * @category Inspect
+ */
+export type Cancelled = 'window' | 'waiting' | null;
+
+/** Cancels the run `runId` if its window is open or it waits; it never starts. */
+function cancel(s: PaceState, runId: string, c: Ctx): PaceState {
+  if (s.stage === 'gathering' && s.window.runId === runId) {
+    c.fx.reply('window' satisfies Cancelled);
+    return quiet(s);
+  }
+  const waiting = s.waiting.filter((r) => r.runId !== runId);
+  c.fx.reply((waiting.length < s.waiting.length ? 'waiting' : null) satisfies Cancelled);
+  return waiting.length < s.waiting.length ? { ...s, waiting } : s;
+}
+
+/** A pause coordinator paused (`PAUSE`) or not (`RESUME`); answered whether that changed it. */
+function pause(s: PaceState, paused: boolean, c: Ctx): PaceState {
+  c.fx.reply((s.paused === true) !== paused);
+  if (paused) return { ...s, paused: true };
+  const { paused: _paused, ...rest } = s;
+  return rest;
+}
+
+/**
  * What a shard's core sums over its keys for metrics (`ShardCore.tallies`), in this order: open windows, and
  * starts waiting for their rate.
  */
@@ -166,12 +208,31 @@ export const PACE_TALLIES: readonly ((s: PaceState) => number)[] = [
   (s) => s.waiting.length,
 ];
 
+/**
+ * The marks a shard's core keeps the keys of (see `Rules.marks`), by index: keys with an open window, with
+ * runs waiting, with runs started and not done; pause coordinators that hold their subscriber paused.
+ */
+export const MARK = Object.freeze({ window: 0, waiting: 1, running: 2, paused: 3 });
+export const PACE_MARKS: readonly ((s: PaceState) => boolean)[] = [
+  (s) => s.stage === 'gathering',
+  (s) => s.waiting.length > 0,
+  (s) => s.running.length > 0,
+  (s) => s.paused === true,
+];
+
 /** The rules of every paced subscriber of an app, by subscriber name. */
 export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceState, PaceOutput> {
   let last = '';
+  const pauseKeys = new Map<string, string>();
+  const pauseKeyOf = (subscriber: string): string => {
+    let key = pauseKeys.get(subscriber);
+    if (key === undefined) pauseKeys.set(subscriber, (key = pauseKey(subscriber)));
+    return key;
+  };
   return {
     initial: () => QUIET,
     retired: (s) =>
+      s.paused !== true &&
       s.stage === 'quiet' &&
       s.waiting.length === 0 &&
       s.running.length === 0 &&
@@ -181,6 +242,7 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
     // remembered IDs: all of the state, so there is no `rebase`.
     codec: paceCodec,
     tallies: PACE_TALLIES,
+    marks: PACE_MARKS,
     // Pace's tallies are read per subscriber. The last one found is tried first: no string is made for a key of
     // the same subscriber as the key before (most shards serve one).
     tallyGroup: (key) =>
@@ -188,16 +250,21 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
     apply(state: PaceState, record: ShardRecord, fx: Effects<PaceOutput>): PaceState {
       const [subscriber, key] = splitKey(record.key);
       const pace = paces.get(subscriber) ?? ORPHAN;
-      const c: Ctx = { subscriber, key, at: record.at, pace, fx };
-      const before = record.type === TIMER ? undefined : timerOf(state, pace.rate);
-      const e = record.type === EVENT ? decodeEvent(record.data) : undefined;
+      const paused = fx.marked(MARK.paused, pauseKeyOf(subscriber));
+      const c: Ctx = { subscriber, key, at: record.at, pace, fx, paused };
+      const type = record.type;
+      const before = type === TIMER ? undefined : timerOf(state, pace.rate);
+      const e = type === EVENT ? decodeEvent(record.data) : undefined;
       let s = prune(forget(state, c.at), pace.rate, c.at);
       // A window whose time has come closes before anything else happens to the key, whether or not its
       // timer record came first: an event exactly at the window's end (its own time) opens the next window.
       if (s.stage === 'gathering' && (e?.time ?? c.at) >= s.window.closesAt) s = close(s, c);
-      s = release(s, c);
+      // A `release` starts as many waiting runs as it says (a resume's wake, run by run in their order).
+      s = release(s, c, type === RELEASE ? (record.data as number) : Number.POSITIVE_INFINITY);
       if (e !== undefined) s = event(s, e, c);
-      else if (record.type === DONE) s = done(s, record.data as string);
+      else if (type === DONE) s = done(s, record.data as string);
+      else if (type === CANCEL) s = cancel(s, record.data as string, c);
+      else if (type === PAUSE || type === RESUME) s = pause(s, type === PAUSE, c);
       const after = timerOf(s, pace.rate);
       if (after !== before) fx.timer(after);
       return s;

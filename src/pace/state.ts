@@ -7,6 +7,14 @@
 /** Record types of a pace coordinator (besides the core's `timer`). */
 export const EVENT = 'event';
 export const DONE = 'done';
+/** Pauses a subscriber in the shard (a record of its pause coordinator, see {@link pauseKey}). */
+export const PAUSE = 'pause';
+/** Ends a subscriber's pause in the shard. */
+export const RESUME = 'resume';
+/** Cancels a key's open window or waiting run: data, the run ID. */
+export const CANCEL = 'cancel';
+/** Starts up to `data` (a number) of the key's waiting runs, as far as its rate lets: a resume's wake of the key. */
+export const RELEASE = 'release';
 
 /**
  * An event appended to a coordinator, as the rules read it (codec.ts reads it from an `event` record): the
@@ -88,6 +96,11 @@ export interface Held extends Remembered {
   readonly running: readonly StartedRun[];
   /** When the last runs started (at most the rate's `max` of them, oldest first), while within its period. */
   readonly history: readonly number[];
+  /**
+   * Set only in a subscriber's pause coordinator (see {@link pauseKey}), while the subscriber is paused in
+   * the shard: its keys' runs wait, and none starts.
+   */
+  readonly paused?: true;
 }
 
 /** No window is open: the next event that makes a run opens one (or is a run by itself). */
@@ -184,6 +197,12 @@ const SEP = '\u0000';
 
 /** A coordinator's key in the shard: the subscriber's name and the user's key. */
 export const coordinatorKey = (subscriber: string, key: string): string => subscriber + SEP + key;
+
+/**
+ * The key of a subscriber's pause coordinator in a shard: apart from every user's key, since its subscriber
+ * part is empty (no subscriber is named `''`). Its state says whether the subscriber is paused there.
+ */
+export const pauseKey = (subscriber: string): string => SEP + subscriber;
 
 /** The subscriber's name and the user's key of a coordinator's key. */
 export function splitKey(key: string): [string, string] {

@@ -258,6 +258,11 @@ export class Subscription {
     return this.deadLetterSender.counts;
   }
 
+  /** Deliveries (or runs) with the workers: running, queued, or waiting for a retry. */
+  get inFlight(): number {
+    return this.workers.inFlight;
+  }
+
   /** True when nothing is in flight and nothing fetched waits to be taken. */
   idle(): boolean {
     return !this.busy() && (this.stopping || (this.consumer?.backlog() ?? 0) === 0);

@@ -6,7 +6,13 @@ export class Fx<O> implements Effects<O> {
   at: number | undefined = undefined;
   changed = false;
   replied: unknown = undefined;
-  constructor(private readonly queue: Queued<O>[]) {}
+  constructor(
+    private readonly queue: Queued<O>[],
+    private readonly isMarked: (mark: number, key: string) => boolean = () => false,
+  ) {}
+  marked(mark: number, key: string): boolean {
+    return this.isMarked(mark, key);
+  }
   reply(value: unknown): void {
     this.replied = value;
   }

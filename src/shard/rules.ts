@@ -26,6 +26,12 @@ export interface Effects<O> {
    * Not an output: a replayed record's reply goes nowhere.
    */
   reply(value: unknown): void;
+  /**
+   * Whether the key `key` (another key of the shard, or this one as it was before this record) carries mark
+   * `mark` (see `Rules.marks`): a read of the shard's state as the records before this one left it, so a
+   * transition may depend on another key's state (a subscriber paused in the shard) and stay pure.
+   */
+  marked(mark: number, key: string): boolean;
 }
 
 /** A coordinator's semantics (pace's debounce, batch, …): pure functions of state and record. */
@@ -57,6 +63,13 @@ export interface Rules<S, O> {
    * group; every key counts under `''` without it. Pure, and cheap: it is asked once per record.
    */
   tallyGroup?(key: string): string;
+  /**
+   * Marks: per mark, a pure function of a state that says whether the key carries it (a pace rule's open
+   * window, runs waiting, runs out). The core keeps, per group of keys (`tallyGroup`) and mark, the set of keys
+   * that carry it, loaded or parked, up to date as it applies records: the keys to list for an inspection,
+   * found without decoding any other key's state. A key without state carries none.
+   */
+  marks?: readonly ((state: S) => boolean)[];
 }
 
 /** A state to and from the JSON value a snapshot holds: `decode(encode(s))` is a state equal to `s`. */

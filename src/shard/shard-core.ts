@@ -6,6 +6,8 @@ import { LoadedTimers, earlier } from './loaded-timers.js';
 
 export type { ShardSnapshot } from './snapshot-capture.js';
 
+const NONE: ReadonlySet<string> = new Set();
+
 /** Something the core tells its host about, as it happens (for metrics and logs). */
 export type ShardEvent =
   | { readonly type: 'applied'; readonly lsn: number; readonly key: string; readonly record: string }
@@ -45,7 +47,7 @@ export class ShardCore<S, O> {
   private readonly maxLoaded: number;
   private readonly tickMs: number;
   private readonly queue: Queued<O>[] = [];
-  private readonly fx = new Fx<O>(this.queue);
+  private readonly fx = new Fx<O>(this.queue, (mark, key) => this.isMarked(mark, key));
   private lastLsn = 0;
   private lastAt: number | undefined = undefined;
   private readonly listeners: ((event: ShardEvent) => void)[] = [];
@@ -53,6 +55,8 @@ export class ShardCore<S, O> {
   private capture: SnapshotCapture | undefined;
   /** The rules' tallies summed over every key with state, per group (see `Rules.tallies`, `Rules.tallyGroup`). */
   private readonly sums = new Map<string, number[]>();
+  /** Per group of keys, per mark (see `Rules.marks`): the keys that carry it, in the order they took it. */
+  private readonly markSets = new Map<string, Set<string>[]>();
 
   constructor(
     private readonly rules: Rules<S, O>,
@@ -103,10 +107,12 @@ export class ShardCore<S, O> {
     if (this.listeners.length > 0) this.emit({ type: 'applied', lsn, key, record: record.type });
     const had = this.states.delete(key); // and set again below: the most recently applied go last
     if (this.rules.retired(next) && timer === undefined) {
+      this.mark(key, undefined);
       if (had) this.emit({ type: 'retired', key });
     } else {
       this.states.set(key, next);
       this.tally(sums, next, 1);
+      this.mark(key, next);
       this.parkIdle();
     }
     return reply;
@@ -118,6 +124,36 @@ export class ShardCore<S, O> {
    */
   get tallies(): ReadonlyMap<string, readonly number[]> {
     return this.sums;
+  }
+
+  /**
+   * The keys of group `group` (see `Rules.tallyGroup`) that carry mark `mark` (see `Rules.marks`), loaded or
+   * parked, in the order they took it (a key that lost the mark and took it again counts from the second
+   * time). Empty when none does. Read it before the next `apply`, which may change it.
+   */
+  marked(group: string, mark: number): ReadonlySet<string> {
+    return this.markSets.get(group)?.[mark] ?? NONE;
+  }
+
+  /** Whether `key` carries mark `mark` (see `Effects.marked`). */
+  private isMarked(mark: number, key: string): boolean {
+    const sets = this.markSets.get(this.rules.tallyGroup?.(key) ?? '');
+    return sets?.[mark]?.has(key) === true;
+  }
+
+  /** Puts `key` in or out of each mark's set by its state now (`undefined`: it has none). */
+  private mark(key: string, state: S | undefined): void {
+    const marks = this.rules.marks;
+    if (marks === undefined) return;
+    const group = this.rules.tallyGroup?.(key) ?? '';
+    let sets = this.markSets.get(group);
+    if (sets === undefined) {
+      if (state === undefined) return;
+      this.markSets.set(group, (sets = marks.map(() => new Set<string>())));
+    }
+    for (let i = 0; i < marks.length; i++)
+      if (state !== undefined && marks[i]!(state)) sets[i]!.add(key);
+      else sets[i]!.delete(key);
   }
 
   /** The sums of the key's group (made at its first key), or undefined when the rules tally nothing. */
@@ -205,6 +241,7 @@ export class ShardCore<S, O> {
       const state = codec ? codec.decode(json) : json; // decoded even to be parked: what does not read is refused now
       each?.(key, state);
       this.tally(this.sumsOf(key), state, 1);
+      this.mark(key, state);
       if (this.states.size < this.maxLoaded) {
         this.states.set(key, state);
         if (timer !== null) this.timers.set(key, timer, nowMs);

@@ -1,0 +1,184 @@
+import { SluiceError, show } from '../core/errors.js';
+import type { Cancelled } from '../pace/rules.js';
+import type { PaceControl } from '../pace-stage/pace-control.js';
+import type { KeyInspection, PaceShardInspection, RunPage, RunQuery } from '../pace-stage/pace-inspection.js';
+import type { DeadLetterCounts } from '../pipeline/dead-letters.js';
+import type { Subscription } from '../pipeline/subscription.js';
+import type { AppHealth, AppStatus, SubscriberHealth } from '../telemetry/health.js';
+import { AppSettings } from './app-settings.js';
+
+/**
+ * A paced subscriber's pace, as `app.inspect()` tells it: over the shards hosted by this instance.
+ *
+ * @category Inspect
+ */
+export interface PaceInspection {
+  /** How its starts gather: `debounce`, `batch`, or `each` (each start a run of its own). */
+  readonly kind: 'debounce' | 'batch' | 'each';
+  /** True when it is paused in every shard hosted here (and there is one): its runs wait. */
+  readonly paused: boolean;
+  /** Each shard hosted here, in shard order. */
+  readonly shards: readonly PaceShardInspection[];
+}
+
+/**
+ * One running subscriber, as `app.inspect()` tells it: its health (partitions, last poll, lag), what it
+ * has in flight, its dead letters, and its pace.
+ *
+ * @category Inspect
+ */
+export interface SubscriberInspection extends SubscriberHealth {
+  /** Its consumer group. */
+  readonly group: string;
+  /** Deliveries (or runs) being handled, waiting for a worker or for a retry. */
+  readonly inFlight: number;
+  /** What became of its dead letters since `start()`. */
+  readonly deadLetters: Readonly<DeadLetterCounts>;
+  /** Its topic for dead letters, or false when it has none (`deadLetter: false`). */
+  readonly deadLetterTopic: string | false;
+  /** For a paced subscriber. */
+  readonly pace?: PaceInspection;
+}
+
+/**
+ * What `app.inspect()` answers.
+ *
+ * @category Inspect
+ */
+export interface AppInspection {
+  /** The app's name. */
+  readonly app: string;
+  /** Where the app is (as `app.health()` says). */
+  readonly status: AppStatus;
+  /** Each running subscriber, in the order they were mounted. */
+  readonly subscribers: readonly SubscriberInspection[];
+}
+
+/** What the inspection reads of a running app. */
+export interface ControlSource {
+  readonly state: () => string;
+  readonly subscriptions: () => readonly Subscription[];
+  /** The app's health, with each subscriber's lag. */
+  readonly health: () => Promise<AppHealth>;
+  /** The pace stage's control, when the app has paced subscribers and runs. */
+  readonly pace: () => PaceControl | undefined;
+}
+
+/**
+ * What an {@link App} shows of itself while it runs, and the actions on what is stuck: `inspect`,
+ * `inspectRuns`, `inspectKey`; `pause`, `resume`, `cancel` (see docs/console.md).
+ *
+ * @category App
+ */
+export abstract class AppControl extends AppSettings {
+  /** @internal What the inspection reads. */
+  protected abstract get control(): ControlSource;
+
+  /**
+   * The running subscribers: their partitions, lag (asked of the broker), what they have in flight, their dead
+   * letters and, for paced ones, each shard hosted here: open windows, starts waiting, keys with runs out,
+   * paused or not. Counts only: no key's state is read, whatever the key space.
+   */
+  async inspect(): Promise<AppInspection> {
+    const { health, subscriptions, pace } = this.control;
+    const h = await health();
+    const control = pace();
+    const subs = subscriptions();
+    return {
+      app: this.name,
+      status: h.status,
+      subscribers: h.subscribers.map((sh, i) => {
+        const s = subs.find((x) => x.sub.name === sh.name) ?? subs[i]!;
+        const p = s.sub.pace;
+        const shards = p !== undefined && control !== undefined ? control.shards(s.sub.name) : [];
+        return {
+          ...sh,
+          group: s.sub.group,
+          inFlight: s.inFlight,
+          deadLetters: { ...s.deadLetters },
+          deadLetterTopic: s.sub.deadLetter,
+          ...(p !== undefined
+            ? { pace: { kind: p.kind, paused: shards.length > 0 && shards.every((x) => x.paused), shards } }
+            : {}),
+        };
+      }),
+    };
+  }
+
+  /**
+   * A page of a paced subscriber's runs in one stage — `gathering` (open windows: key, events, run ID, when it
+   * closes), `waiting` (and for what: its rate, the pause, a run before it), `running` — newest first, over
+   * the shards hosted here, one shard after another. A page reads the states of its own keys only.
+   *
+   * @throws {@link SluiceError} `UNKNOWN_SUBSCRIBER`, `CONFIG_INVALID` (not paced; a bad `limit`, `stage` or
+   *   `after`), `APP_STATE` unless the app runs.
+   */
+  async inspectRuns(subscriber: string, query: RunQuery = {}): Promise<RunPage> {
+    return this.paced(subscriber, 'inspectRuns').runs(subscriber, query);
+  }
+
+  /**
+   * One key's coordinator of a paced subscriber: its runs (window, waiting, out), its rate's recent starts,
+   * its timer; undefined when it holds nothing.
+   *
+   * @throws {@link SluiceError} as {@link AppControl.inspectRuns}; `SHARD_NOT_OWNED` when another instance
+   *   owns the key's shard.
+   */
+  async inspectKey(subscriber: string, key: string): Promise<KeyInspection | undefined> {
+    if (typeof key !== 'string')
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `App "${this.name}": inspectKey(): key must be a string, got ${show(key)}`,
+      );
+    return this.paced(subscriber, 'inspectKey').key(subscriber, key);
+  }
+
+  /**
+   * Pauses a paced subscriber: events are still journaled and windows close, but no run starts; runs ready
+   * wait (`waitingFor: 'pause'`) until {@link AppControl.resume}. The pause is a record in each shard's log:
+   * it survives a restart, and goes with a shard to its next owner. Runs already out finish.
+   *
+   * @returns the shards where it was not paused before.
+   */
+  async pause(subscriber: string): Promise<readonly number[]> {
+    return this.paced(subscriber, 'pause').pause(subscriber, true);
+  }
+
+  /**
+   * Ends a pause: the runs that waited start, highest `order` first and, with `turns: 'key'`, keys taking
+   * turns, as far as their rates let them. Resolves once they have started.
+   *
+   * @returns the shards where it was paused.
+   */
+  async resume(subscriber: string): Promise<readonly number[]> {
+    return this.paced(subscriber, 'resume').pause(subscriber, false);
+  }
+
+  /**
+   * Cancels a run that has not started — its window open, or waiting — by its ID: it never runs (its events
+   * are dropped; their IDs stay remembered). Resolves once that is durable, with where the run was, or null
+   * when it was neither (it started already, or there is no such run).
+   */
+  async cancel(subscriber: string, runId: string): Promise<Cancelled> {
+    if (typeof runId !== 'string')
+      throw new SluiceError(
+        'CONFIG_INVALID',
+        `App "${this.name}": cancel(): runId must be a string, got ${show(runId)}`,
+      );
+    return this.paced(subscriber, 'cancel').cancel(subscriber, runId);
+  }
+
+  /** The pace control for an action on `subscriber`, which must be a paced subscriber of the running app. */
+  private paced(subscriber: string, what: string): PaceControl {
+    const { state, subscriptions, pace } = this.control;
+    if (state() !== 'running')
+      throw new SluiceError('APP_STATE', `App "${this.name}": ${what}() needs a running app, it is ${state()}`);
+    const s = subscriptions().find((x) => x.sub.name === subscriber);
+    if (s === undefined)
+      throw new SluiceError('UNKNOWN_SUBSCRIBER', `App "${this.name}": no subscriber is named ${show(subscriber)}`);
+    const control = pace();
+    if (s.sub.pace === undefined || control === undefined)
+      throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscriber ${show(subscriber)} is not paced`);
+    return control;
+  }
+}
