@@ -41,6 +41,14 @@ export type {
   WaitingFor,
 } from './pace-stage/pace-inspection.js';
 export type { Cancelled } from './pace/rules.js';
+export {
+  REPLAY_HEADER,
+  type DeadLetterPage,
+  type DeadLetterQuery,
+  type DeadLetterView,
+  type ReplayOptions,
+  type ReplayResult,
+} from './app/dead-letter-replay.js';
 export type {
   HealthOptions,
   HttpOptions,

@@ -2,7 +2,15 @@ import { SluiceError, show } from '../core/errors.js';
 import type { Cancelled } from '../pace/rules.js';
 import type { PaceControl } from '../pace-stage/pace-control.js';
 import type { KeyInspection, PaceShardInspection, RunPage, RunQuery } from '../pace-stage/pace-inspection.js';
+import type { Broker } from '../core/ports.js';
 import type { DeadLetterCounts } from '../pipeline/dead-letters.js';
+import {
+  DeadLetterTopic,
+  type DeadLetterPage,
+  type DeadLetterQuery,
+  type ReplayOptions,
+  type ReplayResult,
+} from './dead-letter-replay.js';
 import type { Subscription } from '../pipeline/subscription.js';
 import type { AppHealth, AppStatus, SubscriberHealth } from '../telemetry/health.js';
 import { AppSettings } from './app-settings.js';
@@ -62,17 +70,39 @@ export interface ControlSource {
   readonly health: () => Promise<AppHealth>;
   /** The pace stage's control, when the app has paced subscribers and runs. */
   readonly pace: () => PaceControl | undefined;
+  /** The broker a subscriber is mounted on. */
+  readonly brokerOf: (subscriber: string) => Broker | undefined;
 }
 
 /**
  * What an {@link App} shows of itself while it runs, and the actions on what is stuck: `inspect`,
- * `inspectRuns`, `inspectKey`; `pause`, `resume`, `cancel` (see docs/console.md).
+ * `inspectRuns`, `inspectKey`, `inspectDeadLetters`; `pause`, `resume`, `cancel`, `replayDeadLetters` (see
+ * docs/console.md).
  *
  * @category App
  */
 export abstract class AppControl extends AppSettings {
   /** @internal What the inspection reads. */
   protected abstract get control(): ControlSource;
+
+  /**
+   * What became of each running subscriber's dead letters since `start()`, by name: published whole,
+   * published stripped (the broker refused the whole one), lost (refused even stripped), dropped.
+   * Empty before `start()` and after `stop()`.
+   */
+  deadLetters(): Readonly<Record<string, Readonly<DeadLetterCounts>>> {
+    return Object.fromEntries(this.control.subscriptions().map((s) => [s.sub.name, { ...s.deadLetters }]));
+  }
+
+  /**
+   * The app's health: its status (`ready` once `start()` resolved: its groups joined and its pace shards
+   * restored; `degraded` while a subscriber has not polled, or an attempt has run, past the thresholds of
+   * `options.health`) and each running subscriber's partitions, last poll, oldest attempt and lag (asked of
+   * the broker). The HTTP server's `/health/live` and `/health/ready` answer from the same, without the lag.
+   */
+  health(): Promise<AppHealth> {
+    return this.control.health();
+  }
 
   /**
    * The running subscribers: their partitions, lag (asked of the broker), what they have in flight, their dead
@@ -168,15 +198,57 @@ export abstract class AppControl extends AppSettings {
     return this.paced(subscriber, 'cancel').cancel(subscriber, runId);
   }
 
-  /** The pace control for an action on `subscriber`, which must be a paced subscriber of the running app. */
-  private paced(subscriber: string, what: string): PaceControl {
-    const { state, subscriptions, pace } = this.control;
+  /**
+   * A page of a subscriber's dead letters, oldest first, partition after partition: where each came from, why,
+   * its value's first 1,000 characters, and whether it was replayed.
+   *
+   * @throws {@link SluiceError} `UNKNOWN_SUBSCRIBER`; `CONFIG_INVALID` for a subscriber without a dead-letter
+   *   topic, on a broker that cannot read one, or a bad query; `APP_STATE` unless the app runs.
+   */
+  async inspectDeadLetters(subscriber: string, query: DeadLetterQuery = {}): Promise<DeadLetterPage> {
+    return this.deadLetterTopic(subscriber, 'inspectDeadLetters').page(query);
+  }
+
+  /**
+   * Publishes dead letters again to the topics they came from (their key, value and own headers, and
+   * `x-sluice-replay-of` naming the letter), so that their subscriber handles them again. Each letter is
+   * replayed once ever: a replay records it (in the topic `<dead-letter topic>.replayed`) before it publishes it,
+   * and a later replay skips it. A crash between the two loses that letter's replay (it shows as replayed) and
+   * never publishes it twice. One replay at a time per broker in an app.
+   *
+   * @throws {@link SluiceError} as {@link AppControl.inspectDeadLetters}; what the broker's publish rejects with.
+   */
+  async replayDeadLetters(subscriber: string, options: ReplayOptions = {}): Promise<ReplayResult> {
+    return this.deadLetterTopic(subscriber, 'replayDeadLetters').replay(options);
+  }
+
+  /** The dead-letter topic of `subscriber`, which must be a running subscriber with one, on a broker that reads it. */
+  private deadLetterTopic(subscriber: string, what: string): DeadLetterTopic {
+    const s = this.running(subscriber, what);
+    const broker = this.control.brokerOf(subscriber);
+    const who = `App "${this.name}": ${what}(${show(subscriber)})`;
+    if (s.sub.deadLetter === false)
+      throw new SluiceError('CONFIG_INVALID', `${who}: the subscriber has no dead-letter topic`);
+    if (broker?.readTopic === undefined)
+      throw new SluiceError('CONFIG_INVALID', `${who}: its broker (${broker?.kind ?? 'none'}) cannot read topics`);
+    return new DeadLetterTopic(broker, s.sub.deadLetter, who);
+  }
+
+  /** The subscription of `subscriber`, which must be a subscriber of the running app. */
+  private running(subscriber: string, what: string): Subscription {
+    const { state, subscriptions } = this.control;
     if (state() !== 'running')
       throw new SluiceError('APP_STATE', `App "${this.name}": ${what}() needs a running app, it is ${state()}`);
     const s = subscriptions().find((x) => x.sub.name === subscriber);
     if (s === undefined)
       throw new SluiceError('UNKNOWN_SUBSCRIBER', `App "${this.name}": no subscriber is named ${show(subscriber)}`);
-    const control = pace();
+    return s;
+  }
+
+  /** The pace control for an action on `subscriber`, which must be a paced subscriber of the running app. */
+  private paced(subscriber: string, what: string): PaceControl {
+    const s = this.running(subscriber, what);
+    const control = this.control.pace();
     if (s.sub.pace === undefined || control === undefined)
       throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscriber ${show(subscriber)} is not paced`);
     return control;

@@ -10,14 +10,13 @@ import type { SubscriberSpec } from '../declare/spec.js';
 import { parseDefaults } from '../declare/parse.js';
 import { fileStore } from '../store/file-store.js';
 import { checkAppOptions, defaultStoreDir, type AppOptions } from './app-options.js';
-import { callingHandlerHost, type DeadLetterCounts } from '../pipeline/executor.js';
+import { callingHandlerHost } from '../pipeline/executor.js';
 import { Hooks } from './hooks.js';
 import { AppControl, type ControlSource } from './app-control.js';
 import { asyncApiOf, type AsyncApiDocument, type AsyncApiSource } from './asyncapi.js';
 import { waitIdle } from './idle.js';
 import { held, Lifecycle } from './lifecycle.js';
 import { Mounts } from './mounts.js';
-import type { AppHealth } from '../telemetry/health.js';
 import { StartParts } from './start-parts.js';
 import { sendRefusal, type AsJson, type PacedEventOf, type PacedStart, type SendTarget } from './send.js';
 import { serveUntilStopped } from './signals.js';
@@ -158,6 +157,7 @@ export class App extends AppControl {
       subscriptions: () => this.subscriptions(),
       health: () => this.telemetry.health(true),
       pace: () => this.lifecycle.parts?.pacer?.control,
+      brokerOf: (subscriber) => this.mounts.all.find((m) => m.subscribers.some((s) => s.name === subscriber))?.broker,
     };
   }
 
@@ -173,25 +173,6 @@ export class App extends AppControl {
    */
   subscribers(): readonly CompiledSubscriber[] {
     return this.mounts.subscribers();
-  }
-
-  /**
-   * What became of each running subscriber's dead letters since `start()`, by name: published whole,
-   * published stripped (the broker refused the whole one), lost (refused even stripped), dropped.
-   * Empty before `start()` and after `stop()`.
-   */
-  deadLetters(): Readonly<Record<string, Readonly<DeadLetterCounts>>> {
-    return Object.fromEntries(this.subscriptions().map((s) => [s.sub.name, { ...s.deadLetters }]));
-  }
-
-  /**
-   * The app's health: its status (`ready` once `start()` resolved: its groups joined and its pace shards
-   * restored; `degraded` while a subscriber has not polled, or an attempt has run, past the thresholds of
-   * `options.health`) and each running subscriber's partitions, last poll, oldest attempt and lag (asked of
-   * the broker). The HTTP server's `/health/live` and `/health/ready` answer from the same, without the lag.
-   */
-  health(): Promise<AppHealth> {
-    return this.telemetry.health(true);
   }
 
   /**

@@ -85,6 +85,23 @@ export interface Broker {
    * so refuses to start on a broker without it.
    */
   transactions?(group: string, topic: string): InputTransactions;
+  /**
+   * Creates `topic` with `partitions` partitions, if it does not exist. Optional: a replay creates the topic
+   * that records it this way, where the broker has it.
+   */
+  createTopic?(topic: string, partitions: number): Promise<void>;
+  /**
+   * Reads `partition` of `topic` from offset `from` on (committed messages only), calling `visit` with each in
+   * offset order until it returns false or the partition's end, as it was when the read began, is reached; reads
+   * nothing of a topic that does not exist. Optional: dead letters are shown and replayed (`app.inspectDeadLetters`,
+   * `app.replayDeadLetters`) only on a broker that has it.
+   */
+  readTopic?(
+    topic: string,
+    partition: number,
+    from: number,
+    visit: (message: InboundMessage) => boolean,
+  ): Promise<void>;
   /** Releases what `connect` opened (the app calls it last in `stop()`, after its consumers closed). */
   close(): Promise<void>;
 }

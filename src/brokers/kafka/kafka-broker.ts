@@ -4,7 +4,7 @@ import { OncePerKey } from '../../core/once-per-key.js';
 import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
-import type { PublishOptions } from '../../core/message.js';
+import type { InboundMessage, PublishOptions } from '../../core/message.js';
 import type {
   Broker,
   BrokerServer,
@@ -22,6 +22,8 @@ import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings
 import { PublishBatches, keyPartition } from './publish/publish-batches.js';
 import { isLegalTopic, publishError, recordOf } from './publish/publishing.js';
 import { kafkajsTransactions } from './publish/input-transactions.js';
+import { KafkaInbound } from './convert.js';
+import { readPartition } from './store/partition-reader.js';
 
 /**
  * Apache Kafka through kafkajs: one kafkajs consumer per subscriber (each made by a kafkajs client of
@@ -265,6 +267,20 @@ export class KafkaBroker implements Broker {
   async clusterId(): Promise<string> {
     await this.connect();
     return (await this.admin!.describeCluster()).clusterId;
+  }
+
+  /** See {@link Broker.readTopic}: fetched from the partition's leader, with no consumer group. */
+  async readTopic(
+    topic: string,
+    partition: number,
+    from: number,
+    visit: (message: InboundMessage) => boolean,
+  ): Promise<void> {
+    if ((await this.partitionCount(topic)) <= partition) return;
+    const read = { kafka: this.kafka, admin: this.admin!, topic, partition, from, log: this.log };
+    await readPartition({ ...read, groupPrefix: `${topic}.read-${partition}`, until: 'end' }, (m) =>
+      visit(new KafkaInbound(topic, partition, m)),
+    );
   }
 
   /**

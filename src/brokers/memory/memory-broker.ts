@@ -285,6 +285,19 @@ export class MemoryBroker implements Broker {
     return this.groups.get(`${group}\u0000${topic}`)?.readCount ?? 0;
   }
 
+  /** See {@link Broker.readTopic}. */
+  async readTopic(
+    topic: string,
+    partition: number,
+    from: number,
+    visit: (message: InboundMessage) => boolean,
+  ): Promise<void> {
+    const log = this.topicLogs.get(topic)?.partitions[partition];
+    if (log === undefined) return;
+    const end = log.length;
+    for (let offset = Math.max(0, from); offset < end; offset++) if (!visit(log[offset]!)) return;
+  }
+
   /**
    * The end offset of each partition of a topic: how many messages each holds. Creates the topic if it does not exist.
    */

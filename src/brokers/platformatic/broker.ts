@@ -3,7 +3,7 @@ import { OncePerKey } from '../../core/once-per-key.js';
 import { SluiceError, show } from '../../core/errors.js';
 import { SystemClock } from '../../core/clock.js';
 import { jsonLogger } from '../../core/logger.js';
-import type { PublishOptions } from '../../core/message.js';
+import type { InboundMessage, PublishOptions } from '../../core/message.js';
 import type {
   Broker,
   BrokerServer,
@@ -21,6 +21,8 @@ import { PlatformaticConsumer } from './consumer.js';
 import { pk } from './client.js';
 import { bytes, isRefused, messageOf, refusalOf } from './records.js';
 import { platformaticTransactions } from './transactions.js';
+import { PlatformaticInbound } from './inbound.js';
+import { readPartition } from './partition-read.js';
 import type { PlatformaticKafkaBrokerOptions, PlatformaticSettings } from './settings.js';
 
 /**
@@ -229,6 +231,40 @@ export class PlatformaticKafkaBroker implements Broker {
     const count = metadata.topics.get(topic)?.partitionsCount ?? 0;
     this.partitionCounts.set(topic, count);
     return count;
+  }
+
+  /** See {@link Broker.readTopic}: fetched from the partition's leader, with no consumer group. */
+  async readTopic(
+    topic: string,
+    partition: number,
+    from: number,
+    visit: (message: InboundMessage) => boolean,
+  ): Promise<void> {
+    if ((await this.partitionCount(topic)) <= partition) return;
+    const consumer = new pk.Consumer<Buffer, Buffer, Buffer, Buffer>({
+      ...this.base,
+      groupId: `${topic}.read-${partition}`, // joined by no one: the read fetches without a group
+      retries: 6,
+      retryDelay: (_client, _operation, attempt) => Math.min(100 * 2 ** attempt, 2_000),
+    });
+    try {
+      await readPartition({ admin: this.admin!, consumer, topic, partition, until: 'end', from }, (m) =>
+        visit(
+          new PlatformaticInbound({
+            topic,
+            partition,
+            offset: BigInt(m.offset),
+            key: m.key,
+            value: m.value,
+            headers: new Map(),
+            headerEntries: m.recordHeaders ?? [],
+            timestamp: m.appendedAt ?? 0n,
+          } as unknown as ConstructorParameters<typeof PlatformaticInbound>[0]),
+        ),
+      );
+    } finally {
+      await consumer.close().catch((error: unknown) => this.log.debug('reader not closed', { error }));
+    }
   }
 
   /** The cluster's ID, as the broker tells. */

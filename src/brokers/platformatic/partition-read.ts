@@ -13,6 +13,8 @@ export interface PartitionRead {
   readonly topic: string;
   readonly partition: number;
   readonly until: ReadUntil;
+  /** Where the read begins, if after the partition's start. */
+  readonly from?: number;
 }
 
 /** The most bytes one fetch asks for, and for the one partition in it. */
@@ -26,11 +28,11 @@ const PARTITION_BYTES = 16 * 1024 * 1024;
  * `group.initial.rebalance.delay.ms`. A fetch that finds nothing yet (a transaction still open holds the last
  * stable offset back) is made again, the broker waiting up to 100 ms for data each time.
  */
-export async function readPartition(read: PartitionRead, visit: (message: StoredMessage) => void): Promise<void> {
+export async function readPartition(read: PartitionRead, visit: (message: StoredMessage) => unknown): Promise<void> {
   const { topic, partition, until } = read;
   const { low, high } = await bounds(read.admin, topic, partition);
   const end = until === 'end' ? high : Number.POSITIVE_INFINITY;
-  let offset = BigInt(low);
+  let offset = BigInt(Math.max(low, read.from ?? 0));
   for (let leaderless = 0; offset < end;) {
     let answer: Fetched | 'no leader';
     try {
@@ -51,8 +53,8 @@ export async function readPartition(read: PartitionRead, visit: (message: Stored
     }
     leaderless = 0;
     const next = committedOf(answer.batches, answer.aborted, offset, (message) => {
-      visit(message);
-      return until !== 'end' && until(message);
+      if (Number(message.offset) >= end) return true;
+      return visit(message) === false || (until !== 'end' && until(message));
     });
     if (next === 'done') return;
     offset = next;
@@ -172,7 +174,15 @@ export function committedOf(
     for (const record of batch.records) {
       const offset = batch.firstOffset + BigInt(record.offsetDelta);
       if (offset < from) continue; // a batch begun before the offset asked for
-      if (visit({ offset: String(offset), key: record.key, value: record.value })) return 'done';
+      const timestamp = batch.firstTimestamp + record.timestampDelta;
+      const message = {
+        offset: String(offset),
+        key: record.key,
+        value: record.value,
+        recordHeaders: record.headers,
+        appendedAt: timestamp,
+      };
+      if (visit(message)) return 'done';
     }
   }
   return next;

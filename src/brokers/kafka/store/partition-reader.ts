@@ -29,8 +29,13 @@ export interface PartitionRead {
    * is open on the partition), or a predicate, asked after each message, true once the reader has all it needs.
    */
   readonly until: 'end' | ((message: KafkaMessage) => boolean);
+  /** Where the read begins, if after the partition's start. */
+  readonly from?: number;
   readonly log: Logger;
 }
+
+/** Told each message read; returning false (and nothing else) ends the read there. */
+export type Visit = (message: KafkaMessage) => unknown;
 
 /**
  * Reads one partition from its start, committed messages only (`read_committed`: aborted transactions and
@@ -43,16 +48,17 @@ export interface PartitionRead {
  * alone, whose assigner gives its one member the one partition; it commits nothing, and the group is
  * deleted after (an empty group without offsets leaves nothing behind anyway).
  */
-export async function readPartition(read: PartitionRead, visit: (message: KafkaMessage) => void): Promise<void> {
+export async function readPartition(read: PartitionRead, visit: Visit): Promise<void> {
   const { admin, topic, partition } = read;
   const offsets = await askAgain(() => admin.fetchTopicOffsets(topic), SESSION_CLOCK);
   const at = offsets.find((o) => o.partition === partition);
   if (!at) throw new Error(`${topic} has no partition ${partition}`);
   const end = read.until === 'end' ? Number(at.high) : Number.POSITIVE_INFINITY;
-  if (end <= Number(at.low)) return; // empty (or every record deleted)
+  const start = Math.max(Number(at.low), read.from ?? 0);
+  if (end <= start) return; // empty (or every record deleted), or nothing from `from` on
   const internals = kafkajsInternals(read.kafka);
-  if (internals) return fetchPartition(read, internals, Number(at.low), end, visit);
-  return readInGroup(read, end, visit);
+  if (internals) return fetchPartition(read, internals, start, end, visit);
+  return readInGroup(read, end, (m) => (Number(m.offset) < start ? undefined : visit(m)));
 }
 
 /** Fetches after a retriable failure (the leader moved, a connection dropped) this many times at most. */
@@ -69,7 +75,7 @@ async function fetchPartition(
   internals: KafkajsInternals,
   from: number,
   end: number,
-  visit: (message: KafkaMessage) => void,
+  visit: Visit,
 ): Promise<void> {
   const { topic, partition, until } = read;
   const cluster = internals.cluster();
@@ -114,8 +120,8 @@ async function fetchPartition(
       if (fetched === undefined || fetched.messages.length === 0) continue; // nothing committed past `offset` yet
       const batch = internals.batch(topic, String(offset), fetched);
       for (const message of batch.messages) {
-        visit(message);
-        if (until !== 'end' && until(message)) return;
+        if (Number(message.offset) >= end) return;
+        if (visit(message) === false || (until !== 'end' && until(message))) return;
       }
       offset = Number(batch.lastOffset()) + 1;
     }
@@ -125,7 +131,7 @@ async function fetchPartition(
 }
 
 /** The read in a consumer group of its own (a kafkajs without the internals a fetch takes). */
-async function readInGroup(read: PartitionRead, end: number, visit: (message: KafkaMessage) => void): Promise<void> {
+async function readInGroup(read: PartitionRead, end: number, visit: Visit): Promise<void> {
   const { admin, topic, partition } = read;
   const groupId = `${read.groupPrefix}.${randomBytes(6).toString('hex')}`;
   const consumer = read.kafka.consumer({
@@ -164,14 +170,15 @@ async function readInGroup(read: PartitionRead, end: number, visit: (message: Ka
       eachBatch: async ({ batch }) => {
         if (finished || batch.partition !== partition) return;
         for (const message of batch.messages) {
+          let stop: boolean;
           try {
-            visit(message);
+            stop = visit(message) === false;
           } catch (error) {
             finished = true;
             fail(error);
             return;
           }
-          if (until !== 'end' && until(message)) {
+          if (stop || (until !== 'end' && until(message))) {
             finished = true;
             finish();
             return;

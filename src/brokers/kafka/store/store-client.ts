@@ -13,6 +13,10 @@ export interface StoredMessage {
   readonly offset: string;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
+  /** Its headers, as the batch holds them (a client's read may leave them out: the store has none). */
+  readonly recordHeaders?: readonly (readonly [Buffer | null, Buffer | null])[];
+  /** When the broker took it (likewise). */
+  readonly appendedAt?: bigint;
 }
 
 /** A message the store writes to one of its partitions: a tombstone has no value. */
