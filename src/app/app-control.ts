@@ -1,6 +1,8 @@
 import { SluiceError, show } from '../core/errors.js';
 import type { Cancelled } from '../pace/rules.js';
-import type { PaceControl } from '../pace-stage/pace-control.js';
+import type { Pacer } from '../pace-stage/pacer.js';
+import { keyOfRun } from '../pace-stage/pace-control.js';
+import { RoutedControl } from './routed-control.js';
 import type { KeyInspection, PaceShardInspection, RunPage, RunQuery } from '../pace-stage/pace-inspection.js';
 import type { Broker } from '../core/ports.js';
 import type { DeadLetterCounts } from '../pipeline/dead-letters.js';
@@ -68,8 +70,8 @@ export interface ControlSource {
   readonly subscriptions: () => readonly Subscription[];
   /** The app's health, with each subscriber's lag. */
   readonly health: () => Promise<AppHealth>;
-  /** The pace stage's control, when the app has paced subscribers and runs. */
-  readonly pace: () => PaceControl | undefined;
+  /** The pace stage, when the app has paced subscribers and runs. */
+  readonly pacer: () => Pacer | undefined;
   /** The broker a subscriber is mounted on. */
   readonly brokerOf: (subscriber: string) => Broker | undefined;
 }
@@ -110,17 +112,22 @@ export abstract class AppControl extends AppSettings {
    * paused or not. Counts only: no key's state is read, whatever the key space.
    */
   async inspect(): Promise<AppInspection> {
-    const { health, subscriptions, pace } = this.control;
+    const { health, subscriptions, pacer } = this.control;
     const h = await health();
-    const control = pace();
     const subs = subscriptions();
+    const paced = pacer();
+    const shardsOf = async (s: Subscription) =>
+      s.sub.pace !== undefined && paced !== undefined ? new RoutedControl(s.sub.name, paced, s.routing).shards() : [];
+    const shardLists = await Promise.all(
+      h.subscribers.map((sh, i) => shardsOf(subs.find((x) => x.sub.name === sh.name) ?? subs[i]!)),
+    );
     return {
       app: this.name,
       status: h.status,
       subscribers: h.subscribers.map((sh, i) => {
         const s = subs.find((x) => x.sub.name === sh.name) ?? subs[i]!;
         const p = s.sub.pace;
-        const shards = p !== undefined && control !== undefined ? control.shards(s.sub.name) : [];
+        const shards = shardLists[i]!;
         return {
           ...sh,
           group: s.sub.group,
@@ -144,7 +151,7 @@ export abstract class AppControl extends AppSettings {
    *   `after`), `APP_STATE` unless the app runs.
    */
   async inspectRuns(subscriber: string, query: RunQuery = {}): Promise<RunPage> {
-    return this.paced(subscriber, 'inspectRuns').runs(subscriber, query);
+    return this.paced(subscriber, 'inspectRuns').runs(query);
   }
 
   /**
@@ -160,7 +167,7 @@ export abstract class AppControl extends AppSettings {
         'CONFIG_INVALID',
         `App "${this.name}": inspectKey(): key must be a string, got ${show(key)}`,
       );
-    return this.paced(subscriber, 'inspectKey').key(subscriber, key);
+    return this.paced(subscriber, 'inspectKey').key(key);
   }
 
   /**
@@ -171,7 +178,7 @@ export abstract class AppControl extends AppSettings {
    * @returns the shards where it was not paused before.
    */
   async pause(subscriber: string): Promise<readonly number[]> {
-    return this.paced(subscriber, 'pause').pause(subscriber, true);
+    return this.paced(subscriber, 'pause').pause(true);
   }
 
   /**
@@ -181,7 +188,7 @@ export abstract class AppControl extends AppSettings {
    * @returns the shards where it was paused.
    */
   async resume(subscriber: string): Promise<readonly number[]> {
-    return this.paced(subscriber, 'resume').pause(subscriber, false);
+    return this.paced(subscriber, 'resume').pause(false);
   }
 
   /**
@@ -195,7 +202,7 @@ export abstract class AppControl extends AppSettings {
         'CONFIG_INVALID',
         `App "${this.name}": cancel(): runId must be a string, got ${show(runId)}`,
       );
-    return this.paced(subscriber, 'cancel').cancel(subscriber, runId);
+    return this.paced(subscriber, 'cancel').cancel(runId, keyOfRun(runId));
   }
 
   /**
@@ -246,11 +253,11 @@ export abstract class AppControl extends AppSettings {
   }
 
   /** The pace control for an action on `subscriber`, which must be a paced subscriber of the running app. */
-  private paced(subscriber: string, what: string): PaceControl {
+  private paced(subscriber: string, what: string): RoutedControl {
     const s = this.running(subscriber, what);
-    const control = this.control.pace();
-    if (s.sub.pace === undefined || control === undefined)
+    const pacer = this.control.pacer();
+    if (s.sub.pace === undefined || pacer === undefined)
       throw new SluiceError('CONFIG_INVALID', `App "${this.name}": subscriber ${show(subscriber)} is not paced`);
-    return control;
+    return new RoutedControl(subscriber, pacer, s.routing);
   }
 }

@@ -156,7 +156,7 @@ export class App extends AppControl {
       state: () => this.lifecycle.state,
       subscriptions: () => this.subscriptions(),
       health: () => this.telemetry.health(true),
-      pace: () => this.lifecycle.parts?.pacer?.control,
+      pacer: () => this.lifecycle.parts?.pacer,
       brokerOf: (subscriber) => this.mounts.all.find((m) => m.subscribers.some((s) => s.name === subscriber))?.broker,
     };
   }

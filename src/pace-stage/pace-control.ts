@@ -21,6 +21,16 @@ export function keyOfRun(runId: string): string | undefined {
 }
 
 /**
+ * An action or view on one shard, as an instance asks the owner of a shard's partition for it (see
+ * `SendRouting.control`): JSON, it travels on the requests topic.
+ */
+export type ControlOp =
+  | { readonly kind: 'pause' | 'resume' | 'shard' }
+  | { readonly kind: 'runs'; readonly query: RunQuery }
+  | { readonly kind: 'key'; readonly key: string }
+  | { readonly kind: 'cancel'; readonly runId: string };
+
+/**
  * The pace stage's actions on what it holds: pause and resume a subscriber (a record in each of its shards,
  * so that a pause survives a restart and goes with a shard to its next owner), cancel a run not yet started,
  * and the wakes that start the runs a pause held.
@@ -46,7 +56,7 @@ export class PaceControl {
    * for a resume, once the runs it held have started (as far as their rates let them). Returns the shards
    * where it changed anything.
    */
-  async pause(subscriber: string, paused: boolean, hosts: readonly PaceHost[] = this.hosts()): Promise<number[]> {
+  async pause(subscriber: string, paused: boolean, hosts: readonly PaceHost[] = this.hosted()): Promise<number[]> {
     const pace = this.paceOf(subscriber);
     const changed: number[] = [];
     await Promise.all(
@@ -76,18 +86,50 @@ export class PaceControl {
   /** Each shard of `subscriber` hosted here, counted. */
   shards(subscriber: string): PaceShardInspection[] {
     this.paceOf(subscriber);
-    return [...this.hosts()].sort((a, b) => a.shard - b.shard).map((h) => shardInspection(h, subscriber));
+    return [...this.hosted()].sort((a, b) => a.shard - b.shard).map((h) => shardInspection(h, subscriber));
   }
 
   /** A page of `subscriber`'s runs in the shards hosted here (see {@link runPage}). */
   runs(subscriber: string, query: RunQuery = {}): RunPage {
-    return runPage(this.hosts(), subscriber, this.paceOf(subscriber), query);
+    return runPage(this.hosted(), subscriber, this.paceOf(subscriber), query);
   }
 
   /** `key`'s coordinator of `subscriber`, or undefined when it holds nothing; `SHARD_NOT_OWNED` if not hosted here. */
   key(subscriber: string, key: string): KeyInspection | undefined {
     const pace = this.paceOf(subscriber);
     return keyInspection(this.hostOf(subscriber, key), subscriber, key, pace);
+  }
+
+  /**
+   * Runs `op` on shard `shard`, which must be hosted here (else `SHARD_NOT_OWNED`): what an owner does for an
+   * instance that asked it. Answers what the same call here answers, for that shard alone.
+   */
+  async runAt(subscriber: string, shard: number, op: ControlOp): Promise<unknown> {
+    const pace = this.paceOf(subscriber);
+    const host = this.hosted().find((h) => h.shard === shard);
+    if (host === undefined)
+      throw new SluiceError(
+        'SHARD_NOT_OWNED',
+        `pace: shard ${shard} of ${JSON.stringify(subscriber)} is not hosted here now`,
+      );
+    switch (op.kind) {
+      case 'pause':
+      case 'resume':
+        return this.pause(subscriber, op.kind === 'pause', [host]);
+      case 'shard':
+        return shardInspection(host, subscriber);
+      case 'runs':
+        return runPage([host], subscriber, pace, { ...op.query, shard });
+      case 'key':
+        return keyInspection(host, subscriber, op.key, pace) ?? null;
+      case 'cancel':
+        return this.cancel(subscriber, op.runId);
+    }
+  }
+
+  /** Whether shard `shard` is hosted here now. */
+  hosts(shard: number): boolean {
+    return this.hosted().some((h) => h.shard === shard);
   }
 
   /** The host of `key`'s shard, if hosted here (else `SHARD_NOT_OWNED`, or `APP_STATE` before the store is open). */
@@ -124,7 +166,7 @@ export class PaceControl {
     }
   }
 
-  private hosts(): readonly PaceHost[] {
+  private hosted(): readonly PaceHost[] {
     return this.placement()?.all() ?? [];
   }
 

@@ -4,6 +4,7 @@ import type { Broker, Clock, ConsumeRequest, Consumer, Logger, Timer } from '../
 import type { Receipt } from '../pace/rules.js';
 import { checkKey, eventJson, type Appended } from './pace-event.js';
 import type { Pacer } from './pacer.js';
+import type { ControlOp } from './pace-control.js';
 
 /** What {@link SendRouting} works with. */
 export interface SendRoutingParts {
@@ -43,22 +44,27 @@ export interface RouteTracing {
   sending(): ((receipt: Receipt) => void) | undefined;
 }
 
-/** A request on the requests topic: which instance sent it, and the start. */
+/**
+ * A request on the requests topic: which instance sent it, and the start; or, with `op`, an action or view on
+ * the shard of the partition it was published to (`key` is then the key it is about, if any).
+ */
 interface Request {
   readonly id: string;
   readonly from: string;
   readonly key: string;
-  readonly event: unknown;
+  readonly event?: unknown;
   readonly eventId?: string;
+  readonly op?: ControlOp;
 }
 
-/** An answer on the replies topic: the receipt, or why the start was refused. */
+/** An answer on the replies topic: the receipt, an op's result, or why the start (or op) was refused. */
 type Reply =
   | { readonly id: string; readonly receipt: Receipt }
+  | { readonly id: string; readonly result: unknown }
   | { readonly id: string; readonly error: { readonly code: string; readonly message: string } };
 
 interface Waiting {
-  resolve(receipt: Receipt): void;
+  resolve(answer: Receipt | { readonly result: unknown }): void;
   reject(error: unknown): void;
   readonly timer: Timer;
 }
@@ -67,7 +73,7 @@ interface Waiting {
 const MOVED: ReadonlySet<ErrorCode> = new Set(['SHARD_NOT_OWNED', 'STORE_FENCED']);
 
 /** Refusals the owner answers (the start can never be taken); anything else leaves the request for later. */
-const ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID']);
+const ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID', 'CONFIG_INVALID', 'UNKNOWN_SUBSCRIBER']);
 
 /**
  * `app.send` to a paced subscriber whose store is owned by partition, from any instance of the app. A key
@@ -192,31 +198,60 @@ export class SendRouting {
   }
 
   private async route(partition: number, appended: Appended): Promise<Receipt> {
-    const { broker, routes, clock, timeoutMs, subscriber } = this.parts;
+    const { subscriber, timeoutMs } = this.parts;
     checkKey(subscriber, appended.key);
     const event = eventJson(appended.event);
+    const request = { from: this.from, key: appended.key, event, ...eventIdOf(appended) };
+    const timedOut = (): SluiceError =>
+      new SluiceError(
+        'SEND_TIMEOUT',
+        `subscriber ${show(subscriber)}: key ${show(appended.key.slice(0, 40))} is in partition ${partition}, owned by another instance, which did not answer within sendTimeoutMs (${timeoutMs} ms); the event may or may not have been recorded, and sending it again with the same eventId is safe`,
+      );
+    const headers = this.parts.tracing?.activeHeaders(); // the owner's run links to the sender's span
+    return (await this.ask(partition, request, timedOut, headers)) as Receipt;
+  }
+
+  /**
+   * Runs `op` at the owner of `partition` (here, if this instance owns it), resolving with its answer (see
+   * `PaceControl.runAt`); `key` is the key it is about, if any. `SEND_TIMEOUT` when the owner did not answer
+   * within `sendTimeoutMs`.
+   */
+  async control(partition: number, op: ControlOp, key = ''): Promise<unknown> {
+    const { pacer, subscriber, timeoutMs } = this.parts;
+    if (pacer.owns(partition)) return pacer.control.runAt(subscriber, partition, op);
+    const timedOut = (): SluiceError =>
+      new SluiceError(
+        'SEND_TIMEOUT',
+        `subscriber ${show(subscriber)}: partition ${partition} is owned by another instance, which did not answer ${op.kind} within sendTimeoutMs (${timeoutMs} ms)`,
+      );
+    const answer = await this.ask(partition, { from: this.from, key, op }, timedOut, undefined);
+    return (answer as { result: unknown }).result;
+  }
+
+  /** Publishes `request` to `partition` of the requests topic and waits for its answer, until `sendTimeoutMs`. */
+  private async ask(
+    partition: number,
+    request: Omit<Request, 'id'>,
+    timedOut: () => SluiceError,
+    headers: RawHeaders | undefined,
+  ): Promise<Receipt | { readonly result: unknown }> {
+    const { broker, routes, clock, timeoutMs, subscriber } = this.parts;
     if (this.closed) throw new SluiceError('APP_STATE', `subscriber ${show(subscriber)}: the app is stopping`);
     const id = this.parts.uuid();
-    const request: Request = { id, from: this.from, key: appended.key, event, ...eventIdOf(appended) };
-    const headers = this.parts.tracing?.activeHeaders(); // the owner's run links to the sender's span
-    const answered = new Promise<Receipt>((resolve, reject) => {
+    const answered = new Promise<Receipt | { readonly result: unknown }>((resolve, reject) => {
       const timer = clock.setTimer(
         timeoutMs,
         () => {
           this.waiting.delete(id);
-          reject(
-            new SluiceError(
-              'SEND_TIMEOUT',
-              `subscriber ${show(subscriber)}: key ${show(appended.key.slice(0, 40))} is in partition ${partition}, owned by another instance, which did not answer within sendTimeoutMs (${timeoutMs} ms); the event may or may not have been recorded, and sending it again with the same eventId is safe`,
-            ),
-          );
+          reject(timedOut());
         },
         { keepAlive: true },
       );
       this.waiting.set(id, { resolve, reject, timer });
     });
     try {
-      await broker.publish(routes.requests, request, { key: appended.key, partition, ...(headers ? { headers } : {}) });
+      const key = request.key === '' ? {} : { key: request.key };
+      await broker.publish(routes.requests, { id, ...request }, { ...key, partition, ...(headers ? { headers } : {}) });
     } catch (error) {
       this.waiting.get(id)?.timer.cancel();
       this.waiting.delete(id);
@@ -259,7 +294,15 @@ export class SendRouting {
       });
       return Promise.resolve(undefined);
     }
-    const { id, from, key, event, eventId } = request;
+    const { id, from, key, event, eventId, op } = request;
+    if (op !== undefined)
+      return pacer.control.runAt(subscriber, partition, op).then(
+        (result): [string, Reply] => [from, { id, result }],
+        (error: unknown): [string, Reply] => {
+          if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not here now: handed again
+          return [from, { id, error: { code: error.code, message: error.message } }];
+        },
+      );
     // Without an event ID, a request handed twice (a rebalance) is recognised by its offset.
     const source = { topic: routes.requests, partition, offset: message.offset };
     const tracing = this.parts.tracing;
@@ -310,6 +353,7 @@ export class SendRouting {
     if (w === undefined) return; // another instance's, or answered already
     this.waiting.delete(reply.id);
     w.timer.cancel();
+    if ('result' in reply) return w.resolve({ result: reply.result });
     // An instance of a release before `dropped: true` answers a dropped start `{ kind: 'dropped' }` alone.
     if ('receipt' in reply)
       return w.resolve(reply.receipt.kind === 'dropped' ? { kind: 'dropped', dropped: true } : reply.receipt);

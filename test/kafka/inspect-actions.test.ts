@@ -70,6 +70,50 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)(
       expect(ran.sort()).toEqual(['a', 'b', 'c']);
     });
 
+    it('two instances: either pauses, views and cancels every shard, asking the owner; a pause goes with a moved shard', async () => {
+      const topic = uniqueTopic('paused2');
+      await client.broker().createTopic(topic, PARTITIONS);
+      const name = `paused2-${uniquePrefix('p')}`;
+      const prefix = uniquePrefix('paused2');
+      const clock = new ManualClock(T0);
+      const ran: string[] = [];
+      const [a, b] = [paced(client, name, topic, prefix, clock, ran), paced(client, name, topic, prefix, clock, ran)];
+      await a.start();
+      await b.start();
+      await groupSettled([a, b], PARTITIONS);
+      const ownedByA = (await a.health()).subscribers[0]!.assignedPartitions;
+      expect(ownedByA).toHaveLength(1); // one each
+      expect(await a.pause('ev')).toEqual([0, 1]); // its own shard, and b's asked of b
+      expect((await b.inspect()).subscribers[0]!.pace!.shards.map((s) => s.paused)).toEqual([true, true]);
+      const keys = Array.from({ length: 8 }, (_, i) => `key-${i}`);
+      const receipts = await Promise.all(keys.map((key) => a.send('ev', { key, event: { key } })));
+      await clock.advance(1_000);
+      await Promise.all([a.idle(), b.idle()]);
+      expect(ran).toEqual([]);
+      const seen: string[] = [];
+      let after: string | undefined;
+      do {
+        const page = await a.inspectRuns('ev', { stage: 'waiting', limit: 3, ...(after ? { after } : {}) });
+        seen.push(...page.runs.map((r) => r.key));
+        after = page.next;
+      } while (after !== undefined);
+      expect(seen.sort()).toEqual([...keys].sort());
+      for (const key of keys) expect((await b.inspectKey('ev', key))?.runs[0]?.waitingFor).toBe('pause');
+      const cancelled = (receipts[0] as { runId: string }).runId;
+      expect(await b.cancel('ev', cancelled)).toBe('waiting');
+
+      // b leaves: a takes its shard over, restored from the store, paused as it was.
+      await b.stop();
+      await groupSettled([a], PARTITIONS);
+      expect((await a.inspect()).subscribers[0]!.pace!.shards.map((s) => s.paused)).toEqual([true, true]);
+      await clock.advance(0);
+      await a.idle();
+      expect(ran).toEqual([]);
+      expect(await a.resume('ev')).toEqual([0, 1]);
+      await a.idle();
+      expect(ran.sort()).toEqual(keys.slice(1).sort());
+    });
+
     it('dead letters are read from their topic and replayed to their source once, however often asked', async () => {
       const topic = uniqueTopic('replay');
       const broker = client.broker();
