@@ -98,8 +98,9 @@ describe('pace rules: pause, resume, cancel, release', () => {
             const key = `${step.sub}|${step.key}`;
             record = { key: coordinatorKey(step.sub, key), at, type: EVENT, data: { e: n, r: `u${n++}` } };
           } else {
-            const key = coordinatorKey(step.sub, `${step.sub}|${step.key}`);
-            record = step.op === 'timer' ? { key, at, type: TIMER } : { key, at, type: RELEASE, data: 1 };
+            const s = step as Extract<Step, { op: 'timer' | 'release' }>;
+            const key = coordinatorKey(s.sub, `${s.sub}|${s.key}`);
+            record = s.op === 'timer' ? { key, at, type: TIMER } : { key, at, type: RELEASE, data: 1 };
           }
           const before = released().length; // nothing waits: released as applied
           expect(before).toBe(0);
