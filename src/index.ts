@@ -50,6 +50,7 @@ export {
   type ReplayResult,
 } from './app/dead-letter-replay.js';
 export type {
+  ConsoleOptions,
   HealthOptions,
   HttpOptions,
   MetricsOptions,

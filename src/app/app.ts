@@ -33,6 +33,7 @@ import {
 } from './publisher.js';
 import type { RequestCounts } from './requests.js';
 import { Telemetry } from '../telemetry/telemetry.js';
+import { consoleRoutes } from './console/console-routes.js';
 
 export type { AppOptions };
 import type { Receipt } from '../pace/state.js';
@@ -116,6 +117,7 @@ export class App extends AppControl {
       state: () => this.lifecycle.state,
       subscriptions: () => this.subscriptions(),
       pacer: () => this.lifecycle.parts?.pacer,
+      routes: consoleRoutes(this, options.http),
     });
     this.lifecycle = new Lifecycle({
       hooks: this.hooks,

@@ -4,6 +4,18 @@ import type { Logger } from '../core/ports.js';
 import type { AppHealth } from './health.js';
 import type { MetricsRegistry } from './telemetry-options.js';
 
+/**
+ * More paths the server answers, handed in by the app (the console): a route takes every request for its
+ * `prefix` and under it (`/console` takes `/console` and `/console/api/inspect`, not `/consoles`), whatever
+ * its method, and answers it whole. A throw (or a rejection) is logged and answered 500.
+ */
+export interface HttpRoute {
+  /** The path it answers, and every path under it: starts with `/`, no `/` at the end. */
+  readonly prefix: string;
+  /** Answers the request; `path` is the request's path, without its query. */
+  readonly answer: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
+}
+
 /** What the server answers from. */
 export interface HttpSources {
   /** The app's health now, without asking a broker (probes must be cheap). */
@@ -11,6 +23,8 @@ export interface HttpSources {
   /** The registry served at `/metrics`, when the app has metrics. */
   readonly registry: () => MetricsRegistry | undefined;
   readonly log: Logger;
+  /** More routes, asked before the server's own paths. @default none */
+  readonly routes?: readonly HttpRoute[];
 }
 
 /**
@@ -25,8 +39,9 @@ export const SERVER_TIMEOUTS = Object.freeze({
 });
 
 /**
- * The app's HTTP server: `/health/live`, `/health/ready` (200 or 503 and a small JSON body) and `/metrics`.
- * Any other path is 404; a method other than GET or HEAD, 405.
+ * The app's HTTP server: `/health/live`, `/health/ready` (200 or 503 and a small JSON body), `/metrics`, and
+ * the paths of its extra routes (which answer their own methods). Any other path is 404, whatever the
+ * method; a method other than GET or HEAD on the server's own paths, 405.
  */
 export class HttpServer {
   private server: Server | undefined;
@@ -69,12 +84,15 @@ export class HttpServer {
 
   private async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
+      const path = (req.url ?? '/').split('?', 1)[0]!;
+      const route = this.sources.routes?.find((r) => path === r.prefix || path.startsWith(`${r.prefix}/`));
+      if (route !== undefined) return await route.answer(req, res, path);
+      const probe = path === '/health/live' || path === '/health/ready';
+      const registry = path === '/metrics' ? this.sources.registry() : undefined;
+      if (!probe && registry === undefined) return send(res, 404, 'text/plain', 'not found\n');
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'method not allowed\n');
-      const path = (req.url ?? '/').split('?', 1)[0];
-      if (path === '/health/live' || path === '/health/ready') return await this.probe(res, path === '/health/live');
-      const registry = this.sources.registry();
-      if (path === '/metrics' && registry) return send(res, 200, registry.contentType, await registry.metrics());
-      send(res, 404, 'text/plain', 'not found\n');
+      if (probe) return await this.probe(res, path === '/health/live');
+      send(res, 200, registry!.contentType, await registry!.metrics());
     } catch (error) {
       this.sources.log.warn('http: a request failed', { url: req.url, error });
       if (!res.headersSent) send(res, 500, 'text/plain', 'internal error\n');

@@ -29,16 +29,39 @@ export interface MetricsOptions {
 
 /**
  * The app's small HTTP server, listening from `start()` until `stop()` ends: `GET /health/live` and
- * `GET /health/ready` (200 or 503, with a small JSON body, for Kubernetes probes), and `GET /metrics` when
- * the app has `metrics`.
+ * `GET /health/ready` (200 or 503, with a small JSON body, for Kubernetes probes), `GET /metrics` when
+ * the app has `metrics`, and the console under `/console` when it has `console`.
  *
  * @category Observability
  */
 export interface HttpOptions {
   /** The TCP port: an integer from 0 to 65535 (0: one the system picks; see `App.httpPort()`). */
   port: number;
-  /** The address to listen on. @default every address of the host (`::`, or `0.0.0.0` without IPv6) */
+  /**
+   * The address to listen on. @default every address of the host (`::`, or `0.0.0.0` without IPv6); with
+   * `console`, `127.0.0.1` only. That default moves the health probes and `/metrics` to loopback too: give
+   * `host` (`'0.0.0.0'`, say) where a kubelet or Prometheus reads them from another address.
+   */
   host?: string;
+  /**
+   * The console (docs/console.md): a page at `/console` and a JSON API under `/console/api/` that show the
+   * running subscribers and act on them (pause, resume, cancel, replay). Without it nothing under `/console`
+   * exists. Turning it on makes the server listen on `127.0.0.1` unless `host` is given. @default off
+   */
+  console?: ConsoleOptions;
+}
+
+/**
+ * The console's settings (`http.console`).
+ *
+ * @category Observability
+ */
+export interface ConsoleOptions {
+  /**
+   * The secret its actions (pause, resume, cancel, replay) must carry, as `authorization: Bearer <token>`: a
+   * non-empty string. Without it the console shows, and refuses every action (403). @default none
+   */
+  token?: string;
 }
 
 /**
@@ -148,12 +171,18 @@ function checkMetrics(metrics: MetricsOptions, bad: Bad): void {
 }
 
 function checkHttp(http: HttpOptions, bad: Bad): void {
-  if (!isObject(http)) return bad('http', 'an object { port, host? }', http);
-  onlyKnown('http', http, ['port', 'host'], bad);
+  if (!isObject(http)) return bad('http', 'an object { port, host?, console? }', http);
+  onlyKnown('http', http, ['port', 'host', 'console'], bad);
   const port = http.port;
   if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) bad('http.port', 'an integer from 0 to 65535', port);
   if (http.host !== undefined && (typeof http.host !== 'string' || http.host === ''))
     bad('http.host', 'a non-empty string', http.host);
+  const c: unknown = http.console;
+  if (c === undefined) return;
+  if (!isObject(c)) return bad('http.console', 'an object { token? }', c);
+  onlyKnown('http.console', c, ['token'], bad);
+  if (c.token !== undefined && (typeof c.token !== 'string' || c.token === ''))
+    bad('http.console.token', 'a non-empty string', c.token);
 }
 
 function checkHealth(health: HealthOptions, bad: Bad): void {

@@ -2,7 +2,7 @@ import type { Clock, Logger, StoreObserver } from '../core/ports.js';
 import { SluiceError, show } from '../core/errors.js';
 import type { CompiledSubscriber } from '../declare/compile.js';
 import { healthOf, lagOf, type AppHealth } from './health.js';
-import { HttpServer } from './http-server.js';
+import { HttpServer, type HttpRoute } from './http-server.js';
 import { AppMetrics, loadPromClient } from './metrics/metrics.js';
 import type { AppTracer, PipelineObserver } from '../pipeline/delivery-events.js';
 import type { Pacer } from '../pace-stage/pacer.js';
@@ -24,6 +24,8 @@ export interface TelemetryHost {
   readonly state: () => 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
   readonly subscriptions: () => readonly Subscription[];
   readonly pacer: () => Pacer | undefined;
+  /** More routes of the HTTP server (the console's). @default none */
+  readonly routes?: readonly HttpRoute[];
 }
 
 /**
@@ -62,15 +64,18 @@ export class Telemetry {
         health: () => this.health(false),
         registry: () => this.metrics?.registry,
         log: this.host.log,
+        routes: this.host.routes ?? [],
       });
+      // The console's default address is loopback: what acts on the app is not offered to the network unasked.
+      const host = http.host ?? (http.console !== undefined ? '127.0.0.1' : undefined);
       try {
-        await server.listen(http.port, http.host);
+        await server.listen(http.port, host);
       } catch (error) {
         const { code } = (error ?? {}) as { code?: unknown };
         const why = code === 'EADDRINUSE' ? 'is in use by another process' : 'cannot be listened on';
         throw new SluiceError(
           'HTTP_LISTEN_FAILED',
-          `App "${this.host.name}": http.port ${http.port}${http.host === undefined ? '' : ` on http.host ${show(http.host)}`} ${why} (${typeof code === 'string' ? code : show(error)}); free it, or choose another port (0 picks a free one)`,
+          `App "${this.host.name}": http.port ${http.port}${host === undefined ? '' : ` on http.host ${show(host)}`} ${why} (${typeof code === 'string' ? code : show(error)}); free it, or choose another port (0 picks a free one)`,
           { cause: error },
         );
       }
