@@ -17,9 +17,11 @@ export interface DeadLetterView {
   readonly key?: string;
   /** Why it was dead-lettered (its `x-sluice-error` header). */
   readonly reason: string;
-  /** The topic it came from, and where it was there. */
+  /** The topic it came from. */
   readonly sourceTopic: string;
+  /** Its partition there. */
   readonly sourcePartition?: number;
+  /** Its offset there, as a decimal string. */
   readonly sourceOffset?: string;
   /** The attempts made at it. */
   readonly attempts?: number;
@@ -66,6 +68,7 @@ export interface DeadLetterQuery {
  * @category Inspect
  */
 export interface ReplayOptions {
+  /** One partition of the dead-letter topic. @default every one */
   readonly partition?: number;
   /** @default the partition's start */
   readonly fromOffset?: string | number;

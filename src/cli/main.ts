@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { asyncapi, publish, run, serveDocs } from './commands.js';
+import { CONSOLE_FLAGS, consoleCommand } from './console.js';
 import { CliError, EXIT } from './errors.js';
 import { isTypeScript, loadApp } from './load.js';
 import { supervise } from './reload.js';
@@ -28,8 +29,15 @@ Commands:
   publish <module> <topic> <json>   publish one message through the app's broker
       --key <key>                   its key
       --header <name=value>         a header (repeatable)
+  console <what> [args]             ask a running app's console (http.console) and print the answer:
+      inspect | runs <subscriber> | key <subscriber> <key> | dead-letters <subscriber>
+      pause <subscriber> | resume <subscriber> | cancel <subscriber> <runId> | replay <subscriber>
+      --url <http://host:port>      the app's HTTP server (default $SLUICE_CONSOLE_URL, or 127.0.0.1:8080)
+      --token <token>               an action's token (default $SLUICE_CONSOLE_TOKEN)
+      --stage, --shard, --limit, --after       runs; --partition, --limit, --after   dead-letters
+      --partition, --from, --to, --limit       replay
 
-Every command takes --export <name> (the App to use, when the module exports several), and -h, --help.
+Every command but console takes --export <name> (the App to use, when the module exports several), and -h, --help.
 Exit codes: 0 done, 1 the app failed, 2 usage error, 3 the module does not load or exports no App.`;
 
 const OPTIONS = {
@@ -42,6 +50,15 @@ const OPTIONS = {
   host: { type: 'string' },
   key: { type: 'string' },
   header: { type: 'string', multiple: true },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  stage: { type: 'string' },
+  shard: { type: 'string' },
+  limit: { type: 'string' },
+  after: { type: 'string' },
+  partition: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const satisfies ParseArgsConfig['options'];
@@ -51,6 +68,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   asyncapi: ['yaml', 'out'],
   'docs serve': ['port', 'host'],
   publish: ['key', 'header'],
+  console: CONSOLE_FLAGS,
 };
 
 const usage = (message: string): CliError => new CliError(EXIT.usage, `${message} (sluice --help tells the usage)`);
@@ -76,7 +94,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   const allowed = ALLOWED[command];
   if (allowed === undefined) throw usage(`unknown command "${command.trim()}"`);
   for (const given of Object.keys(values))
-    if (given !== 'export' && !allowed.includes(given)) throw usage(`${command} takes no --${given}`);
+    if ((given !== 'export' || command === 'console') && !allowed.includes(given))
+      throw usage(`${command} takes no --${given}`);
+  if (command === 'console') return (await consoleCommand(rest, values), EXIT.ok);
   const [module, ...args] = rest;
   if (module === undefined) throw usage(`${command}: the module exporting the App is needed`);
   const wanted = command === 'publish' ? 2 : 0;
