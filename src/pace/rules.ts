@@ -259,8 +259,10 @@ export function paceRules(paces: ReadonlyMap<string, CompiledPace>): Rules<PaceS
       // A window whose time has come closes before anything else happens to the key, whether or not its
       // timer record came first: an event exactly at the window's end (its own time) opens the next window.
       if (s.stage === 'gathering' && (e?.time ?? c.at) >= s.window.closesAt) s = close(s, c);
-      // A `release` starts as many waiting runs as it says (a resume's wake, run by run in their order).
-      s = release(s, c, type === RELEASE ? (record.data as number) : Number.POSITIVE_INFINITY);
+      // A `release` starts as many waiting runs as it says (a resume's wake, run by run in their order), or all
+      // of them when it says no number: a record without data reads back from the journal with `null`.
+      const max = type === RELEASE && typeof record.data === 'number' ? record.data : Number.POSITIVE_INFINITY;
+      s = release(s, c, max);
       if (e !== undefined) s = event(s, e, c);
       else if (type === DONE) s = done(s, record.data as string);
       else if (type === CANCEL) s = cancel(s, record.data as string, c);

@@ -19,7 +19,11 @@ import {
   type PaceRun,
 } from '../../src/pace/rules.js';
 import { TIMER, type ShardRecord } from '../../src/shard/rules.js';
+import { decodeRecord, encodeRecord } from '../../src/pace-stage/journal-record.js';
 import { paceCore } from './core.js';
+
+/** A record as a replay reads it back from the journal: what the live apply and the replay must agree on. */
+const journaled = (r: ShardRecord): ShardRecord => decodeRecord(encodeRecord(r));
 
 const paces = new Map<string, CompiledPace>([
   ['d', { kind: 'debounce', windowMs: 50, maxWaitMs: undefined, dedupMs: 1000 }],
@@ -104,7 +108,7 @@ describe('pace rules: pause, resume, cancel, release', () => {
           }
           const before = released().length; // nothing waits: released as applied
           expect(before).toBe(0);
-          const reply = apply(record);
+          const reply = apply(journaled(record));
           if (step.op === 'cancel' && (reply === 'window' || reply === 'waiting')) cancelled.add(record.data as string);
           if (step.op === 'event' && (reply as { kind?: string }).kind === 'run')
             opened.push((reply as { runId: string }).runId);
@@ -157,6 +161,25 @@ describe('pace rules: pause, resume, cancel, release', () => {
         .filter(isRun)
         .map((r) => r.events),
     ).toEqual([[1], [0]]);
+  });
+
+  it('a release without a count starts every waiting run the rate lets, live and as the journal reads it back', () => {
+    for (const through of [(r: ShardRecord) => r, journaled]) {
+      const { apply, released } = paceCore(paces);
+      apply({ key: pauseKey('d'), at: 0, type: PAUSE });
+      const key = coordinatorKey('d', 'k');
+      for (const at of [10, 100]) {
+        apply({ key, at, type: EVENT, data: { e: at, r: `u${at}` } });
+        apply({ key, at: at + 60, type: TIMER });
+      }
+      apply({ key: pauseKey('d'), at: 300, type: RESUME });
+      apply(through({ key, at: 301, type: RELEASE }));
+      expect(
+        released()
+          .filter(isRun)
+          .map((r) => r.events),
+      ).toEqual([[10], [100]]);
+    }
   });
 
   it('a pause coordinator is kept while paused and dropped once resumed: it holds nothing else', () => {

@@ -37,6 +37,11 @@ export interface History {
   }[];
   /** How each process life ended. */
   readonly lives: { n: number; end: 'running' | 'crash' | 'stop' }[];
+  /**
+   * Pauses and resumes asked, in the order asked, with the world's time then (`asked`), and for a pause the
+   * time its promise resolved (`acked`: the pause is durable), if it did.
+   */
+  readonly pauses?: { sub: string; op: 'pause' | 'resume'; asked: number; acked?: number }[];
   readonly notes: string[];
 }
 
@@ -64,6 +69,7 @@ export function check(h: History, outcome: Outcome): string[] {
     ...finishedNeverAgain(h),
     ...ratesKept(h),
     ...droppedNeverRan(h),
+    ...heldWhilePaused(h),
   );
   // Liveness is checked only when the seed ran to its quiet end.
   if (outcome.kind === 'ran') out.push(...everyWindowRan(h));
@@ -211,5 +217,30 @@ export function droppedNeverRan(h: History): string[] {
   for (const d of h.drops)
     if (d.eventId !== undefined && acked.has(`${d.sub}/${d.eventId}`))
       out.push(`event ID ${d.sub}/${d.eventId} was answered both dropped and with a run`);
+  return out;
+}
+
+/**
+ * How far a run's `startedAt` (its life's clock) may stand from the world's time: a life's clock starts up
+ * to a second behind, and creeps a millisecond ahead now and then.
+ */
+const CLOCK_SLACK_MS = 1_500;
+
+/**
+ * No run of a paused subscriber starts between its pause's acknowledgement and the next resume asked: a run
+ * whose `startedAt` falls well inside that span (by the clocks' slack) left its coordinator while paused.
+ */
+export function heldWhilePaused(h: History): string[] {
+  const out: string[] = [];
+  const pauses = h.pauses ?? [];
+  pauses.forEach((p, i) => {
+    if (p.op !== 'pause' || p.acked === undefined) return;
+    const end = pauses.slice(i + 1).find((q) => q.sub === p.sub && q.op === 'resume')?.asked ?? Infinity;
+    for (const r of h.runs)
+      if (r.sub === p.sub && r.startedAt > p.acked + CLOCK_SLACK_MS && r.startedAt < end - CLOCK_SLACK_MS)
+        out.push(
+          `run ${r.sub}/${r.runId} started at ${r.startedAt}, while paused (acknowledged at ${p.acked}, resumed at ${end})`,
+        );
+  });
   return out;
 }

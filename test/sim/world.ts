@@ -27,6 +27,7 @@ import { everyWindowRan, type History, type Outcome } from './checkers.js';
 import { cutBroker, FAULTS, SEND_SUBS, sendSubscriber, settledYet, T0, turn } from './parts.js';
 import { Random } from './random.js';
 import { SimDisk } from './sim-disk.js';
+import { PAUSABLE, Pauses } from './pauses.js';
 
 const KEYS = ['k0', 'k1', 'k2', 'k3', 'k4'];
 /** The quiet phase's rounds at most: 400, then 10 s steps for up to six simulated hours. */
@@ -72,7 +73,17 @@ export class World {
   private readonly shards: number;
   readonly disk: SimDisk;
   readonly broker = new MemoryBroker({ partitions: 2 });
-  readonly history: History = { sends: [], acks: [], drops: [], published: [], runs: [], lives: [], notes: [] };
+  readonly history: History = {
+    sends: [],
+    acks: [],
+    drops: [],
+    published: [],
+    runs: [],
+    lives: [],
+    notes: [],
+    pauses: [],
+  };
+  private readonly pauses = new Pauses(this.history.pauses!);
   private life: Life | undefined;
   private lives = 0;
   private now = T0;
@@ -119,7 +130,7 @@ export class World {
   }
 
   private async step(step: number): Promise<Outcome | undefined> {
-    const action = this.random.weighted([30, 12, 25, 8, 10, 15, 1.5, 1, 0.05]);
+    const action = this.random.weighted([30, 12, 25, 8, 10, 15, 1.5, 1, 0.05, 1]);
     switch (action) {
       case 0:
         this.send();
@@ -173,6 +184,16 @@ export class World {
         this.history.notes.push(`step ${step}: crash, then a bit flipped in ${where}`);
         if (!(await this.start())) return { kind: 'flip-detected', at: step };
         return { kind: 'flip-missed', at: step, where };
+      }
+      case 9: {
+        const life = this.life!;
+        this.pauses.toggle(
+          life.app,
+          this.random.pick(PAUSABLE),
+          () => this.now,
+          () => life.dead,
+        );
+        break;
       }
     }
     return undefined;
@@ -282,6 +303,7 @@ export class World {
 
   /** Faults over: complete everything, let every window close, every waiting start go and every run finish. */
   private async quiet(): Promise<Outcome> {
+    this.pauses.resumeAll(this.life!.app, () => this.now);
     for (let round = 0; round < QUIET_ROUNDS; round++) {
       // After 400 rounds, on as long as liveness still misses something: a longer seed leaves a longer
       // backlog of starts waiting for a per-minute rate, and the rate lets only so many go a minute.
