@@ -141,7 +141,7 @@ export class OwnersWorld {
   }
 
   private async step(step: number): Promise<void> {
-    const action = this.random.weighted([28, 15, 10, 10, 22, 2, 1.2, 0.8, 0.6]);
+    const action = this.random.weighted([28, 15, 10, 10, 22, 2, 1.2, 0.8, 0.6, 1]);
     switch (action) {
       case 0:
         this.send();
@@ -187,6 +187,16 @@ export class OwnersWorld {
         const i = this.random.pick(running);
         this.history.notes.push(`step ${step}: instance ${i.n} turns zombie`);
         await this.cutOff(i);
+        break;
+      }
+      case 9: {
+        // The subscriber paused (or resumed) in the shards an instance owns: a pause goes with a shard that moves.
+        const running = this.live().filter((i) => i.state === 'running');
+        if (running.length === 0) break;
+        const i = this.random.pick(running);
+        const pause = this.random.chance(0.5);
+        this.history.notes.push(`step ${step}: instance ${i.n} ${pause ? 'pauses' : 'resumes'}`);
+        void (pause ? i.app.pause(this.sub) : i.app.resume(this.sub)).catch(() => {});
         break;
       }
     }
@@ -337,6 +347,9 @@ export class OwnersWorld {
     for (let round = 0; round < QUIET_ROUNDS; round++) {
       if (round >= 400 && round % 4 === 0 && this.settledNow() && ownersLiveness(this.history).length === 0) break;
       for (const w of this.waiting.splice(0)) this.settle(w, HandlerOutcome.ack());
+      // Every shard resumed, by whoever owns it now (again now and then: ownership may still move).
+      if (round % 50 === 0)
+        for (const i of this.live()) if (i.state === 'running') void i.app.resume(this.sub).catch(() => {});
       await turn();
       if (round % 4 === 3) await this.clock.advanceTo((this.now += round < 200 ? 1000 : 10_000));
     }
