@@ -92,8 +92,9 @@ export interface Broker {
   createTopic?(topic: string, partitions: number): Promise<void>;
   /**
    * Reads `partition` of `topic` from offset `from` on (committed messages only), calling `visit` with each in
-   * offset order until it returns false or the partition's end, as it was when the read began, is reached; reads
-   * nothing of a topic that does not exist. Optional: dead letters are shown and replayed (`app.inspectDeadLetters`,
+   * offset order until it returns false or the partition's end, as it was when the read began, is reached (the
+   * messages after it that came in the last fetch may be visited too); reads nothing of a topic that does not
+   * exist. Optional: dead letters are shown and replayed (`app.inspectDeadLetters`,
    * `app.replayDeadLetters`) only on a broker that has it.
    */
   readTopic?(

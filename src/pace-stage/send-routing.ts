@@ -73,7 +73,9 @@ interface Waiting {
 const MOVED: ReadonlySet<ErrorCode> = new Set(['SHARD_NOT_OWNED', 'STORE_FENCED']);
 
 /** Refusals the owner answers (the start can never be taken); anything else leaves the request for later. */
-const ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID', 'CONFIG_INVALID', 'UNKNOWN_SUBSCRIBER']);
+const ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID']);
+/** Refusals of a control op the owner answers (a bad query, say); anything else leaves the request for later. */
+const OP_ANSWERED: ReadonlySet<ErrorCode> = new Set(['SEND_INVALID', 'CONFIG_INVALID', 'UNKNOWN_SUBSCRIBER']);
 
 /**
  * `app.send` to a paced subscriber whose store is owned by partition, from any instance of the app. A key
@@ -299,7 +301,7 @@ export class SendRouting {
       return pacer.control.runAt(subscriber, partition, op).then(
         (result): [string, Reply] => [from, { id, result }],
         (error: unknown): [string, Reply] => {
-          if (!(error instanceof SluiceError && ANSWERED.has(error.code))) throw error; // not here now: handed again
+          if (!(error instanceof SluiceError && OP_ANSWERED.has(error.code))) throw error; // not here now: handed again
           return [from, { id, error: { code: error.code, message: error.message } }];
         },
       );

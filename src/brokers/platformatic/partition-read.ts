@@ -53,7 +53,6 @@ export async function readPartition(read: PartitionRead, visit: (message: Stored
     }
     leaderless = 0;
     const next = committedOf(answer.batches, answer.aborted, offset, (message) => {
-      if (Number(message.offset) >= end) return true;
       return visit(message) === false || (until !== 'end' && until(message));
     });
     if (next === 'done') return;

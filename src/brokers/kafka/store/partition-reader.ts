@@ -120,7 +120,6 @@ async function fetchPartition(
       if (fetched === undefined || fetched.messages.length === 0) continue; // nothing committed past `offset` yet
       const batch = internals.batch(topic, String(offset), fetched);
       for (const message of batch.messages) {
-        if (Number(message.offset) >= end) return;
         if (visit(message) === false || (until !== 'end' && until(message))) return;
       }
       offset = Number(batch.lastOffset()) + 1;
