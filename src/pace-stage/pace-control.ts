@@ -127,11 +127,6 @@ export class PaceControl {
     }
   }
 
-  /** Whether shard `shard` is hosted here now. */
-  hosts(shard: number): boolean {
-    return this.hosted().some((h) => h.shard === shard);
-  }
-
   /** The host of `key`'s shard, if hosted here (else `SHARD_NOT_OWNED`, or `APP_STATE` before the store is open). */
   private hostOf(subscriber: string, key: string): PaceHost {
     const placement = this.placement();
