@@ -43,6 +43,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SEND_INVALID: 400,
   APP_STATE: 409,
   SHARD_NOT_OWNED: 409,
+  SEND_TIMEOUT: 504, // another instance, asked for its shards, did not answer in time
 };
 
 const API = '/console/api/';
