@@ -336,6 +336,8 @@ export interface Faults {
   readonly forgetWaiting?: boolean;
   /** Pace rates (`perMinute`, `drop`) never hold a start back. */
   readonly ignoreRates?: boolean;
+  /** The pace rules start runs of a paused subscriber: a pause holds nothing. */
+  readonly ignorePause?: boolean;
   /** `app.send` reads the clock twice: once to decide whether the event opens a window, once to stamp it. */
   readonly readClockTwice?: boolean;
   /**

@@ -17,9 +17,9 @@ import type { PaceHost } from './shard-placement.js';
  * none, no part is replaced.
  */
 export function faultyPaceParts(faults: Faults): PaceParts {
-  const { ignoreRates, forgetIds, forgetWaiting, applyTwice, loseTimers } = faults;
+  const { ignoreRates, forgetIds, forgetWaiting, applyTwice, loseTimers, ignorePause } = faults;
   return {
-    rules: ignoreRates || forgetIds || forgetWaiting ? (paces) => brokenRules(paces, faults) : undefined,
+    rules: ignoreRates || forgetIds || forgetWaiting || ignorePause ? (paces) => brokenRules(paces, faults) : undefined,
     allShards: faults.serveShardsInTurn ? (parts) => new ShardsServedInTurn(parts) : undefined,
     ownedShards: faults.keepShardsOnRevoke ? (parts) => new ShardsKeptOnRevoke(parts) : undefined,
     shardLog: applyTwice || loseTimers ? (log) => brokenLog(log, faults) : undefined,
@@ -32,10 +32,25 @@ export function faultyPaceParts(faults: Faults): PaceParts {
 
 /**
  * The pace rules, with the faults that break them: `ignoreRates` (no rate holds a start back), `forgetIds`
- * and `forgetWaiting` (snapshots drop remembered IDs and offsets, or the starts that wait for a rate).
+ * and `forgetWaiting` (snapshots drop remembered IDs and offsets, or the starts that wait for a rate),
+ * `ignorePause` (the rules never see a pause).
  */
 function brokenRules(paces: ReadonlyMap<string, CompiledPace>, faults: Faults): Rules<PaceState, PaceOutput> {
-  const rules = paceRules(faults.ignoreRates ? withoutRates(paces) : paces);
+  let rules = paceRules(faults.ignoreRates ? withoutRates(paces) : paces);
+  if (faults.ignorePause) {
+    const apply = rules.apply.bind(rules);
+    rules = {
+      ...rules,
+      apply: (s, r, fx) =>
+        apply(s, r, {
+          ...fx,
+          output: (o) => fx.output(o),
+          reply: (v) => fx.reply(v),
+          timer: (t) => fx.timer(t),
+          marked: () => false,
+        }),
+    };
+  }
   const { forgetIds, forgetWaiting } = faults;
   if (!forgetIds && !forgetWaiting) return rules;
   return {

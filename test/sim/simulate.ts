@@ -30,6 +30,7 @@ const ALL: Record<Sabotage, WorldName> = {
   loseTimers: 'files',
   forgetWaiting: 'files',
   ignoreRates: 'files',
+  ignorePause: 'files',
   readClockTwice: 'files',
   serveShardsInTurn: 'files',
   keepShardsOnRevoke: 'owners',
