@@ -25,9 +25,12 @@ import { AppSettings } from './app-settings.js';
 export interface PaceInspection {
   /** How its starts gather: `debounce`, `batch`, or `each` (each start a run of its own). */
   readonly kind: 'debounce' | 'batch' | 'each';
-  /** True when it is paused in every shard hosted here (and there is one): its runs wait. */
+  /** True when it is paused in every shard (and there is one): its runs wait. */
   readonly paused: boolean;
-  /** Each shard hosted here, in shard order. */
+  /**
+   * Each shard, in shard order: those hosted here, and — with a Kafka store owned by partition that routes
+   * `app.send` — those of the other instances, asked of their owners.
+   */
   readonly shards: readonly PaceShardInspection[];
 }
 
@@ -108,8 +111,11 @@ export abstract class AppControl extends AppSettings {
 
   /**
    * The running subscribers: their partitions, lag (asked of the broker), what they have in flight, their dead
-   * letters and, for paced ones, each shard hosted here: open windows, starts waiting, keys with runs out,
-   * paused or not. Counts only: no key's state is read, whatever the key space.
+   * letters and, for paced ones, each shard: open windows, starts waiting, keys with runs out, paused or not
+   * (the shards of other instances asked of their owners, as `app.send` asks them). Counts only: no key's state
+   * is read, whatever the key space.
+   *
+   * @throws {@link SluiceError} `SEND_TIMEOUT` when an owner asked did not answer within `sendTimeoutMs`.
    */
   async inspect(): Promise<AppInspection> {
     const { health, subscriptions, pacer } = this.control;
@@ -145,10 +151,11 @@ export abstract class AppControl extends AppSettings {
   /**
    * A page of a paced subscriber's runs in one stage — `gathering` (open windows: key, events, run ID, when it
    * closes), `waiting` (and for what: its rate, the pause, a run before it), `running` — newest first, over
-   * the shards hosted here, one shard after another. A page reads the states of its own keys only.
+   * every shard, one after another (another instance's asked of its owner). A page reads the states of its
+   * own keys only.
    *
    * @throws {@link SluiceError} `UNKNOWN_SUBSCRIBER`, `CONFIG_INVALID` (not paced; a bad `limit`, `stage` or
-   *   `after`), `APP_STATE` unless the app runs.
+   *   `after`), `APP_STATE` unless the app runs, `SEND_TIMEOUT` when an owner asked did not answer.
    */
   async inspectRuns(subscriber: string, query: RunQuery = {}): Promise<RunPage> {
     return this.paced(subscriber, 'inspectRuns').runs(query);
@@ -159,7 +166,7 @@ export abstract class AppControl extends AppSettings {
    * its timer; undefined when it holds nothing.
    *
    * @throws {@link SluiceError} as {@link AppControl.inspectRuns}; `SHARD_NOT_OWNED` when another instance
-   *   owns the key's shard.
+   *   owns the key's shard and the store does not route to it (a store owned by partition without routes).
    */
   async inspectKey(subscriber: string, key: string): Promise<KeyInspection | undefined> {
     if (typeof key !== 'string')
@@ -173,7 +180,8 @@ export abstract class AppControl extends AppSettings {
   /**
    * Pauses a paced subscriber: events are still journaled and windows close, but no run starts; runs ready
    * wait (`waitingFor: 'pause'`) until {@link AppControl.resume}. The pause is a record in each shard's log:
-   * it survives a restart, and goes with a shard to its next owner. Runs already out finish.
+   * it survives a restart, and goes with a shard to its next owner. Runs already out finish. With a Kafka store
+   * owned by partition that routes `app.send`, the other instances' shards are paused by their owners.
    *
    * @returns the shards where it was not paused before.
    */
