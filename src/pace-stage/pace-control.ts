@@ -12,7 +12,7 @@ import {
   type RunQuery,
 } from './pace-inspection.js';
 import type { PaceHost, ShardPlacement } from './shard-placement.js';
-import { wakeWaiting } from './wake.js';
+import { pausedIn, wakeWaiting } from './wake.js';
 
 /** The key of a run ID, `<key>@<uuid>` (a key may hold `@`; a UUID does not). */
 export function keyOfRun(runId: string): string | undefined {
@@ -144,7 +144,7 @@ export class PaceControl {
     for (const [group] of host.core.tallies) if (this.paces.has(group)) subscribers.add(group);
     for (const subscriber of subscribers) {
       if (host.core.marked(subscriber, MARK.waiting).size === 0) continue;
-      if (host.core.marked('', MARK.paused).has(pauseKey(subscriber))) continue;
+      if (pausedIn(host, subscriber)) continue;
       void this.wake(host, subscriber, this.paces.get(subscriber)!, true).catch((error: unknown) =>
         this.log.warn('pace: waking the runs a pause held failed', { subscriber, shard: host.shard, error }),
       );
