@@ -21,8 +21,8 @@ import { PlatformaticConsumer } from './consumer.js';
 import { pk } from './client.js';
 import { bytes, isRefused, messageOf, refusalOf } from './records.js';
 import { platformaticTransactions } from './transactions.js';
-import { PlatformaticInbound } from './inbound.js';
-import { readPartition } from './partition-read.js';
+import { inboundOf } from './inbound.js';
+import { readOnce } from './partition-read.js';
 import type { PlatformaticKafkaBrokerOptions, PlatformaticSettings } from './settings.js';
 
 /**
@@ -241,30 +241,14 @@ export class PlatformaticKafkaBroker implements Broker {
     visit: (message: InboundMessage) => boolean,
   ): Promise<void> {
     if ((await this.partitionCount(topic)) <= partition) return;
-    const consumer = new pk.Consumer<Buffer, Buffer, Buffer, Buffer>({
-      ...this.base,
-      groupId: `${topic}.read-${partition}`, // joined by no one: the read fetches without a group
-      retries: 6,
-      retryDelay: (_client, _operation, attempt) => Math.min(100 * 2 ** attempt, 2_000),
-    });
-    try {
-      await readPartition({ admin: this.admin!, consumer, topic, partition, until: 'end', from }, (m) =>
-        visit(
-          new PlatformaticInbound({
-            topic,
-            partition,
-            offset: BigInt(m.offset),
-            key: m.key,
-            value: m.value,
-            headers: new Map(),
-            headerEntries: m.recordHeaders ?? [],
-            timestamp: m.appendedAt ?? 0n,
-          } as unknown as ConstructorParameters<typeof PlatformaticInbound>[0]),
-        ),
-      );
-    } finally {
-      await consumer.close().catch((error: unknown) => this.log.debug('reader not closed', { error }));
-    }
+    const read = { admin: this.admin!, topic, partition, until: 'end' as const, from };
+    await readOnce(
+      this.base,
+      `${topic}.read-${partition}`,
+      read,
+      (m) => visit(inboundOf(topic, partition, m)),
+      this.log,
+    );
   }
 
   /** The cluster's ID, as the broker tells. */

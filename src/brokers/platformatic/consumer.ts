@@ -7,6 +7,7 @@ import { Waiters } from '../../core/waiters.js';
 import { pauseAfter } from '../kafka/catching-up.js';
 import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
 import { subscriptionAssigner } from './assigner.js';
+import { readCommitted } from './committed-fetch.js';
 import type { Record } from './feed.js';
 import { Feeds } from './feeds.js';
 import { committedOffsets, groupOffsets, lagPast, partitionEnds, type PartitionOffsets } from './offsets.js';
@@ -158,7 +159,10 @@ export class PlatformaticConsumer implements Consumer {
       ...s.platformatic,
     };
     // The consumer protocol's options type leaves out the session timings the client checks all the same.
-    const consumer = new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>);
+    // Its fetches' answers are filtered of aborted transactions as Kafka's own consumer does (committed-fetch.ts).
+    const consumer = readCommitted(
+      new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>),
+    );
     this.consumer = consumer;
     this.grown = false; // its join reads the topic's metadata afresh
     const current = (): boolean => this.consumer === consumer && this.failed !== consumer;

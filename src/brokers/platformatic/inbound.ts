@@ -1,4 +1,5 @@
 import type { Message } from '@platformatic/kafka';
+import type { StoredMessage } from '../kafka/store/store-client.js';
 import {
   textHeaders,
   type Headers,
@@ -61,4 +62,19 @@ export class PlatformaticInbound implements InboundMessage {
     }
     return (this.rawHeaders = out);
   }
+}
+
+/** A message of `partition` of `topic` as a read without a group gave it (see `readOnce`), for the app. */
+export function inboundOf(topic: string, partition: number, m: StoredMessage): PlatformaticInbound {
+  const record = {
+    topic,
+    partition,
+    offset: BigInt(m.offset),
+    key: m.key,
+    value: m.value,
+    headers: new Map(),
+    headerEntries: m.recordHeaders ?? [],
+    timestamp: m.appendedAt ?? 0n,
+  };
+  return new PlatformaticInbound(record as unknown as Message<Buffer, Buffer, Buffer, Buffer>);
 }

@@ -1,20 +1,51 @@
-import type { Admin, Consumer, RecordsBatch } from '@platformatic/kafka';
+import type { Admin, Consumer, ConsumerOptions, RecordsBatch } from '@platformatic/kafka';
+import type { Logger } from '../../core/ports.js';
 import type { ReadUntil, StoredMessage } from '../kafka/store/store-client.js';
 import { SystemClock } from '../../core/clock.js';
 import { pauseAfter } from '../kafka/catching-up.js';
 import { pk } from './client.js';
+import { CONTROL, readCommitted } from './committed-fetch.js';
 
 /** What {@link readPartition} reads, and with what. */
 export interface PartitionRead {
   /** The admin client, for the partition's start and end. */
   readonly admin: Admin;
-  /** A consumer of this read alone (its fetch session is the read's), closed by the caller. */
+  /** A consumer of this read alone (its fetch session is the read's), made with `readCommitted`; closed after. */
   readonly consumer: Consumer<Buffer, Buffer, Buffer, Buffer>;
   readonly topic: string;
   readonly partition: number;
   readonly until: ReadUntil;
   /** Where the read begins, if after the partition's start. */
   readonly from?: number;
+}
+
+/** A client's settings (brokers, client ID, TLS, SASL), as a consumer of a read takes them. */
+type ClientBase = Omit<ConsumerOptions<Buffer, Buffer, Buffer, Buffer>, 'groupId'>;
+
+/**
+ * {@link readPartition} with a consumer of its own, made from `base` (its group, `groupId`, joined by no one:
+ * the read fetches without a group) and closed after.
+ */
+export async function readOnce(
+  base: ClientBase,
+  groupId: string,
+  read: Omit<PartitionRead, 'consumer'>,
+  visit: (message: StoredMessage) => unknown,
+  log: Logger,
+): Promise<void> {
+  const consumer = readCommitted(
+    new pk.Consumer<Buffer, Buffer, Buffer, Buffer>({
+      ...base,
+      groupId,
+      retries: 6,
+      retryDelay: (_client, _operation, attempt) => Math.min(100 * 2 ** attempt, 2_000),
+    }),
+  );
+  try {
+    await readPartition({ ...read, consumer }, visit);
+  } finally {
+    await consumer.close().catch((error: unknown) => log.debug('reader not closed', { error }));
+  }
 }
 
 /** The most bytes one fetch asks for, and for the one partition in it. */
@@ -34,7 +65,7 @@ export async function readPartition(read: PartitionRead, visit: (message: Stored
   const end = until === 'end' ? high : Number.POSITIVE_INFINITY;
   let offset = BigInt(Math.max(low, read.from ?? 0));
   for (let leaderless = 0; offset < end;) {
-    let answer: Fetched | 'no leader';
+    let answer: readonly RecordsBatch[] | 'no leader';
     try {
       answer = await fetchOnce(read, offset);
     } catch (error) {
@@ -52,7 +83,7 @@ export async function readPartition(read: PartitionRead, visit: (message: Stored
       continue;
     }
     leaderless = 0;
-    const next = committedOf(answer.batches, answer.aborted, offset, (message) => {
+    const next = committedOf(answer, offset, (message) => {
       return visit(message) === false || (until !== 'end' && until(message));
     });
     if (next === 'done') return;
@@ -75,20 +106,12 @@ async function bounds(admin: Admin, topic: string, partition: number): Promise<{
   return { low, high };
 }
 
-/** What one fetch answered for the partition: its record batches, and the aborted transactions they overlap. */
-interface Fetched {
-  readonly batches: readonly RecordsBatch[];
-  readonly aborted: readonly { readonly producerId: bigint; readonly firstOffset: bigint }[];
-}
-
-const NOTHING: Fetched = { batches: [], aborted: [] };
-
 /** How many times in a row a read finds its partition without a leader before it fails (about 20 s in all). */
 const NO_LEADER_ATTEMPTS = 25;
 const SYSTEM_CLOCK = new SystemClock();
 
 /** One fetch from `offset`, `read_committed`, at the partition's leader; 'no leader' while it has none known. */
-async function fetchOnce(read: PartitionRead, offset: bigint): Promise<Fetched | 'no leader'> {
+async function fetchOnce(read: PartitionRead, offset: bigint): Promise<readonly RecordsBatch[] | 'no leader'> {
   const { consumer, topic, partition } = read;
   const metadata = await consumer.metadata({ topics: [topic] });
   const t = metadata.topics.get(topic);
@@ -121,7 +144,7 @@ async function fetchOnce(read: PartitionRead, offset: bigint): Promise<Fetched |
   const answered = response.responses
     .find((r) => r.topicId === t.id)
     ?.partitions.find((p) => p.partitionIndex === partition);
-  if (answered === undefined) return NOTHING;
+  if (answered === undefined) return [];
   if (answered.errorCode !== 0)
     throw Object.assign(
       new Error(`fetch of ${topic}[${partition}] at ${offset} answered error code ${answered.errorCode}`),
@@ -129,47 +152,28 @@ async function fetchOnce(read: PartitionRead, offset: bigint): Promise<Fetched |
         ...(answered.errorCode === OFFSET_OUT_OF_RANGE && { apiId: 'OFFSET_OUT_OF_RANGE' }),
       },
     );
-  return { batches: answered.records ?? [], aborted: answered.abortedTransactions ?? [] };
+  return answered.records ?? [];
 }
 
 /** Kafka's error code for a fetch offset outside the partition. */
 const OFFSET_OUT_OF_RANGE = 1;
 
-/** Attribute bits of a record batch: written in a transaction, a control batch (a transaction's marker). */
-const TRANSACTIONAL = 1 << 4;
-const CONTROL = 1 << 5;
-/** A control record's type, in the third and fourth bytes of its key: 0 ends a transaction aborted. */
-const isAbortMarker = (batch: RecordsBatch): boolean => batch.records[0]?.key?.readInt16BE(2) === 0;
-
 /**
- * Visits the committed records of one fetch's `batches` at `from` or later, in order, until `visit` answers true
- * ('done'); else answers the offset past the last batch, where the next fetch begins (`from` when there were
- * none). Aborted transactions are told as Kafka's own consumer tells them: the broker lists those that overlap
- * the fetch (producer, first offset), and a producer's batches from that first offset on are aborted until the
- * producer's abort marker. The client drops such a range itself only when its marker is in the same answer; a
- * fetch cut short by its byte limit can end before the marker, and those batches are skipped here.
+ * Visits the records of one fetch's `batches` at `from` or later, in order, until `visit` answers true ('done');
+ * else answers the offset past the last batch, where the next fetch begins (`from` when there were none). The
+ * batches come from a consumer made with `readCommitted`: those of aborted transactions are empty, and markers
+ * (control batches) carry no record of the log's.
  */
 export function committedOf(
   batches: readonly RecordsBatch[],
-  aborted: readonly { readonly producerId: bigint; readonly firstOffset: bigint }[],
   from: bigint,
   visit: (message: StoredMessage) => boolean,
 ): bigint | 'done' {
-  const waiting = [...aborted].sort((a, b) =>
-    a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0,
-  );
-  const abortedNow = new Set<bigint>();
   let next = from;
   for (const batch of batches) {
     const last = batch.firstOffset + BigInt(batch.lastOffsetDelta);
     if (last + 1n > next) next = last + 1n;
-    // Markers too: the client may have dropped an aborted range's batches and left its marker.
-    while (waiting.length > 0 && waiting[0]!.firstOffset <= last) abortedNow.add(waiting.shift()!.producerId);
-    if (batch.attributes & CONTROL) {
-      if (isAbortMarker(batch)) abortedNow.delete(batch.producerId);
-      continue;
-    }
-    if (batch.attributes & TRANSACTIONAL && abortedNow.has(batch.producerId)) continue;
+    if (batch.attributes & CONTROL) continue;
     for (const record of batch.records) {
       const offset = batch.firstOffset + BigInt(record.offsetDelta);
       if (offset < from) continue; // a batch begun before the offset asked for

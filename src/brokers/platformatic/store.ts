@@ -13,7 +13,7 @@ import type {
   StoreWriter,
 } from '../kafka/store/store-client.js';
 import { pk } from './client.js';
-import { readPartition } from './partition-read.js';
+import { readOnce } from './partition-read.js';
 import { messageOf, refusalOf } from './records.js';
 import { fencingProducer, isFenced, type Begun } from './transactions.js';
 
@@ -159,18 +159,9 @@ class PlatformaticStoreClient implements StoreClient {
     };
   }
 
-  async read(topic: string, partition: number, until: ReadUntil, visit: (m: StoredMessage) => void): Promise<void> {
-    const consumer = new pk.Consumer<Buffer, Buffer, Buffer, Buffer>({
-      ...this.base,
-      groupId: `${topic}.restore-${partition}`, // joined by no one: the read fetches without a group
-      retries: 6,
-      retryDelay: (_client, _operation, attempt) => Math.min(100 * 2 ** attempt, 2_000),
-    });
-    try {
-      await readPartition({ admin: this.admin, consumer, topic, partition, until }, visit);
-    } finally {
-      await consumer.close().catch((error: unknown) => this.logger().debug('reader not closed', { error }));
-    }
+  read(topic: string, partition: number, until: ReadUntil, visit: (m: StoredMessage) => void): Promise<void> {
+    const read = { admin: this.admin, topic, partition, until };
+    return readOnce(this.base, `${topic}.restore-${partition}`, read, visit, this.logger());
   }
 
   isFenced(error: unknown): boolean {
