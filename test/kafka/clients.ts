@@ -79,18 +79,17 @@ export const platformaticClients: readonly TestClient[] = (['classic', 'consumer
 }));
 
 /**
- * The client the multi-process pace scenarios run on where a scenario names none (a scenario takes a
- * minute, so each line runs them once): kafkajs on Node 20 and wherever @platformatic/kafka does not run,
- * its KIP-848 protocol on Node 22 and later. `SLUICE_SCENARIO_CLIENT` (`kafkajs`, `classic`, `consumer`)
- * picks one. The classic protocol ran on Node 22 until a debounce scenario failed there in 2 of 4 CI runs (a
- * window's run counting fewer events than were sent to it: an open bug, see docs/testing.md); run them with
- * `SLUICE_SCENARIO_CLIENT=classic` to work on it.
+ * The client the multi-process pace scenarios run on where a scenario names none: the Node lines share the
+ * clients out, each running the scenarios once (a scenario takes a minute), kafkajs on Node 20 and wherever
+ * @platformatic/kafka does not run, its classic protocol on Node 22, KIP-848 on Node 24 and later.
+ * `SLUICE_SCENARIO_CLIENT` (`kafkajs`, `classic`, `consumer`) picks one.
  */
 export const scenarioClient: TestClient['arg'] = ((): TestClient['arg'] => {
   const named = process.env.SLUICE_SCENARIO_CLIENT;
   if (named === 'kafkajs' || named === 'classic' || named === 'consumer') return named;
   if (named !== undefined) throw new Error(`SLUICE_SCENARIO_CLIENT: kafkajs, classic or consumer, got ${named}`);
-  return platformaticRuns ? 'consumer' : 'kafkajs';
+  if (!platformaticRuns) return 'kafkajs';
+  return Number(process.versions.node.split('.')[0]) === 22 ? 'classic' : 'consumer';
 })();
 
 /** Every client that runs here: kafkajs, then @platformatic/kafka's two group protocols where Node runs it. */
