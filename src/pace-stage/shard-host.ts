@@ -4,7 +4,8 @@ import type { Alongside, Clock, ShardLog, Timer } from '../core/ports.js';
 import { MAX_RECORD_BYTES } from '../core/records.js';
 import { TIMER, type Rules, type ShardRecord } from '../shard/rules.js';
 import { ShardCore, type ShardSnapshot } from '../shard/shard-core.js';
-import { readSnapshotText, writeSnapshotText } from '../shard/snapshot-text.js';
+import { readSnapshotText } from '../shard/snapshot-text.js';
+import { ShardSnapshots } from './shard-snapshots.js';
 import { decodeRecord, encodeRecord } from './journal-record.js';
 
 /** A record as it is handed in: stamped with the host's time unless it has one. */
@@ -62,9 +63,6 @@ export type ShardHostPhase = 'new' | 'recovering' | 'recovered' | 'serving' | 'c
 /** A record made durable: its LSN, and the rules' reply to it (a receipt). */
 export type Submitted = { readonly lsn: number; readonly reply: unknown };
 
-/** Keys serialised per turn of the event loop while a snapshot is written. */
-const SNAPSHOT_CHUNK = 1_000;
-
 /**
  * The I/O around a pure {@link ShardCore}: appends each record to the shard's log and applies it at once
  * (the log gives its LSN), hands out outputs as the log makes their records durable, fires due timers as
@@ -80,15 +78,10 @@ export class ShardHost<S, O> {
   private firing = false;
   /** Set by `stopTimers`: no timer fires again on this host. */
   private timersStopped = false;
-  private snapshotLsn = 0;
-  /** Bytes of records appended (since open), and as of the last snapshot; the last snapshot's size. */
-  private appendedBytes = 0;
-  private snapshotAtBytes = 0;
-  private snapshotBytes = 0;
-  private snapshotting = false;
+  /** When the core is snapshotted, and the snapshot under way. */
+  private readonly snapshots: ShardSnapshots<S, O>;
   private pendingAppends = 0;
   private drainWaiters: (() => void)[] = [];
-  private snapshotRun: Promise<void> | undefined;
   /** Timers fired by the last turn of a wake (0 when none is under way). */
   private burst = 0;
   /**
@@ -104,6 +97,7 @@ export class ShardHost<S, O> {
       horizonMs: options.horizonMs,
       maxLoadedKeys: options.maxLoadedKeys,
     });
+    this.snapshots = new ShardSnapshots(this.core, options.log, options.snapshotEvery);
     options.gate?.onChange(() => this.arm());
   }
 
@@ -161,7 +155,7 @@ export class ShardHost<S, O> {
       this.options.clock.now(),
       each,
     );
-    this.snapshotLsn = lsn;
+    this.snapshots.lsn = lsn;
   }
 
   /**
@@ -250,7 +244,7 @@ export class ShardHost<S, O> {
   private async commit(record: ShardRecord, data: Buffer, told?: OnReply, alongside?: Alongside): Promise<Submitted> {
     const log = this.options.log;
     const durable = log.append(data, alongside);
-    this.appendedBytes += data.length;
+    this.snapshots.appendedBytes += data.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), record);
     told?.(reply);
@@ -261,7 +255,7 @@ export class ShardHost<S, O> {
     try {
       const lsn = await durable;
       for (const o of this.core.release(log.durableLsn())) this.options.onOutput(o);
-      if (this.snapshotDue()) this.startSnapshot();
+      if (this.stage !== 'closed' && this.snapshots.due()) this.snapshots.start(this.options.onSnapshotError);
       return { lsn, reply };
     } catch (error) {
       // Applied but not durable: live state is ahead of the log. Only a restart (replay) is safe now.
@@ -286,55 +280,11 @@ export class ShardHost<S, O> {
   }
 
   /**
-   * A whole-shard snapshot costs time in proportion to the keys held and their states' size, so it is
-   * taken after `snapshotEvery` records or twice as many records as keys, whichever is more, and once the
-   * records since the last one take as many bytes as it did: its cost spread over the records it covers,
-   * even when one busy key's state is large (100,000 remembered event IDs).
-   */
-  private snapshotDue(): boolean {
-    const since = this.core.appliedLsn - this.snapshotLsn;
-    return (
-      since >= (this.options.snapshotEvery ?? 10_000) &&
-      since >= 2 * this.core.keyCount &&
-      this.appendedBytes - this.snapshotAtBytes >= this.snapshotBytes
-    );
-  }
-
-  /**
    * Writes a snapshot of the whole shard if everything applied is durable and handed out (returns false
    * otherwise, or while one is being written); the log then deletes the segments it covers.
    */
-  async snapshot(): Promise<boolean> {
-    const log = this.options.log;
-    if (this.snapshotting || this.core.appliedLsn !== log.durableLsn() || this.core.waiting > 0) return false;
-    this.snapshotting = true;
-    try {
-      const atBytes = this.appendedBytes;
-      const { lsn, text: state } = await writeSnapshotText(this.core, SNAPSHOT_CHUNK);
-      await log.writeSnapshot(lsn, state);
-      this.snapshotLsn = lsn;
-      this.snapshotAtBytes = atBytes;
-      this.snapshotBytes = state.length;
-      return true;
-    } finally {
-      this.snapshotting = false;
-    }
-  }
-
-  /** Takes a snapshot in the background; `close` waits for it. A failed snapshot is only a lost shortcut. */
-  private startSnapshot(): void {
-    // One at a time: a second would return at once and, kept in place of the first, let `close` (and the
-    // store's close, and its lock) go while the first still writes and deletes files.
-    if (this.stage === 'closed' || this.snapshotRun !== undefined) return;
-    const running: Promise<void> = this.snapshot()
-      .then(
-        () => undefined,
-        (error: unknown) => this.options.onSnapshotError?.(error),
-      )
-      .finally(() => {
-        if (this.snapshotRun === running) this.snapshotRun = undefined;
-      });
-    this.snapshotRun = running;
+  snapshot(): Promise<boolean> {
+    return this.snapshots.take();
   }
 
   /**
@@ -353,7 +303,7 @@ export class ShardHost<S, O> {
     this.stage = 'closed';
     this.timer?.cancel();
     this.options.gate?.close();
-    await this.snapshotRun;
+    await this.snapshots.settled();
   }
 
   private limit(now: number): number {
