@@ -2,7 +2,7 @@ import type { Admin, Consumer as PkConsumer, ConsumerOptions, MessagesStream } f
 import { SystemClock } from '../../core/clock.js';
 import { deadlineIn, deadlineOf } from '../../core/deadline.js';
 import type { InboundMessage } from '../../core/message.js';
-import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag, Timer } from '../../core/ports.js';
+import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag } from '../../core/ports.js';
 import { Waiters } from '../../core/waiters.js';
 import { pauseAfter } from '../kafka/catching-up.js';
 import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
@@ -10,13 +10,14 @@ import { subscriptionAssigner } from './assigner.js';
 import { readCommitted } from './committed-fetch.js';
 import type { Record } from './feed.js';
 import { Feeds } from './feeds.js';
-import { committedOffsets, groupOffsets, lagPast, partitionEnds, type PartitionOffsets } from './offsets.js';
+import { commitEnds, groupOffsets, lagPast, type PartitionOffsets } from './offsets.js';
 import { pk } from './client.js';
 import { FeedCommits } from './commits.js';
 import { countFetches, fetchesLanded } from './fetches.js';
 import { heardAt, noteHeard } from './heard.js';
 import { ResumePositions, placeUnread } from './positions.js';
 import { RequestFeeds } from './requests.js';
+import { TopicGrowth } from './topic-growth.js';
 import type { PlatformaticSettings } from './settings.js';
 
 /** Messages read into the feeds and not taken, at most: past it the stream holds the rest and stops fetching. */
@@ -46,14 +47,10 @@ export class PlatformaticConsumer implements Consumer {
   private revoking: Promise<void> = Promise.resolve();
   private closing = false;
   private closed: Promise<void> | undefined;
-  private countTimer: Timer | undefined;
   private joins = 0;
   /** Classic rejoins after a rebalance: a {@link resumeAfterJoin} overtaken by a later one leaves the stream to it. */
   private rejoins = 0;
   private fetches = 0;
-  private partitionsCount = 0;
-  /** A classic member found partitions added and has not yet joined again so the leader assigns them. */
-  private grown = false;
   private joined: (() => void) | undefined;
   private readonly restarts: CrashRestarts;
   /** The consumer whose stream failed, until it is replaced. */
@@ -80,6 +77,8 @@ export class PlatformaticConsumer implements Consumer {
   private readonly commits: FeedCommits;
   /** Where the reading of each partition let go resumes, should it come back. */
   private readonly positions = new ResumePositions();
+  /** The topic's partition count, and partitions added while it is read. */
+  private readonly growth: TopicGrowth;
 
   constructor(
     private readonly admin: Admin,
@@ -121,16 +120,23 @@ export class PlatformaticConsumer implements Consumer {
     };
     // On the system clock: the broker's outage runs in real time, whatever the app's clock (a test's ManualClock).
     this.restarts = new CrashRestarts(member, log, SYSTEM_CLOCK);
+    this.growth = new TopicGrowth({
+      topic: request.topic,
+      consumer: () => this.consumer,
+      classic: settings.groupProtocol === 'classic',
+      closing: () => this.closing,
+      log,
+    });
   }
 
   async start(partitions: number): Promise<void> {
-    this.partitionsCount = partitions;
-    if (this.request.fromEnd === true) await this.startAtEnd();
+    this.growth.count = partitions;
+    if (this.request.fromEnd === true) await commitEnds(this.admin, this.request.group, this.request.topic, partitions);
     const joined = new Promise<void>((resolve) => (this.joined = resolve));
     await this.open();
     await joined;
     this.commits.every(this.settings.commitIntervalMs);
-    this.countEvery(this.settings.metadataMaxAgeMs);
+    this.growth.watch(this.settings.metadataMaxAgeMs);
   }
 
   /**
@@ -164,7 +170,7 @@ export class PlatformaticConsumer implements Consumer {
       new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>),
     );
     this.consumer = consumer;
-    this.grown = false; // its join reads the topic's metadata afresh
+    this.growth.joining();
     const current = (): boolean => this.consumer === consumer && this.failed !== consumer;
     const classic = s.groupProtocol !== 'consumer';
     if (classic) countFetches();
@@ -246,20 +252,6 @@ export class PlatformaticConsumer implements Consumer {
     await this.open();
   }
 
-  /** `ConsumeRequest.fromEnd`: partitions the group committed nothing of are committed at their end, before joining. */
-  private async startAtEnd(): Promise<void> {
-    const { topic, group } = this.request;
-    const [ends, committed] = await Promise.all([
-      partitionEnds(this.admin, topic, this.partitionsCount),
-      committedOffsets(this.admin, group, topic),
-    ]);
-    const partitionOffsets = [...ends]
-      .filter(([p]) => (committed.get(p) ?? -1) < 0)
-      .map(([partition, e]) => ({ partition, offset: BigInt(e.high) }));
-    if (partitionOffsets.length > 0)
-      await this.admin.alterConsumerGroupOffsets({ groupId: group, topics: [{ name: topic, partitionOffsets }] });
-  }
-
   /** Compares the client's assignment with the partitions owned here: revokes what went, assigns what came. */
   private sync(): void {
     const assignments = this.consumer?.assignments;
@@ -325,7 +317,7 @@ export class PlatformaticConsumer implements Consumer {
         admin: this.admin,
         group: this.request.group,
         topic: this.request.topic,
-        partitions: () => Math.max(this.partitionsCount, ...partitions.map((p) => p + 1)),
+        partitions: () => Math.max(this.growth.count, ...partitions.map((p) => p + 1)),
         fromBeginning: this.settings.fromBeginning,
         fetching: () => (current() ? stream.offsetsToFetch : undefined),
         owned: (p) => this.feeds.has(p),
@@ -389,7 +381,7 @@ export class PlatformaticConsumer implements Consumer {
       const parts = {
         admin: this.admin,
         group: this.request.group,
-        partitions: this.partitionsCount,
+        partitions: this.growth.count,
         fromBeginning: this.settings.fromBeginning,
       };
       for (const topic of [this.request.topic, ...(this.requests ? [this.requests.topic] : [])]) {
@@ -495,7 +487,7 @@ export class PlatformaticConsumer implements Consumer {
     const positions = new Map([...this.feeds.entries()].map(([p, f]) => [p, f.position]));
     let lag = lagPast(await this.offsets(), positions);
     if (requests !== undefined && asked.length > 0) {
-      const offsets = await groupOffsets(this.admin, this.request.group, requests.topic, this.partitionsCount);
+      const offsets = await groupOffsets(this.admin, this.request.group, requests.topic, this.growth.count);
       lag += lagPast(offsets, new Map(asked.map((p) => [p, requests.position(p)])));
     }
     return lag;
@@ -511,7 +503,7 @@ export class PlatformaticConsumer implements Consumer {
   }
 
   private offsets(): Promise<Map<number, PartitionOffsets>> {
-    return groupOffsets(this.admin, this.request.group, this.request.topic, this.partitionsCount);
+    return groupOffsets(this.admin, this.request.group, this.request.topic, this.growth.count);
   }
 
   assigned(): readonly number[] {
@@ -547,42 +539,6 @@ export class PlatformaticConsumer implements Consumer {
     return this.commits.flush();
   }
 
-  /**
-   * Partitions added to the topic while it is read: every `metadataMaxAgeMs` (in real time) the consumer reads
-   * the topic's metadata again; when the topic has more partitions than it had, a member of a classic group
-   * joins again, so that the leader (which finds them too) assigns them. Under the consumer protocol the broker
-   * assigns them itself.
-   */
-  private countEvery(ms: number): void {
-    this.countTimer = SYSTEM_CLOCK.setTimer(ms, () => {
-      if (this.closing) return;
-      this.countEvery(ms);
-      void this.recount().catch((error: unknown) => this.log.debug('reading the topic metadata failed', { error }));
-    });
-  }
-
-  private async recount(): Promise<void> {
-    const consumer = this.consumer;
-    const topic = this.request.topic;
-    if (consumer === undefined) return;
-    const count = (await consumer.metadata({ topics: [topic], forceUpdate: true })).topics.get(topic)?.partitionsCount;
-    if (count === undefined || this.closing) return;
-    if (count > this.partitionsCount) {
-      this.log.info('the topic has new partitions', { partitions: count, had: this.partitionsCount });
-      this.partitionsCount = count;
-      this.grown = this.settings.groupProtocol === 'classic';
-    }
-    if (!this.grown || consumer !== this.consumer) return;
-    // A join that fails (the group rebalancing, the coordinator moving) is tried again at the next count: until
-    // one succeeds, nobody may be reading the new partitions.
-    try {
-      await consumer.joinGroup();
-      this.grown = false;
-    } catch (error) {
-      this.log.warn('joining again for the new partitions failed; trying again', { error });
-    }
-  }
-
   close(deadline?: Promise<void>): Promise<void> {
     this.closed ??= this.shutDown(deadline);
     return this.closed;
@@ -590,7 +546,7 @@ export class PlatformaticConsumer implements Consumer {
 
   private async shutDown(deadline: Promise<void> | undefined): Promise<void> {
     this.commits.cancel();
-    this.countTimer?.cancel();
+    this.growth.cancel();
     this.restarts.cancel();
     const timeoutMs = this.request.shutdownTimeoutMs ?? 30_000;
     const close = deadline ? deadlineOf(deadline) : deadlineIn(this.clock, timeoutMs, { keepAlive: true });

@@ -71,3 +71,19 @@ export function lagPast(
   }
   return lag;
 }
+
+/**
+ * `ConsumeRequest.fromEnd`: the partitions of `topic` (`partitions` of them) that `group` committed nothing of
+ * are committed at their end, before the member joins.
+ */
+export async function commitEnds(admin: Admin, group: string, topic: string, partitions: number): Promise<void> {
+  const [ends, committed] = await Promise.all([
+    partitionEnds(admin, topic, partitions),
+    committedOffsets(admin, group, topic),
+  ]);
+  const partitionOffsets = [...ends]
+    .filter(([p]) => (committed.get(p) ?? -1) < 0)
+    .map(([partition, e]) => ({ partition, offset: BigInt(e.high) }));
+  if (partitionOffsets.length > 0)
+    await admin.alterConsumerGroupOffsets({ groupId: group, topics: [{ name: topic, partitionOffsets }] });
+}
