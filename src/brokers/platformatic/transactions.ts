@@ -43,8 +43,9 @@ export async function fencingProducer(
     partitioner: pk.compatibilityPartitioner,
     serializers: { key: bytes, value: bytes, headerKey: bytes, headerValue: bytes },
     // A transaction begun right after a commit is answered CONCURRENT_TRANSACTIONS until the commit's markers
-    // are written, a few milliseconds: retried soon, and for long enough that a broker's restart passes.
-    retries: 30,
+    // are written, a few milliseconds: retried soon. A broker away is waited for, a second between tries, as
+    // kafkajs's producer waits (PRODUCER_RETRY): whatever its outage, a shard's appends wait and then go on.
+    retries: Number.MAX_SAFE_INTEGER,
     retryDelay: (_client, _operation, attempt) => Math.min(10 * 2 ** attempt, 1_000),
   });
   try {
