@@ -2,7 +2,7 @@ import type { Admin, Consumer } from 'kafkajs';
 import { inject } from 'vitest';
 import { jsonLogger, silentLogger } from '../../src/index.js';
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
-import { READ_UNCOMMITTED, kafkajsInternals, type Kafka } from '../../src/brokers/kafka/kafkajs.js';
+import { Partitioners, READ_UNCOMMITTED, kafkajsInternals, type Kafka } from '../../src/brokers/kafka/kafkajs.js';
 import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 
 /** The bootstrap address of the test broker, or undefined (with a reason) when there is none. */
@@ -101,5 +101,33 @@ async function settled(kafka: Kafka, admin: Admin, topic: string, partitions: nu
     if (Date.now() > deadline)
       throw new Error(`${topic}: transaction markers not written in ${SETTLE_MS} ms (${JSON.stringify(behind)})`);
     await new Promise((resolve) => setTimeout(resolve, 20)); // the markers are written by the broker alone
+  }
+}
+
+/**
+ * Writes `transactions` to partition `partition` of `topic` in turn, each a transaction of one producer (the
+ * transactional ID `<topic>.writer`, so one producer ID throughout) committed or aborted as it says.
+ */
+export async function writeTransactions(
+  kafka: Kafka,
+  topic: string,
+  partition: number,
+  transactions: readonly { readonly values: readonly string[]; readonly commit: boolean }[],
+): Promise<void> {
+  const producer = kafka.producer({
+    transactionalId: `${topic}.writer`,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
+  await producer.connect();
+  try {
+    for (const { values, commit } of transactions) {
+      const txn = await producer.transaction();
+      await txn.send({ topic, acks: -1, messages: values.map((value) => ({ value, partition })) });
+      await (commit ? txn.commit() : txn.abort());
+    }
+  } finally {
+    await producer.disconnect();
   }
 }

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/index.js';
-import { Kafka, Partitioners, kafkajsInternals, logLevel } from '../../src/brokers/kafka/kafkajs.js';
+import { Kafka, kafkajsInternals, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { readPartition, type PartitionRead } from '../../src/brokers/kafka/store/partition-reader.js';
-import { kafkaBrokers } from './fixture.js';
+import { kafkaBrokers, writeTransactions } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 describe.skipIf(!kafkaBrokers)('readPartition', { timeout: 60_000 }, () => {
@@ -19,23 +19,12 @@ describe.skipIf(!kafkaBrokers)('readPartition', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, replicationFactor: 1 }] });
-    const producer = kafka.producer({
-      transactionalId: `${topic}.writer`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-      createPartitioner: Partitioners.DefaultPartitioner,
-    });
-    await producer.connect();
-    const write = async (values: string[], commit: boolean): Promise<void> => {
-      const txn = await producer.transaction();
-      await txn.send({ topic, acks: -1, messages: values.map((value) => ({ value, partition: 1 })) });
-      await (commit ? txn.commit() : txn.abort());
-    };
-    await write(['a', 'b'], true);
-    await write(['aborted-1', 'aborted-2'], false);
-    await write(['c'], true);
-    await write(['d'], true);
-    await producer.disconnect();
+    await writeTransactions(kafka, topic, 1, [
+      { values: ['a', 'b'], commit: true },
+      { values: ['aborted-1', 'aborted-2'], commit: false },
+      { values: ['c'], commit: true },
+      { values: ['d'], commit: true },
+    ]);
   });
   afterAll(async () => {
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);

@@ -6,10 +6,10 @@
  * producer in a fetch answer: a restored shard lost acknowledged events (src/brokers/platformatic/committed-fetch.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kafka, Partitioners, logLevel } from '../../src/brokers/kafka/kafkajs.js';
+import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { closePlatformatic, platformaticRuns, testPlatformatic } from './clients.js';
-import { kafkaBrokers } from './fixture.js';
+import { kafkaBrokers, writeTransactions } from './fixture.js';
 
 describe.skipIf(!kafkaBrokers || !platformaticRuns)(
   'kafka on @platformatic/kafka: reading committed transactions only',
@@ -24,30 +24,20 @@ describe.skipIf(!kafkaBrokers || !platformaticRuns)(
       await admin.connect();
       await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
       await admin.disconnect();
-      const producer = kafka.producer({
-        transactionalId: `${topic}.writer`,
-        idempotent: true,
-        maxInFlightRequests: 1,
-        createPartitioner: Partitioners.DefaultPartitioner,
-      });
-      await producer.connect();
-      const write = async (values: string[], commit: boolean): Promise<void> => {
-        const txn = await producer.transaction();
-        await txn.send({ topic, acks: -1, messages: values.map((value) => ({ value, partition: 0 })) });
-        await (commit ? txn.commit() : txn.abort());
-      };
       // Committed transactions between aborted ones of the same producer, and an aborted one just before the end.
-      await write(['a'], true);
-      await write(['aborted-1'], false);
-      await write(['b', 'c'], true);
-      await write(['d'], true);
-      await write(['aborted-2', 'aborted-3'], false);
-      await write(['e'], true);
-      await write(['aborted-4'], false);
-      await write(['f'], true);
-      await write(['aborted-5'], false);
-      await write(['end'], true);
-      await producer.disconnect();
+      const txn = (commit: boolean, ...values: string[]) => ({ values, commit });
+      await writeTransactions(kafka, topic, 0, [
+        txn(true, 'a'),
+        txn(false, 'aborted-1'),
+        txn(true, 'b', 'c'),
+        txn(true, 'd'),
+        txn(false, 'aborted-2', 'aborted-3'),
+        txn(true, 'e'),
+        txn(false, 'aborted-4'),
+        txn(true, 'f'),
+        txn(false, 'aborted-5'),
+        txn(true, 'end'),
+      ]);
     });
     afterAll(async () => {
       await closePlatformatic();
