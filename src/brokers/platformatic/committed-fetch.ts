@@ -8,7 +8,7 @@ export interface AbortedTransaction {
 }
 
 /** Attribute bits of a record batch: written in a transaction, a control batch (a transaction's marker). */
-export const TRANSACTIONAL = 1 << 4;
+const TRANSACTIONAL = 1 << 4;
 export const CONTROL = 1 << 5;
 /** A control record's type, in the third and fourth bytes of its key: 0 ends a transaction aborted. */
 const isAbortMarker = (batch: RecordsBatch): boolean => batch.records[0]?.key?.readInt16BE(2) === 0;
