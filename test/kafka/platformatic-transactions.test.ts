@@ -6,6 +6,7 @@
  * producer in a fetch answer: a restored shard lost acknowledged events (src/brokers/platformatic/committed-fetch.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Producer } from 'kafkajs';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { closePlatformatic, platformaticRuns, testPlatformatic } from './clients.js';
@@ -79,6 +80,45 @@ describe.skipIf(!kafkaBrokers || !platformaticRuns)(
         return true;
       });
       expect(after).toEqual(committed.slice(1));
+    });
+
+    it('two producers’ aborted transactions interleaved: a read from any offset among them hands out none of them', async () => {
+      // Exactly-once publishers of several input partitions write one output partition side by side so.
+      const kafka = new Kafka({ clientId: 'sluice-test', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING });
+      const broker = testPlatformatic('classic');
+      const interleaved = uniqueTopic('pk-txn-interleaved');
+      await broker.createTopic(interleaved, 1);
+      const [p1, p2] = ['a', 'b'].map((id) =>
+        kafka.producer({ transactionalId: `${interleaved}.${id}`, idempotent: true, maxInFlightRequests: 1 }),
+      );
+      await Promise.all([p1!.connect(), p2!.connect()]);
+      const send = (t: { send: Producer['send'] }, value: string) =>
+        t.send({ topic: interleaved, acks: -1, messages: [{ value, partition: 0 }] });
+      let t = await p1!.transaction();
+      await send(t, 'before'); // 0, its marker at 1
+      await t.commit();
+      const [a, b] = [await p1!.transaction(), await p2!.transaction()];
+      for (const [txn, value] of [
+        [a, 'x1'],
+        [b, 'y1'],
+        [a, 'x2'],
+        [b, 'y2'],
+      ] as const)
+        await send(txn, value); // 2–5
+      await a.abort(); // 6
+      await b.abort(); // 7
+      t = await p1!.transaction();
+      await send(t, 'after'); // 8, its marker at 9
+      await t.commit();
+      await Promise.all([p1!.disconnect(), p2!.disconnect()]);
+      for (let from = 0; from <= 8; from++) {
+        const seen: string[] = [];
+        await broker.readTopic(interleaved, 0, from, (m) => {
+          seen.push(Buffer.from(m.value).toString());
+          return true;
+        });
+        expect(seen, `from offset ${from}`).toEqual(from === 0 ? ['before', 'after'] : ['after']);
+      }
     });
   },
 );
