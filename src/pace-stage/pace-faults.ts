@@ -41,6 +41,8 @@ function brokenRules(paces: ReadonlyMap<string, CompiledPace>, faults: Faults): 
     const apply = rules.apply.bind(rules);
     rules = {
       ...rules,
+      // The effects' methods write to the object they are called on: called through the real one, so that what
+      // the rules set (a timer, a reply) is what the core reads back. A prototype delegate would keep it.
       apply: (s, r, fx) =>
         apply(s, r, {
           ...fx,
