@@ -11,7 +11,9 @@
  *      transaction (1,000 by default: what Sluice's transactions carry here, at most 1,000 appends of a
  *      partition being under way). `BENCH_RAW` picks the loops: `txn`, the offsets sent in each transaction
  *      (`sendOffsets`); `outside`, the offsets committed every second by the consumer, as Sluice commits them
- *      (its events are taken once by their offsets). Also printed: the records per transaction on each side
+ *      (its events are taken once by their offsets); `pk-txn` and `pk-outside`, the same on @platformatic/kafka
+ *      (bench/raw-platformatic-intake.ts: run by default beside an app on that client). Also printed: the
+ *      records per transaction on each side
  *      (the raw loop's: changelog end offsets less messages, one commit marker per transaction; Sluice's: its
  *      logs' count).
  *  (b) restore: coordinator states restored per second. The store of an App (MemoryBroker, ManualClock,
@@ -145,14 +147,40 @@ interface IntakeResult {
  * The raw loop's offsets: `'txn'` sent in each transaction (`sendOffsets`, two more round trips a transaction:
  * AddOffsetsToTxn and TxnOffsetCommit); `'outside'` committed by the consumer every second, outside the
  * transactions, as Sluice's paced subscriber does (its events are taken once by their offsets; see
- * docs/store.md).
+ * docs/store.md). `pk-txn` and `pk-outside`: the same on @platformatic/kafka (bench/raw-platformatic-intake.ts),
+ * by default beside an app on that client.
  */
 type RawOffsets = 'txn' | 'outside';
-const RAW_LABEL: Record<RawOffsets, string> = {
+type RawPath = RawOffsets | 'pk-txn' | 'pk-outside';
+const RAW_LABEL: Record<RawPath, string> = {
   txn: 'raw kafkajs: eachBatch, transactional producer per partition, send + sendOffsets + commit',
   outside: 'raw kafkajs: the same, offsets committed every second outside the transaction (as Sluice)',
+  'pk-txn': 'raw @platformatic/kafka: messages stream, transactional producer per partition, send + addOffset + commit',
+  'pk-outside': 'raw @platformatic/kafka: the same, offsets committed every second outside the transaction (as Sluice)',
 };
-const RAW_VARIANTS = (process.env.BENCH_RAW ?? 'txn,outside').split(',') as RawOffsets[];
+const RAW_VARIANTS = (
+  process.env.BENCH_RAW ?? (CLIENT === 'kafkajs' ? 'txn,outside' : 'txn,outside,pk-txn,pk-outside')
+).split(',') as RawPath[];
+
+async function rawPath(topic: string, path: RawPath): Promise<IntakeResult> {
+  if (path === 'txn' || path === 'outside') return rawIntake(topic, path);
+  const { rawPlatformaticIntake } = await import('./raw-platformatic-intake.js');
+  const changelog = unique('raw-changelog');
+  await createTopic(changelog, P);
+  const seconds = await rawPlatformaticIntake({
+    brokers,
+    topic,
+    changelog,
+    groupId: unique('raw-group'),
+    partitions: P,
+    batch: RAW_BATCH,
+    count: N,
+    offsets: path === 'pk-txn' ? 'txn' : 'outside',
+  });
+  const { high } = await offsetsOf(changelog);
+  await deleteTopics([changelog]);
+  return { rate: N / seconds, perTxn: N / (high - N) };
+}
 
 async function rawIntake(topic: string, offsets: RawOffsets): Promise<IntakeResult> {
   const changelog = unique('raw-changelog');
@@ -328,7 +356,7 @@ async function sluiceIntake(topic: string): Promise<IntakeResult> {
   return { rate: N / seconds, perTxn: N / transactions };
 }
 
-type IntakePath = RawOffsets | 'sluice';
+type IntakePath = RawPath | 'sluice';
 
 /** One round: every path once, in an order that rotates with the round (or only Sluice, or only the raw loops). */
 async function intakeRound(topic: string, round: number): Promise<Map<IntakePath, IntakeResult>> {
@@ -337,7 +365,7 @@ async function intakeRound(topic: string, round: number): Promise<Map<IntakePath
   const order = paths.map((_, i) => paths[(i + round) % paths.length]!);
   const results = new Map<IntakePath, IntakeResult>();
   for (const path of order)
-    results.set(path, path === 'sluice' ? await sluiceIntake(topic) : await rawIntake(topic, path));
+    results.set(path, path === 'sluice' ? await sluiceIntake(topic) : await rawPath(topic, path));
   return results;
 }
 
