@@ -11,14 +11,16 @@ import type { Pacer } from '../pace-stage/pacer.js';
 import type { Undecodable, Work } from './work.js';
 
 /** Deliveries of a paced subscriber being appended to its coordinators at once, at most. */
-export const PACE_INTAKE = 4_000;
+export const PACE_INTAKE = 8_000;
 /**
  * Of those, from one partition at most. Under a store owned by partition a partition's events go to its own
  * shard, whose appends are journaled a transaction after another: taken one partition's batch at a time, the
  * whole intake went to one shard and one transaction was under way while the other shards' logs stood idle.
- * With room for a few partitions at once, their transactions run side by side.
+ * With room for a few partitions at once, their transactions run side by side. And with room for about two
+ * transactions' worth of a partition, the next transaction's events are read, decoded and applied while the
+ * one before commits: with room for one, the thread waited on each commit with nothing to do.
  */
-export const PACE_INTAKE_PER_PARTITION = 1_000;
+export const PACE_INTAKE_PER_PARTITION = 2_000;
 
 /**
  * What `decode` gives for a message that does not decode: why. No decoder can return one (the class is this
@@ -73,6 +75,7 @@ export class Intake {
   reads = 0;
   private consumer: Consumer | undefined = undefined;
   private pumping = false;
+  private pumpQueued = false;
 
   constructor(private readonly parts: IntakeParts) {}
 
@@ -93,6 +96,19 @@ export class Intake {
     }
     this.parts.progress();
   };
+
+  /**
+   * Pumps once the appends told together are all told: a transaction's appends become durable at once, and a
+   * pump for each would read the consumer a message at a time.
+   */
+  private pumpSoon(): void {
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
+  }
 
   /** A paced run whose window closed: to the workers, by its key under lanes. */
   readonly runArrived = (run: PaceRun): void => {
@@ -220,7 +236,7 @@ export class Intake {
       if ((receipt as Receipt | undefined)?.kind === 'dropped') this.parts.observer?.handled('dropped');
       this.began(m.partition, -1);
       offsets.complete(marks, m.offset);
-      this.pump();
+      this.pumpSoon();
     };
     const refused = (error: unknown): void => {
       this.began(m.partition, -1);

@@ -18,7 +18,8 @@ import { PACE_INTAKE, PACE_INTAKE_PER_PARTITION } from '../../src/pipeline/intak
 import { Gate, turns } from '../helpers.js';
 
 const PARTITIONS = 3;
-const PER_PARTITION = 1_500;
+/** More than the intake takes of a partition at once. */
+const PER_PARTITION = PACE_INTAKE_PER_PARTITION + 500;
 
 /** `store` whose shard logs' appends are made at once but reported durable only once `gate` opens. */
 function held(store: Store, gate: Gate, underWay: number[]): Store {
