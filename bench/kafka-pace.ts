@@ -8,8 +8,8 @@
  *      work: eachBatch (P partitions concurrently), one transactional producer per partition (transactionalId
  *      per partition) that sends each batch's message values to the partition of a changelog topic (a message
  *      each: Sluice packs its records, see docs/store.md), and commits; at most RAW_BATCH messages per
- *      transaction (1,000 by default: what Sluice's transactions carry here, at most 1,000 appends of a
- *      partition being under way). `BENCH_RAW` picks the loops: `txn`, the offsets sent in each transaction
+ *      transaction (2,000 by default: what Sluice's transactions carry here at most, 2,000 appends of a
+ *      partition being under way; both sides' records per transaction are printed). `BENCH_RAW` picks the loops: `txn`, the offsets sent in each transaction
  *      (`sendOffsets`); `outside`, the offsets committed every second by the consumer, as Sluice commits them
  *      (its events are taken once by their offsets); `pk-txn` and `pk-outside`, the same on @platformatic/kafka
  *      (bench/raw-platformatic-intake.ts: run by default beside an app on that client). Also printed: the
@@ -58,7 +58,7 @@ const N = Number(process.env.BENCH_N ?? 100_000);
 const P = Number(process.env.BENCH_PARTITIONS ?? 4);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const KEYS_A = Number(process.env.BENCH_KEYS_A ?? 10_000);
-const RAW_BATCH = Number(process.env.BENCH_RAW_BATCH ?? 1_000);
+const RAW_BATCH = Number(process.env.BENCH_RAW_BATCH ?? 2_000);
 const RESTORE_KEYS = (process.env.BENCH_KEYS ?? '100000,1000000').split(',').map(Number);
 /** How (b)'s store is filled: `build` (bench/pace-restore-setup.ts) or `sends` (`app.send`, slow past 100,000 keys). */
 const RESTORE_SETUP = process.env.BENCH_RESTORE_SETUP ?? 'build';
