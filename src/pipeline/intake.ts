@@ -11,16 +11,17 @@ import type { Pacer } from '../pace-stage/pacer.js';
 import type { Undecodable, Work } from './work.js';
 
 /** Deliveries of a paced subscriber being appended to its coordinators at once, at most. */
-export const PACE_INTAKE = 8_000;
+export const PACE_INTAKE = 16_000;
 /**
  * Of those, from one partition at most. Under a store owned by partition a partition's events go to its own
  * shard, whose appends are journaled a transaction after another: taken one partition's batch at a time, the
  * whole intake went to one shard and one transaction was under way while the other shards' logs stood idle.
- * With room for a few partitions at once, their transactions run side by side. And with room for about two
- * transactions' worth of a partition, the next transaction's events are read, decoded and applied while the
- * one before commits: with room for one, the thread waited on each commit with nothing to do.
+ * With room for a few partitions at once, their transactions run side by side. And with room for two
+ * transactions' worth of a partition (a Kafka store's carries at most 2,000 appends), the next transaction's
+ * events are read, decoded and applied while the one before commits: with room for one, the thread waited on
+ * each commit with nothing to do.
  */
-export const PACE_INTAKE_PER_PARTITION = 2_000;
+export const PACE_INTAKE_PER_PARTITION = 4_000;
 
 /**
  * What `decode` gives for a message that does not decode: why. No decoder can return one (the class is this

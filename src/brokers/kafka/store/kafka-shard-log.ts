@@ -28,6 +28,13 @@ const OVERHEAD_BYTES = 1024;
 const MESSAGE_OVERHEAD_BYTES = 32;
 /** Snapshot bytes per transaction at most: appends wait behind a snapshot's transaction no longer than this takes. */
 const SNAPSHOT_BYTES_PER_TRANSACTION = 4 * 1024 * 1024;
+/**
+ * Appends one transaction carries at most. A paced subscriber keeps about two transactions' worth of a
+ * partition's events under way (`PACE_INTAKE_PER_PARTITION`): while one commits, the next one's events are read
+ * and applied, and the thread does not wait on a commit with nothing to do. A transaction that took every
+ * append waiting took them all, and left the intake no room until it committed.
+ */
+export const APPENDS_PER_TRANSACTION = 2_000;
 
 interface Pending {
   readonly lsn: number;
@@ -229,10 +236,13 @@ export class KafkaShardLog implements ShardLog {
       });
   }
 
-  /** Transactions one after another, each with every append waiting and at most one piece of a snapshot. */
+  /**
+   * Transactions one after another, each with the appends waiting (`APPENDS_PER_TRANSACTION` at most) and at
+   * most one piece of a snapshot.
+   */
   private async flush(): Promise<void> {
     while ((this.pending.length > 0 || this.snapshotWork.length > 0) && this.failed === undefined) {
-      const batch = this.pending.splice(0, this.alone > 0 ? 1 : this.pending.length);
+      const batch = this.pending.splice(0, this.alone > 0 ? 1 : APPENDS_PER_TRANSACTION);
       if (this.alone > 0) this.alone--;
       const alongside = alongsideOf(batch);
       const work = this.snapshotWork.shift();
