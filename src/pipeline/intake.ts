@@ -22,6 +22,15 @@ export const PACE_INTAKE = 16_000;
  * each commit with nothing to do.
  */
 export const PACE_INTAKE_PER_PARTITION = 4_000;
+/**
+ * And of bytes (the deliveries' values) about this many: past it no more is taken. The counts above are set for
+ * small events; large ones are held to this budget instead. A take asks for as many deliveries as the budget
+ * left holds of the largest seen so far (the first delivery alone), at least one and at most PACE_TAKE:
+ * deliveries larger than any before overshoot it by one take at most.
+ */
+export const PACE_INTAKE_BYTES = 64 * 1024 * 1024;
+/** Paced deliveries taken from the consumer at once, at most. */
+const PACE_TAKE = 256;
 
 /**
  * What `decode` gives for a message that does not decode: why. No decoder can return one (the class is this
@@ -68,6 +77,10 @@ export interface IntakeParts {
 export class Intake {
   /** Paced deliveries being appended to their coordinators. */
   appending = 0;
+  /** Their values' bytes (see PACE_INTAKE_BYTES). */
+  appendingBytes = 0;
+  /** The largest paced delivery's value seen, in bytes; 0 before the first (which is taken alone). */
+  private largest = 0;
   /** Of those, by partition (see PACE_INTAKE_PER_PARTITION). */
   private readonly appendingOf = new Map<number, number>();
   private readonly pacedRoom = (partition: number): number =>
@@ -214,11 +227,11 @@ export class Intake {
 
   /**
    * A paced subscriber's reading: each delivery becomes an event of its key's coordinator, and its offset
-   * becomes committable once that event is durable. At most PACE_INTAKE appends are under way, and
-   * PACE_INTAKE_PER_PARTITION of one partition.
+   * becomes committable once that event is durable. At most PACE_INTAKE appends are under way,
+   * PACE_INTAKE_PER_PARTITION of one partition, and about PACE_INTAKE_BYTES.
    */
   private takePaced(consumer: Consumer, pacer: Pacer): void {
-    for (let room = PACE_INTAKE - this.appending; room > 0; room = PACE_INTAKE - this.appending) {
+    for (let room = this.pacedRoomNow(); room > 0; room = this.pacedRoomNow()) {
       const taken = consumer.take(room, this.pacedRoom);
       this.reads++;
       if (taken.length === 0) break;
@@ -226,21 +239,31 @@ export class Intake {
     }
   }
 
+  /** How many paced deliveries to take now: within PACE_INTAKE, and PACE_INTAKE_BYTES at the largest size seen. */
+  private pacedRoomNow(): number {
+    const bytes = PACE_INTAKE_BYTES - this.appendingBytes;
+    if (bytes <= 0) return 0;
+    if (this.largest === 0) return Math.min(1, PACE_INTAKE - this.appending);
+    return Math.min(PACE_INTAKE - this.appending, PACE_TAKE, Math.max(1, Math.floor(bytes / this.largest)));
+  }
+
   private paced(m: InboundMessage, pacer: Pacer): void {
     const { offsets, ledger, sub } = this.parts;
     const marks = offsets.track(m);
+    const size = m.value.length;
+    if (size >= this.largest) this.largest = Math.max(size, 1); // 1 at least: known, even for empty values
     const payload = this.decode(m);
     if (payload instanceof Undecoded) return ledger.deadLetterNow([payload.bad], [marks]);
-    this.began(m.partition, 1);
+    this.began(m.partition, 1, size);
     const key = this.keyOf(m, payload) ?? '';
     const appended = (receipt: unknown): void => {
       if ((receipt as Receipt | undefined)?.kind === 'dropped') this.parts.observer?.handled('dropped');
-      this.began(m.partition, -1);
+      this.began(m.partition, -1, -size);
       offsets.complete(marks, m.offset);
       this.pumpSoon();
     };
     const refused = (error: unknown): void => {
-      this.began(m.partition, -1);
+      this.began(m.partition, -1, -size);
       if (error instanceof SluiceError && error.code === 'SEND_INVALID') {
         // Not JSON, a key or event past pace's limits, an order that is not a number: it never will be. Its offset
         // is committed once it is dead-lettered.
@@ -266,9 +289,10 @@ export class Intake {
     taken.then(appended, refused);
   }
 
-  /** Counts `n` more (or, negative, fewer) appends under way of `partition`. */
-  private began(partition: number, n: number): void {
+  /** Counts `n` more (or, negative, fewer) appends under way of `partition`, and `bytes` more (or fewer). */
+  private began(partition: number, n: number, bytes: number): void {
     this.appending += n;
+    this.appendingBytes += bytes;
     this.appendingOf.set(partition, (this.appendingOf.get(partition) ?? 0) + n);
   }
 }

@@ -14,7 +14,7 @@ import {
   type ShardLog,
   type Store,
 } from '../../src/index.js';
-import { PACE_INTAKE, PACE_INTAKE_PER_PARTITION } from '../../src/pipeline/intake.js';
+import { PACE_INTAKE, PACE_INTAKE_BYTES, PACE_INTAKE_PER_PARTITION } from '../../src/pipeline/intake.js';
 import { Gate, turns } from '../helpers.js';
 
 const PARTITIONS = 3;
@@ -79,5 +79,37 @@ describe('paced intake', () => {
     expect(underWay).toEqual([0, 0, 0]);
     await app.stop();
     expect(broker.committed('intake', 'ev')).toEqual([PER_PARTITION, PER_PARTITION, PER_PARTITION]);
+  });
+
+  it('holds large deliveries to a budget of bytes under way, and takes the rest as they become durable', async () => {
+    const SIZE = 1024 * 1024; // each delivery's value: JSON of 1 MiB
+    const COUNT = Math.ceil((1.5 * PACE_INTAKE_BYTES) / SIZE);
+    const broker = new MemoryBroker({ topics: { big: 1 } });
+    const value = { pad: 'x'.repeat(SIZE - '{"pad":""}'.length) };
+    for (let n = 0; n < COUNT; n++) await broker.publish('big', value, { partition: 0, key: `k${n % 7}` });
+    const gate = new Gate();
+    const underWay = [0];
+    const store = held(memoryStore({ shards: 1, ownership: 'partition' }), gate, underWay);
+    const app = new App({ name: 'intake', logger: silentLogger, clock: new ManualClock(0), store }).withBroker(
+      broker,
+      (b) =>
+        b.include(
+          subscriber('big', () => {
+            throw new Error('no window closes');
+          })
+            .name('big')
+            .pace({ debounce: '1 hour' })
+            .build(),
+        ),
+    );
+    await app.start();
+    while (underWay[0]! * SIZE < PACE_INTAKE_BYTES) await turns(1);
+    await turns(10); // and no more is taken while none is durable
+    expect(underWay).toEqual([PACE_INTAKE_BYTES / SIZE]);
+    expect(broker.committed('intake', 'big')).toEqual([0]);
+    gate.open();
+    await app.idle();
+    await app.stop();
+    expect(broker.committed('intake', 'big')).toEqual([COUNT]);
   });
 });
