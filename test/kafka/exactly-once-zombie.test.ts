@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { App, silentLogger, subscriber, topic } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { closePlatformatic, kafkaClients } from './clients.js';
-import { closeAll, kafkaBrokers, readCommitted } from './fixture.js';
+import { closeAll, createTopics, kafkaBrokers, readCommitted } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 const N = 300;
@@ -37,10 +37,10 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)(
       const run = uniquePrefix('eos-zombie');
       const [input, output, group] = [`${run}.in`, `${run}.out`, `${run}-app`];
       await admin.connect();
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: [input, output].map((t) => ({ topic: t, numPartitions: 3, replicationFactor: 1 })),
-      });
+      await createTopics(
+        admin,
+        [input, output].map((t) => ({ topic: t, numPartitions: 3, replicationFactor: 1 })),
+      );
       const producer = client.broker();
       const publish = (from: number, to: number) =>
         Promise.all(

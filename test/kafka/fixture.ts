@@ -1,7 +1,9 @@
-import type { Admin, Consumer } from 'kafkajs';
+import type { Admin, Consumer, ITopicConfig } from 'kafkajs';
 import { inject } from 'vitest';
 import { jsonLogger, silentLogger } from '../../src/index.js';
 import { KafkaBroker, type KafkaBrokerOptions } from '../../src/brokers/kafka/index.js';
+import { askAgain } from '../../src/brokers/kafka/catching-up.js';
+import { SESSION_CLOCK } from '../../src/brokers/kafka/consumer/batch-reader.js';
 import { Partitioners, READ_UNCOMMITTED, kafkajsInternals, type Kafka } from '../../src/brokers/kafka/kafkajs.js';
 import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 
@@ -32,6 +34,18 @@ export function testKafka(extra: Partial<KafkaBrokerOptions> = {}): KafkaBroker 
   });
   made.push(broker);
   return broker;
+}
+
+/**
+ * Creates `topics` with kafkajs's admin client and resolves once the broker serves them, every partition led.
+ * kafkajs's own wait for leaders gives up when the broker answers UNKNOWN_TOPIC_OR_PARTITION, as a loaded one
+ * does for a moment after the creation; asked again, it is told the topics exist and waits for nothing. So the
+ * creation is asked again while the broker catches up, then the metadata (which kafkajs refuses while a
+ * partition has no leader), as `KafkaBroker` does before it publishes.
+ */
+export async function createTopics(admin: Admin, topics: ITopicConfig[]): Promise<void> {
+  await askAgain(() => admin.createTopics({ waitForLeaders: true, topics }), SESSION_CLOCK);
+  await askAgain(() => admin.fetchTopicMetadata({ topics: topics.map((t) => t.topic) }), SESSION_CLOCK);
 }
 
 /** Closes every client the tests made. */

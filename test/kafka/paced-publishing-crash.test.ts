@@ -12,7 +12,7 @@ import { App, silentLogger, subscriber } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
-import { closeAll, kafkaBrokers, readCommitted, testKafka } from './fixture.js';
+import { closeAll, createTopics, kafkaBrokers, readCommitted, testKafka } from './fixture.js';
 import { closePlatformatic, groupSettled, platformaticClients } from './clients.js';
 import { storeClients, testKafkaStore, uniquePrefix } from './store-fixture.js';
 
@@ -44,10 +44,10 @@ describe.skipIf(!kafkaBrokers).each(storeClients)(
       const run = uniquePrefix('paced-eos');
       const [input, output, group, prefix] = [`${run}.in`, `${run}.out`, `${run}-app`, `${run}-store`];
       await admin.connect();
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: [input, output].map((t) => ({ topic: t, numPartitions: 3, replicationFactor: 1 })),
-      });
+      await createTopics(
+        admin,
+        [input, output].map((t) => ({ topic: t, numPartitions: 3, replicationFactor: 1 })),
+      );
       const producer = testKafka();
       const N = KEYS * PER_KEY;
       await Promise.all(

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/index.js';
 import { Kafka, kafkajsInternals, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { readPartition, type PartitionRead } from '../../src/brokers/kafka/store/partition-reader.js';
-import { kafkaBrokers, writeTransactions } from './fixture.js';
+import { createTopics, kafkaBrokers, writeTransactions } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 describe.skipIf(!kafkaBrokers)('readPartition', { timeout: 60_000 }, () => {
@@ -18,7 +18,7 @@ describe.skipIf(!kafkaBrokers)('readPartition', { timeout: 60_000 }, () => {
 
   beforeAll(async () => {
     await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, replicationFactor: 1 }] });
+    await createTopics(admin, [{ topic, numPartitions: 2, replicationFactor: 1 }]);
     await writeTransactions(kafka, topic, 1, [
       { values: ['a', 'b'], commit: true },
       { values: ['aborted-1', 'aborted-2'], commit: false },

@@ -10,7 +10,7 @@ import type { Producer } from 'kafkajs';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { closePlatformatic, platformaticRuns, testPlatformatic } from './clients.js';
-import { kafkaBrokers, writeTransactions } from './fixture.js';
+import { createTopics, kafkaBrokers, writeTransactions } from './fixture.js';
 
 describe.skipIf(!kafkaBrokers || !platformaticRuns)(
   'kafka on @platformatic/kafka: reading committed transactions only',
@@ -23,7 +23,7 @@ describe.skipIf(!kafkaBrokers || !platformaticRuns)(
       const kafka = new Kafka({ clientId: 'sluice-test', brokers: [kafkaBrokers!], logLevel: logLevel.NOTHING });
       const admin = kafka.admin();
       await admin.connect();
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
+      await createTopics(admin, [{ topic, numPartitions: 1, replicationFactor: 1 }]);
       await admin.disconnect();
       // Committed transactions between aborted ones of the same producer, and an aborted one just before the end.
       const txn = (commit: boolean, ...values: string[]) => ({ values, commit });

@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { readPartition } from '../../src/brokers/kafka/store/partition-reader.js';
 import { closePlatformatic, kafkaClients } from './clients.js';
-import { closeAll, kafkaBrokers } from './fixture.js';
+import { closeAll, createTopics, kafkaBrokers } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 const ROUNDS = 8;
@@ -27,7 +27,7 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)('publish order on Kafka ($name
     for (let round = 0; round < ROUNDS; round++) {
       const topic = uniquePrefix('publish-order');
       // Made by another client: the publishing broker has not seen the topic.
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, replicationFactor: 1 }] });
+      await createTopics(admin, [{ topic, numPartitions: 2, replicationFactor: 1 }]);
       const broker = client.broker();
       await Promise.all(
         Array.from({ length: MESSAGES }, (_, i) =>
@@ -54,7 +54,7 @@ describe.skipIf(!kafkaBrokers).each(kafkaClients)('publish order on Kafka ($name
     await admin.connect();
     for (let round = 0; round < ROUNDS; round++) {
       const topic = uniquePrefix('publish-turns');
-      await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
+      await createTopics(admin, [{ topic, numPartitions: 1, replicationFactor: 1 }]);
       const broker = client.broker();
       await broker.connect();
       const published: Promise<void>[] = [];

@@ -14,7 +14,7 @@ import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { killAfterAcks } from '../crash-child.js';
 import { seeded } from '../helpers.js';
 import { closePlatformatic, groupSettled, platformaticRuns, type TestClient } from './clients.js';
-import { closeAll, kafkaBrokers, readCommitted } from './fixture.js';
+import { closeAll, createTopics, kafkaBrokers, readCommitted } from './fixture.js';
 import { uniquePrefix } from './store-fixture.js';
 
 const N = 600;
@@ -46,10 +46,10 @@ export function publishingCrashSuite(client: TestClient, kills: number): void {
         const run = uniquePrefix(name);
         const [input, output, group] = [`${run}.in`, `${run}.out`, `${run}-app`];
         await admin.connect();
-        await admin.createTopics({
-          waitForLeaders: true,
-          topics: [input, output].map((t) => ({ topic: t, numPartitions: 3, replicationFactor: 1 })),
-        });
+        await createTopics(
+          admin,
+          [input, output].map((t) => ({ topic: t, numPartitions: 3, replicationFactor: 1 })),
+        );
         const producer = client.broker();
         await Promise.all(Array.from({ length: N }, (_, id) => producer.publish(input, { id }, { key: String(id) })));
         const random = seeded(Number.parseInt(run.slice(-8), 16));

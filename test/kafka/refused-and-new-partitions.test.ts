@@ -18,7 +18,7 @@ import { KafkaBroker } from '../../src/brokers/kafka/index.js';
 import { uniqueTopic } from '../contract/broker-contract.js';
 import { Counter } from '../helpers.js';
 import { closePlatformatic, kafkaClients, platformaticClients, platformaticRuns, testPlatformatic } from './clients.js';
-import { closeAll, kafkaBrokers, testKafka } from './fixture.js';
+import { closeAll, createTopics, kafkaBrokers, testKafka } from './fixture.js';
 
 describe.skipIf(!kafkaBrokers)('kafka', () => {
   const apps: App[] = [];
@@ -37,12 +37,9 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
   }
   const createTopic = (topic: string, numPartitions: number, config: Record<string, string> = {}) =>
     withAdmin((a) =>
-      a.createTopics({
-        waitForLeaders: true,
-        topics: [
-          { topic, numPartitions, configEntries: Object.entries(config).map(([name, value]) => ({ name, value })) },
-        ],
-      }),
+      createTopics(a, [
+        { topic, numPartitions, configEntries: Object.entries(config).map(([name, value]) => ({ name, value })) },
+      ]),
     );
 
   /** An app whose subscriber rejects values starting with "bad" and records the others; its log is kept. */
@@ -150,13 +147,15 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     // It timed out once in a loaded CI run (it takes 1.4 s alone): a failure names the step it stalled at,
     // with what the broker logged.
     let step = 'create the topic';
+    const brokerLog: LogRecord[] = [];
+    const seen = new Map<number, string[]>();
+    const count = new Counter();
     onTestFailed(() => {
       console.log(`new partitions: stalled at "${step}"; ${count.value} handled; seen ${JSON.stringify([...seen])}`);
       for (const r of brokerLog.slice(-30)) console.log(`  ${r.level} ${r.message} ${JSON.stringify(r.fields)}`);
     });
     const topic = uniqueTopic('grow');
     await createTopic(topic, 3);
-    const brokerLog: LogRecord[] = [];
     const broker = new KafkaBroker({
       brokers: [kafkaBrokers!],
       clientId: 'sluice-test',
@@ -170,9 +169,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         commitIntervalMs: 200,
       },
     });
-    const seen = new Map<number, string[]>();
     const ids: string[] = [];
-    const count = new Counter();
     const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(
       broker,
       (b) =>

@@ -2,7 +2,7 @@ import { afterAll, describe } from 'vitest';
 import type { Store } from '../../src/index.js';
 import { Kafka, logLevel } from '../../src/brokers/kafka/kafkajs.js';
 import { shardLogContract } from '../contract/shard-log-contract.js';
-import { kafkaBrokers, readCommitted } from './fixture.js';
+import { createTopics, kafkaBrokers, readCommitted } from './fixture.js';
 import { TEST_MAX_MESSAGE_BYTES, prefixOf, storeClients, testKafkaStore, uniquePrefix } from './store-fixture.js';
 
 const fencers: Store[] = [];
@@ -33,10 +33,7 @@ describe.skipIf(!kafkaBrokers).each(storeClients)('kafka store on %s', (client) 
       topic: async () => {
         const topic = uniquePrefix('log-published');
         await admin.connect();
-        await admin.createTopics({
-          waitForLeaders: true,
-          topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [OUTPUT_LIMIT] }],
-        });
+        await createTopics(admin, [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [OUTPUT_LIMIT] }]);
         return topic;
       },
       read: (topic) => readCommitted(kafka, admin, topic, 1),
