@@ -289,6 +289,33 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     ]);
   });
 
+  it.skipIf(!platformaticRuns)(
+    'on @platformatic/kafka, a message pinned to a partition just added goes to it, and one the topic does not have is refused',
+    async () => {
+      const topic = uniqueTopic('pinned-pk');
+      await createTopic(topic, 3);
+      const broker = testPlatformatic('consumer'); // its clients read metadata again only every 30 s
+      await broker.publish(topic, 'first', { partition: 2 });
+      await expect(broker.publish(topic, 'nowhere', { partition: 3 })).rejects.toMatchObject({
+        code: 'CONFIG_INVALID',
+        message: `kafka: publish to "${topic}": partition must be an integer from 0 to 2, got 3`,
+      });
+      await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
+      await withAdmin((a) => untilAnswered(() => a.fetchTopicOffsets(topic))); // the new partitions' leaders may still be starting
+      // The client sends a partition its metadata does not list to another (4 modulo 3): its metadata is read again.
+      await broker.publish(topic, 'new', { partition: 4 });
+      const ends = await withAdmin((a) => a.fetchTopicOffsets(topic));
+      expect(ends.map((e) => [e.partition, e.high]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([
+        [0, '0'],
+        [1, '0'],
+        [2, '1'],
+        [3, '0'],
+        [4, '1'],
+        [5, '0'],
+      ]);
+    },
+  );
+
   it('metadataMaxAgeMs must be a positive integer', () => {
     expect(() => new KafkaBroker({ brokers: ['127.0.0.1:9092'], metadataMaxAgeMs: 0 })).toThrow(
       expect.objectContaining({

@@ -51,3 +51,25 @@ export function pauseAfter(attempt: number, clock: Clock): Promise<void> {
   const pauseMs = Math.min(LONGEST_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (attempt - 1));
   return new Promise<void>((resolve) => clock.setTimer(pauseMs, resolve, { keepAlive: true }));
 }
+
+/** How many times {@link partitionsReaching} asks at most: a count afresh four times, over 0.7 s. */
+const PARTITION_ASKS = 5;
+
+/**
+ * The topic's partition count, for a message pinned to `partition`: `count(false)` as the client knows it, then
+ * afresh (`count(true)`, paced as {@link askAgain} paces) while the count does not reach past `partition`. A
+ * broker lists partitions just added a moment after the admin's `createPartitions` resolved, and a client's
+ * metadata later still: a partition is called one the topic does not have only when the broker still says so.
+ */
+export async function partitionsReaching(
+  partition: number,
+  count: (fresh: boolean) => Promise<number>,
+  clock: Clock,
+): Promise<number> {
+  let n = await count(false);
+  for (let attempt = 1; partition >= n && attempt < PARTITION_ASKS; attempt++) {
+    if (attempt > 1) await pauseAfter(attempt - 1, clock);
+    n = await count(true);
+  }
+  return n;
+}

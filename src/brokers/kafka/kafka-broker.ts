@@ -15,7 +15,7 @@ import type {
   Logger,
 } from '../../core/ports.js';
 import { SESSION_CLOCK } from './consumer/batch-reader.js';
-import { askAgain, pauseAfter } from './catching-up.js';
+import { askAgain, partitionsReaching, pauseAfter } from './catching-up.js';
 import { KafkaConsumer } from './consumer/kafka-consumer.js';
 import { logKafkajs } from './kafkajs-log.js';
 import { consumerSettingsOf, type KafkaBrokerOptions, type KafkaConsumerSettings } from './options.js';
@@ -149,8 +149,8 @@ export class KafkaBroker implements Broker {
    *   itself (`MESSAGE_TOO_LARGE`, `RECORD_LIST_TOO_LARGE`, `INVALID_RECORD`, `INVALID_TIMESTAMP`) or the
    *   topic name (`INVALID_TOPIC_EXCEPTION`); `TOPIC_MISSING` for a topic the broker does not have (asked
    *   once per topic, naming it); `CONFIG_INVALID` for a pinned `partition` the topic does not
-   *   have. A partition just added that the producer does not know yet rejects with a plain, retriable
-   *   error; other errors are kafkajs's own.
+   *   have (the broker asked again for 0.7 s first). A partition just added that the producer does not know
+   *   yet rejects with a plain, retriable error; other errors are kafkajs's own.
    */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     await this.checked(topic);
@@ -195,8 +195,11 @@ export class KafkaBroker implements Broker {
 
   /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
   private async unknownPartition(topic: string, partition: number): Promise<never> {
-    const count = await this.countPartitions(topic);
-    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
+    const valid = Number.isInteger(partition) && partition >= 0;
+    const count = valid
+      ? await partitionsReaching(partition, () => this.countPartitions(topic), SESSION_CLOCK)
+      : await this.countPartitions(topic);
+    if (!valid || partition >= count) {
       throw new SluiceError(
         'CONFIG_INVALID',
         `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`,

@@ -13,7 +13,7 @@ import type {
   InputTransactions,
   Logger,
 } from '../../core/ports.js';
-import { ASK_ATTEMPTS, pauseAfter } from '../kafka/catching-up.js';
+import { ASK_ATTEMPTS, partitionsReaching, pauseAfter } from '../kafka/catching-up.js';
 import { consumerSettingsOf } from '../kafka/options.js';
 import { PartitionBatches } from '../kafka/publish/partition-batches.js';
 import { isLegalTopic } from '../kafka/publish/publishing.js';
@@ -135,15 +135,19 @@ export class PlatformaticKafkaBroker implements Broker {
    *
    * @throws {@link sluice!SluiceError | SluiceError} (as a rejection) `PUBLISH_REFUSED` when the broker refuses
    *   the message for good, `TOPIC_MISSING` for a topic the broker does not have, `CONFIG_INVALID` for a pinned
-   *   `partition` the topic does not have.
+   *   `partition` the topic does not have (asked of the broker again for 0.7 s first: a partition just added is
+   *   sent to once the producer's metadata lists it).
    */
   async publish(topic: string, value: unknown, options?: PublishOptions): Promise<void> {
     await this.checked(topic);
     const partition = options?.partition;
     if (partition !== undefined) {
-      // The client would send a partition the topic does not have to (partition modulo the count) another one.
-      const count = await this.countPartitions(topic);
-      if (!Number.isInteger(partition) || partition < 0 || partition >= count)
+      // The client sends a message pinned to a partition its metadata does not list to another one (the partition
+      // modulo the count it knows): the producer's own metadata is asked, afresh while it lists too few.
+      const valid = Number.isInteger(partition) && partition >= 0;
+      const known = (fresh: boolean) => this.producerPartitions(topic, fresh);
+      const count = valid ? await partitionsReaching(partition, known, this.systemClock) : await known(false);
+      if (!valid || partition >= count)
         throw new SluiceError(
           'CONFIG_INVALID',
           `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`,
@@ -224,6 +228,12 @@ export class PlatformaticKafkaBroker implements Broker {
     await this.connect();
     if (!(await this.admin!.listTopics()).includes(topic)) return 0;
     return this.countPartitions(topic);
+  }
+
+  /** How many partitions the producer's metadata lists for `topic` (asked of the broker when `fresh`). */
+  private async producerPartitions(topic: string, fresh: boolean): Promise<number> {
+    const metadata = await this.producer!.metadata({ topics: [topic], forceUpdate: fresh });
+    return metadata.topics.get(topic)?.partitionsCount ?? 0;
   }
 
   private async countPartitions(topic: string): Promise<number> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ASK_ATTEMPTS, askAgain, isCatchingUp } from '../../../src/brokers/kafka/catching-up.js';
+import { ASK_ATTEMPTS, askAgain, isCatchingUp, partitionsReaching } from '../../../src/brokers/kafka/catching-up.js';
 import type { Clock } from '../../../src/index.js';
 
 /** A clock whose timers fire on the next turn, and the pauses asked of it. */
@@ -50,5 +50,27 @@ describe('kafka: admin requests asked again while the broker catches up with a n
     expect(isCatchingUp({ errors: [answer('UNKNOWN_TOPIC_OR_PARTITION'), answer('POLICY_VIOLATION')] })).toBe(false);
     expect(isCatchingUp(undefined)).toBe(false);
     expect(isCatchingUp(new Error('x'))).toBe(false);
+  });
+
+  it('counts the partitions of a pinned message again, afresh, while the count does not reach it, for 0.7 s', async () => {
+    const { clock, pauses } = quickClock();
+    const asked: boolean[] = [];
+    const counts =
+      (...answers: number[]) =>
+      (fresh: boolean) => {
+        asked.push(fresh);
+        return Promise.resolve(answers.shift() ?? 3);
+      };
+    // Partitions just added: the cached count and the first fresh one are behind; the third fresh one has them.
+    expect(await partitionsReaching(4, counts(3, 3, 3, 6), clock)).toBe(6);
+    expect({ asked, pauses }).toEqual({ asked: [false, true, true, true], pauses: [100, 200] });
+    // Within the count at once: asked once, as the client knows it.
+    asked.length = pauses.length = 0;
+    expect(await partitionsReaching(2, counts(3), clock)).toBe(3);
+    expect({ asked, pauses }).toEqual({ asked: [false], pauses: [] });
+    // A partition the topic does not have: the broker still says so after four fresh counts.
+    asked.length = 0;
+    expect(await partitionsReaching(3, counts(), clock)).toBe(3);
+    expect({ asked, pauses }).toEqual({ asked: [false, true, true, true, true], pauses: [100, 200, 400] });
   });
 });
