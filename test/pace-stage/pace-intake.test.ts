@@ -48,6 +48,24 @@ function held(store: Store, gate: Gate, underWay: number[]): Store {
   };
 }
 
+/**
+ * An app pacing `topic` (`debounce: '1 hour'`: no window closes) on a memory store of `shards` owned by partition,
+ * its appends held by `gate` and counted in `underWay` by shard.
+ */
+function heldApp(broker: MemoryBroker, topic: string, shards: number, gate: Gate, underWay: number[]): App {
+  const store = held(memoryStore({ shards, ownership: 'partition' }), gate, underWay);
+  return new App({ name: 'intake', logger: silentLogger, clock: new ManualClock(0), store }).withBroker(broker, (b) =>
+    b.include(
+      subscriber(topic, () => {
+        throw new Error('no window closes');
+      })
+        .name(topic)
+        .pace({ debounce: '1 hour' })
+        .build(),
+    ),
+  );
+}
+
 describe('paced intake', () => {
   it('appends the deliveries of every partition at once, up to its limit a partition, and commits each once durable', async () => {
     const broker = new MemoryBroker({ topics: { ev: PARTITIONS } });
@@ -55,19 +73,7 @@ describe('paced intake', () => {
       await broker.publish('ev', { n }, { partition: n % PARTITIONS, key: `k${n % 30}` });
     const gate = new Gate();
     const underWay = Array.from({ length: PARTITIONS }, () => 0);
-    const store = held(memoryStore({ shards: PARTITIONS, ownership: 'partition' }), gate, underWay);
-    const app = new App({ name: 'intake', logger: silentLogger, clock: new ManualClock(0), store }).withBroker(
-      broker,
-      (b) =>
-        b.include(
-          subscriber('ev', () => {
-            throw new Error('no window closes');
-          })
-            .name('ev')
-            .pace({ debounce: '1 hour' })
-            .build(),
-        ),
-    );
+    const app = heldApp(broker, 'ev', PARTITIONS, gate, underWay);
     await app.start();
     const limit = Math.min(PACE_INTAKE_PER_PARTITION, Math.floor(PACE_INTAKE / PARTITIONS));
     while (underWay.some((n) => n < limit)) await turns(1);
@@ -89,19 +95,7 @@ describe('paced intake', () => {
     for (let n = 0; n < COUNT; n++) await broker.publish('big', value, { partition: 0, key: `k${n % 7}` });
     const gate = new Gate();
     const underWay = [0];
-    const store = held(memoryStore({ shards: 1, ownership: 'partition' }), gate, underWay);
-    const app = new App({ name: 'intake', logger: silentLogger, clock: new ManualClock(0), store }).withBroker(
-      broker,
-      (b) =>
-        b.include(
-          subscriber('big', () => {
-            throw new Error('no window closes');
-          })
-            .name('big')
-            .pace({ debounce: '1 hour' })
-            .build(),
-        ),
-    );
+    const app = heldApp(broker, 'big', 1, gate, underWay);
     await app.start();
     while (underWay[0]! * SIZE < PACE_INTAKE_BYTES) await turns(1);
     await turns(10); // and no more is taken while none is durable
