@@ -60,6 +60,7 @@ const PARTITION_ASKS = 5;
  * afresh (`count(true)`, paced as {@link askAgain} paces) while the count does not reach past `partition`. A
  * broker lists partitions just added a moment after the admin's `createPartitions` resolved, and a client's
  * metadata later still: a partition is called one the topic does not have only when the broker still says so.
+ * A partition no count makes valid (negative, not an integer) is counted once.
  */
 export async function partitionsReaching(
   partition: number,
@@ -67,6 +68,7 @@ export async function partitionsReaching(
   clock: Clock,
 ): Promise<number> {
   let n = await count(false);
+  if (!Number.isInteger(partition) || partition < 0) return n; // no count makes it one: not asked again
   for (let attempt = 1; partition >= n && attempt < PARTITION_ASKS; attempt++) {
     if (attempt > 1) await pauseAfter(attempt - 1, clock);
     n = await count(true);

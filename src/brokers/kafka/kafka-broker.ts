@@ -195,11 +195,8 @@ export class KafkaBroker implements Broker {
 
   /** Why a message pinned to `partition` was not sent: the partition does not exist, or is not known yet. */
   private async unknownPartition(topic: string, partition: number): Promise<never> {
-    const valid = Number.isInteger(partition) && partition >= 0;
-    const count = valid
-      ? await partitionsReaching(partition, () => this.countPartitions(topic), SESSION_CLOCK)
-      : await this.countPartitions(topic);
-    if (!valid || partition >= count) {
+    const count = await partitionsReaching(partition, () => this.countPartitions(topic), SESSION_CLOCK);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= count) {
       throw new SluiceError(
         'CONFIG_INVALID',
         `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`,

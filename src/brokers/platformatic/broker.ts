@@ -144,10 +144,9 @@ export class PlatformaticKafkaBroker implements Broker {
     if (partition !== undefined) {
       // The client sends a message pinned to a partition its metadata does not list to another one (the partition
       // modulo the count it knows): the producer's own metadata is asked, afresh while it lists too few.
-      const valid = Number.isInteger(partition) && partition >= 0;
       const known = (fresh: boolean) => this.producerPartitions(topic, fresh);
-      const count = valid ? await partitionsReaching(partition, known, this.systemClock) : await known(false);
-      if (!valid || partition >= count)
+      const count = await partitionsReaching(partition, known, this.systemClock);
+      if (!Number.isInteger(partition) || partition < 0 || partition >= count)
         throw new SluiceError(
           'CONFIG_INVALID',
           `kafka: publish to "${topic}": partition must be an integer from 0 to ${count - 1}, got ${show(partition)}`,

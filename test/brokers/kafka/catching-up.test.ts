@@ -72,5 +72,11 @@ describe('kafka: admin requests asked again while the broker catches up with a n
     asked.length = 0;
     expect(await partitionsReaching(3, counts(), clock)).toBe(3);
     expect({ asked, pauses }).toEqual({ asked: [false, true, true, true, true], pauses: [100, 200, 400] });
+    // No count makes a negative or fractional partition one the topic has: counted once.
+    for (const partition of [-1, 7.5]) {
+      asked.length = pauses.length = 0;
+      expect(await partitionsReaching(partition, counts(), clock)).toBe(3);
+      expect({ asked, pauses }).toEqual({ asked: [false], pauses: [] });
+    }
   });
 });
