@@ -18,6 +18,12 @@ export interface Appended {
     /** When the broker appended it (a delivery's; a routed request's is not the event's). */
     readonly timestamp?: number;
   };
+  /**
+   * The UTF-8 JSON text `event` was decoded from, and nothing else (a delivery's payload, no schema): the
+   * journal keeps these bytes as they are, and `event` itself is applied, not a copy of it. Whatever reads
+   * `event` before it is appended (a key function, `pace.order`) must not change it.
+   */
+  readonly json?: Uint8Array;
 }
 
 /** Refuses a key past the limit before anything happens: it is never journaled. */
@@ -64,20 +70,19 @@ export function eventOf(
   runUuid: string,
   time?: number,
 ): PaceEvent {
-  const event = eventJson(appended.event);
+  // A value decoded from JSON text is what JSON gives back already.
+  const event = appended.json === undefined ? eventJson(appended.event) : appended.event;
   const order = pace?.order;
-  const src = appended.source;
-  return {
+  const e: { -readonly [K in keyof PaceEvent]: PaceEvent[K] } = {
     event,
     runUuid,
     order: order === undefined ? 0 : orderOf(order, appended, subscriber),
-    ...(src !== undefined
-      ? { source: { partition: `${src.topic}/${src.partition}`, offset: src.offset } }
-      : appended.eventId !== undefined
-        ? { eventId: appended.eventId }
-        : {}),
-    ...(time !== undefined ? { time } : {}),
   };
+  const src = appended.source;
+  if (src !== undefined) e.source = { partition: `${src.topic}/${src.partition}`, offset: src.offset };
+  else if (appended.eventId !== undefined) e.eventId = appended.eventId;
+  if (time !== undefined) e.time = time;
+  return e;
 }
 
 /** Asks `pace.order` for an event's number: a finite number, or the event is refused with `SEND_INVALID`. */

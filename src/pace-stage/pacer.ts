@@ -15,9 +15,10 @@ import {
   type Receipt,
 } from '../pace/rules.js';
 import { runOf, splitKey } from '../pace/state.js';
-import type { Rules } from '../shard/rules.js';
+import type { Rules, ShardRecord } from '../shard/rules.js';
 import { AllShards } from './all-shards.js';
 import { ShardHost } from './shard-host.js';
+import { encodeRecordWithText } from './journal-record.js';
 import { OwnedShards, checkOnePaced } from './owned-shards.js';
 import { checkKey, eventOf, tooLong, type Appended } from './pace-event.js';
 import type { PaceParts } from './pace-parts.js';
@@ -252,10 +253,14 @@ export class Pacer {
     const time = gate?.held === true && sent! < at ? sent : undefined;
     const pace = this.paces.get(subscriber);
     const opens = pace === undefined || opensRun(host.core.state(key), pace, time ?? at);
-    const data = encodeEvent(eventOf(subscriber, pace, appended, opens ? this.uuid() : '', time));
+    const e = eventOf(subscriber, pace, appended, opens ? this.uuid() : '', time);
+    const json = appended.json;
+    // A payload decoded as JSON is journaled as it came: its value is not encoded again.
+    const encode = json && ((r: ShardRecord) => encodeRecordWithText(r, encodeEvent(e, false), 'e', json));
     try {
       const told = joined && ((reply: unknown) => tellSafely(joined, reply as Receipt));
-      return host.submit({ key, at: this.parts.stamp ? this.parts.stamp(at) : at, type: EVENT, data }, told);
+      const record = { key, at: this.parts.stamp ? this.parts.stamp(at) : at, type: EVENT, data: encodeEvent(e) };
+      return host.submit(record, told, undefined, encode);
     } catch (error) {
       throw tooLong(error, subscriber, appended.key);
     }

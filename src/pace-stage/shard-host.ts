@@ -205,8 +205,15 @@ export class ShardHost<S, O> {
    * `onReply` (which must not throw) has it as the record is applied, before any output it makes leaves.
    * Throws `SEND_INVALID` at once for a record over `MAX_RECORD_BYTES` (64 MiB) encoded: no store takes it.
    * `alongside` goes to the log's append (a store that publishes puts its messages in the record's commit).
+   * `encode` makes the stamped record's bytes where {@link encodeRecord} would: it must give bytes that
+   * decode to the record (a delivery's payload is journaled as it came).
    */
-  submit(record: Unstamped, onReply?: OnReply, alongside?: Alongside): Promise<Submitted> {
+  submit(
+    record: Unstamped,
+    onReply?: OnReply,
+    alongside?: Alongside,
+    encode: (stamped: ShardRecord) => Buffer = encodeRecord,
+  ): Promise<Submitted> {
     if (this.failed !== undefined) return Promise.reject(this.failed);
     // Before replay, a record would take an LSN that a journaled record holds; after close, go to a closed log.
     if (this.stage !== 'serving')
@@ -218,12 +225,13 @@ export class ShardHost<S, O> {
       );
     const last = this.core.time;
     const at = record.at === undefined ? this.now() : last === undefined || record.at > last ? record.at : last;
-    const stamped: ShardRecord = { ...record, at };
+    const { key, type, data } = record;
+    const stamped: ShardRecord = data === undefined ? { key, at, type } : { key, at, type, data };
     // Encoded here, before anything happens: a record that is not JSON, or too long for any store, throws
     // (synchronously) and leaves no trace.
     let bytes: Buffer;
     try {
-      bytes = encodeRecord(stamped);
+      bytes = encode(stamped);
     } catch (error) {
       if (error instanceof RangeError)
         throw new SluiceError(

@@ -83,10 +83,17 @@ function checkVersion(v: unknown, what: string): void {
     );
 }
 
-/** An event record's data: what the sender's side journals. */
-export function encodeEvent(e: PaceEvent): EventJson {
+/**
+ * An event record's data: what the sender's side journals. Without `e` when `withEvent` is false: the rest,
+ * for a journal that writes the event's own JSON text beside it.
+ */
+export function encodeEvent(e: PaceEvent): EventJson;
+export function encodeEvent(e: PaceEvent, withEvent: false): Omit<EventJson, 'e'>;
+export function encodeEvent(e: PaceEvent, withEvent = true): Omit<EventJson, 'e'> {
   // Version 1 is written unmarked (see the header); a later version writes `v` here.
-  const json: { -readonly [K in keyof EventJson]: EventJson[K] } = { e: e.event, r: e.runUuid };
+  const json: { -readonly [K in keyof EventJson]?: EventJson[K] } & { r: string } = withEvent
+    ? { e: e.event, r: e.runUuid }
+    : { r: e.runUuid };
   if (e.order !== 0) json.o = e.order;
   if (e.source !== undefined) {
     json.src = e.source.partition;

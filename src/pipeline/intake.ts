@@ -2,7 +2,7 @@ import { SluiceError, reasonOf } from '../core/errors.js';
 import { messageId, type Headers, type InboundMessage } from '../core/message.js';
 import type { Clock, Consumer, Logger } from '../core/ports.js';
 import type { Workers } from '../dispatch/workers.js';
-import type { CompiledSubscriber } from '../declare/compile.js';
+import { decodeJson, type CompiledSubscriber } from '../declare/compile.js';
 import type { PaceRun, Receipt } from '../pace/rules.js';
 import type { Ledger } from './ledger.js';
 import type { Offsets } from './offsets.js';
@@ -285,7 +285,10 @@ export class Intake {
       return refused(error); // an event that is no JSON, a key past the limit: never will be
     }
     const joined = this.parts.runJoined;
-    taken ??= pacer.append(sub.name, { key, event: payload, source: m }, joined && ((r) => joined(r, m.headers)));
+    // Decoded as JSON and nothing else: the journal keeps the payload's bytes.
+    const json = sub.decode === decodeJson ? m.value : undefined;
+    const event = json === undefined ? { key, event: payload, source: m } : { key, event: payload, source: m, json };
+    taken ??= pacer.append(sub.name, event, joined && ((r) => joined(r, m.headers)));
     taken.then(appended, refused);
   }
 
