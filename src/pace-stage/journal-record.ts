@@ -8,9 +8,6 @@ import type { ShardRecord } from '../shard/rules.js';
  */
 export const encodeRecord = (r: ShardRecord): Buffer => Buffer.from(JSON.stringify([r.key, r.at, r.type, r.data]));
 
-/** The bytes `}]` that end a record whose data is an object. */
-const END = Buffer.from('}]');
-
 /**
  * {@link encodeRecord} of a record whose `data` is the object `head` with one field more, `field`, given as
  * the UTF-8 bytes of its JSON text (a delivery's payload that decoded as JSON): those bytes are journaled as
@@ -22,14 +19,17 @@ export function encodeRecordWithText(
   field: string,
   text: Uint8Array,
 ): Buffer {
-  const start = JSON.stringify([r.key, r.at, r.type, head]); // ends `}]`: cut, the field goes in its place
-  const prefix = `${start.slice(0, -2)}${start.endsWith('{}]') ? '' : ','}${JSON.stringify(field)}:`;
-  const at = Buffer.byteLength(prefix);
-  const out = Buffer.allocUnsafe(at + text.length + END.length);
-  out.write(prefix, 0);
+  const start = JSON.stringify([r.key, r.at, r.type, head]); // ends `}]`: the field goes in their place
+  const name = `${start.endsWith('{}]') ? '' : ','}${JSON.stringify(field)}:`;
+  // A UTF-16 unit takes at most 3 bytes; a long start is measured rather than given three times its room.
+  const room = start.length <= 1_024 ? start.length * 3 : Buffer.byteLength(start);
+  const out = Buffer.allocUnsafe(room + name.length * 3 + text.length);
+  let at = out.write(start, 0, 'utf8') - 2;
+  at += out.write(name, at, 'utf8');
   out.set(text, at);
-  out.set(END, at + text.length);
-  return out;
+  at += text.length;
+  at += out.write('}]', at, 'latin1');
+  return out.subarray(0, at);
 }
 
 /** A record from its journaled bytes (see {@link encodeRecord}). */

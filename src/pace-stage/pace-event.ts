@@ -79,10 +79,28 @@ export function eventOf(
     order: order === undefined ? 0 : orderOf(order, appended, subscriber),
   };
   const src = appended.source;
-  if (src !== undefined) e.source = { partition: `${src.topic}/${src.partition}`, offset: src.offset };
+  if (src !== undefined) e.source = { partition: sourceOf(src.topic, src.partition), offset: src.offset };
   else if (appended.eventId !== undefined) e.eventId = appended.eventId;
   if (time !== undefined) e.time = time;
   return e;
+}
+
+/** `topic/partition` strings made so far, by topic then partition: a state's offsets are looked up by them. */
+const sources = new Map<string, string[]>();
+/** At most this many topics' strings are kept (a process reading more makes the others afresh). */
+const SOURCE_TOPICS = 1_024;
+
+/**
+ * A delivery's `topic/partition`, the same string each time: a fresh string is hashed again at every lookup
+ * of the offsets a state remembers by it.
+ */
+function sourceOf(topic: string, partition: number): string {
+  let byPartition = sources.get(topic);
+  if (byPartition === undefined) {
+    byPartition = [];
+    if (sources.size < SOURCE_TOPICS) sources.set(topic, byPartition);
+  }
+  return (byPartition[partition] ??= `${topic}/${partition}`);
 }
 
 /** Asks `pace.order` for an event's number: a finite number, or the event is refused with `SEND_INVALID`. */
