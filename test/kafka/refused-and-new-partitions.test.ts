@@ -217,6 +217,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
       it('reads partitions added to a topic while it is consumed, once metadata is read again', async ({
         onTestFailed,
       }) => {
+        let step = 'create the topic';
         const topic = uniqueTopic('grow-pk');
         await createTopic(topic, 3);
         const brokerLog: LogRecord[] = [];
@@ -228,7 +229,7 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         const ids: string[] = [];
         const count = new Counter();
         onTestFailed(() => {
-          console.log(`new partitions: ${count.value} handled; seen ${JSON.stringify([...seen])}`);
+          console.log(`new partitions: stalled at "${step}"; ${count.value} handled; seen ${JSON.stringify([...seen])}`);
           for (const r of brokerLog.slice(-30)) console.log(`  ${r.level} ${r.message} ${JSON.stringify(r.fields)}`);
         });
         const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(
@@ -243,18 +244,25 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
             ),
         );
         apps.push(app);
+        step = 'start the app';
         await app.start();
+        step = 'produce to partitions 0-2';
         await produce(
           topic,
           [0, 1, 2].map((p) => ({ partition: p, value: JSON.stringify(`old-${p}`) })),
         );
+        step = 'handle the first 3';
         await count.reach(3);
+        step = 'add 3 partitions';
         await withAdmin((a) => a.createPartitions({ topicPartitions: [{ topic, count: 6 }] }));
+        step = 'the new partitions served';
         await withAdmin((a) => untilAnswered(() => a.fetchTopicOffsets(topic))); // their leaders may still be starting
+        step = 'produce to partitions 3-5';
         await produce(
           topic,
           [3, 4, 5].map((p) => ({ partition: p, value: JSON.stringify(`new-${p}`) })),
         );
+        step = 'handle the 3 of the new partitions';
         await count.reach(6);
         await app.idle();
         // The plain kafkajs producer may send a message twice while it learns the new partitions' leaders: each
