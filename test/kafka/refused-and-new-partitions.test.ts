@@ -229,7 +229,9 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
         const ids: string[] = [];
         const count = new Counter();
         onTestFailed(() => {
-          console.log(`new partitions: stalled at "${step}"; ${count.value} handled; seen ${JSON.stringify([...seen])}`);
+          console.log(
+            `new partitions: stalled at "${step}"; ${count.value} handled; seen ${JSON.stringify([...seen])}`,
+          );
           for (const r of brokerLog.slice(-30)) console.log(`  ${r.level} ${r.message} ${JSON.stringify(r.fields)}`);
         });
         const app = new App({ name: `g-${topic}`, logger: memoryLogger(), shutdownTimeoutMs: 5_000 }).withBroker(
