@@ -5,6 +5,7 @@ import type { InboundMessage } from '../../core/message.js';
 import type { Clock, ConsumeRequest, Consumer, Logger, PartitionLag } from '../../core/ports.js';
 import { CrashRestarts } from '../kafka/consumer/crash-restarts.js';
 import { subscriptionAssigner } from './assigner.js';
+import { listingAssigned } from './assigned-metadata.js';
 import { readCommitted } from './committed-fetch.js';
 import type { Record } from './feed.js';
 import { Feeds } from './feeds.js';
@@ -151,8 +152,9 @@ export class PlatformaticConsumer implements Consumer {
     };
     // The consumer protocol's options type leaves out the session timings the client checks all the same.
     // Its fetches' answers are filtered of aborted transactions as Kafka's own consumer does (committed-fetch.ts).
-    const consumer = readCommitted(
-      new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>),
+    // Its metadata lists every partition it is assigned (assigned-metadata.ts).
+    const consumer = listingAssigned(
+      readCommitted(new pk.Consumer(options as unknown as ConsumerOptions<Buffer, Buffer, Buffer, Buffer>)),
     );
     this.consumer = consumer;
     this.growth.joining();
