@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SluiceError } from '../core/errors.js';
 import type { Alongside, Clock, Logger, ShardLog, Store, StoreOwner } from '../core/ports.js';
 import type { CompiledPace } from '../pace/config.js';
-import { encodeEvent } from '../pace/codec.js';
+import { EVENT_FIELD, encodeEvent } from '../pace/codec.js';
 import {
   coordinatorKey,
   DONE,
@@ -256,7 +256,7 @@ export class Pacer {
     const e = eventOf(subscriber, pace, appended, opens ? this.uuid() : '', time);
     const json = appended.json;
     // A payload decoded as JSON is journaled as it came: its value is not encoded again.
-    const encode = json && ((r: ShardRecord) => encodeRecordWithText(r, encodeEvent(e, false), 'e', json));
+    const encode = json && ((r: ShardRecord) => encodeRecordWithText(r, encodeEvent(e, false), EVENT_FIELD, json));
     try {
       const told = joined && ((reply: unknown) => tellSafely(joined, reply as Receipt));
       const record = { key, at: this.parts.stamp ? this.parts.stamp(at) : at, type: EVENT, data: encodeEvent(e) };

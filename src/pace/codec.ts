@@ -83,9 +83,12 @@ function checkVersion(v: unknown, what: string): void {
     );
 }
 
+/** The field of an event record's data that holds the event (see {@link encodeEvent}). */
+export const EVENT_FIELD = 'e';
+
 /**
  * An event record's data: what the sender's side journals. Without `e` when `withEvent` is false: the rest,
- * for a journal that writes the event's own JSON text beside it.
+ * for a journal that writes the event's own JSON text beside it, as field {@link EVENT_FIELD}.
  */
 export function encodeEvent(e: PaceEvent): EventJson;
 export function encodeEvent(e: PaceEvent, withEvent: false): Omit<EventJson, 'e'>;
