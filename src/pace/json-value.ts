@@ -68,3 +68,28 @@ export class NonFiniteNumber extends TypeError {
     super(`${value} has no JSON (JSON.stringify writes null)`);
   }
 }
+
+/**
+ * Whether a value `JSON.parse` gave back is one JSON writes as it is: it holds no `-0` and no number past the
+ * double range (text such as `1e400` parses to Infinity), which JSON.stringify writes as `0` and `null`. Such
+ * a value, journaled as its text, would read back from a snapshot (written by JSON.stringify) as another. False
+ * too for a value nested too deep to walk (the caller copies it, and fails as a copy does).
+ */
+export function writtenAsParsed(value: unknown): boolean {
+  try {
+    return written(value);
+  } catch {
+    return false; // RangeError: nested past the stack
+  }
+}
+
+function written(value: unknown): boolean {
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0);
+  if (value === null || typeof value !== 'object') return true;
+  if (Array.isArray(value)) {
+    for (const v of value) if (!written(v)) return false;
+    return true;
+  }
+  for (const k of Object.keys(value)) if (!written((value as Record<string, unknown>)[k])) return false;
+  return true;
+}

@@ -3,6 +3,7 @@ import { messageId, type Headers, type InboundMessage } from '../core/message.js
 import type { Clock, Consumer, Logger } from '../core/ports.js';
 import type { Workers } from '../dispatch/workers.js';
 import { decodeJson, type CompiledSubscriber } from '../declare/compile.js';
+import { writtenAsParsed } from '../pace/json-value.js';
 import type { PaceRun, Receipt } from '../pace/rules.js';
 import type { Ledger } from './ledger.js';
 import type { Offsets } from './offsets.js';
@@ -285,8 +286,9 @@ export class Intake {
       return refused(error); // an event that is no JSON, a key past the limit: never will be
     }
     const joined = this.parts.runJoined;
-    // Decoded as JSON and nothing else: the journal keeps the payload's bytes.
-    const json = sub.decode === decodeJson ? m.value : undefined;
+    // Decoded as JSON and nothing else: the journal keeps the payload's bytes (unless JSON would write its value
+    // otherwise: -0, a number past the double range; then the value is copied and encoded, as a sent event is).
+    const json = sub.decode === decodeJson && writtenAsParsed(payload) ? m.value : undefined;
     const event = json === undefined ? { key, event: payload, source: m } : { key, event: payload, source: m, json };
     taken ??= pacer.append(sub.name, event, joined && ((r) => joined(r, m.headers)));
     taken.then(appended, refused);

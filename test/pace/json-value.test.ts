@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jsonValue } from '../../src/pace/json-value.js';
+import { jsonValue, writtenAsParsed } from '../../src/pace/json-value.js';
 
 const viaText = (v: unknown): unknown => {
   const text = JSON.stringify(v);
@@ -44,5 +44,36 @@ describe('jsonValue', () => {
     const cycle: Record<string, unknown> = {};
     cycle.self = cycle;
     expect(() => jsonValue(cycle)).toThrow(/circular/);
+  });
+});
+
+describe('writtenAsParsed', () => {
+  /** Whether JSON writes `v` back as the very value (numbers compared with Object.is). */
+  const roundTrips = (v: unknown): boolean => {
+    try {
+      expect(JSON.parse(JSON.stringify(v))).toEqual(v);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('is true exactly for parsed values JSON writes back as they are', () => {
+    const text = fc.oneof(
+      fc.jsonValue().map((v) => JSON.stringify(v)),
+      fc.constantFrom('-0', '[1, -0.0]', '{"a": {"b": [1e400]}}', '-1e999', '{"__proto__": -0}', '[0, -0e5]'),
+    );
+    fc.assert(
+      fc.property(text, (t) => {
+        const v: unknown = JSON.parse(t);
+        expect(writtenAsParsed(v)).toBe(roundTrips(v));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('is false, without throwing, for a value nested past the stack', () => {
+    const deep: unknown = JSON.parse('['.repeat(200_000) + ']'.repeat(200_000));
+    expect(writtenAsParsed(deep)).toBe(false);
   });
 });
