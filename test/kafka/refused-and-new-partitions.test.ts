@@ -371,9 +371,9 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
     );
   });
 
-  /** Asks the broker again until it answers: waits on a state only the broker knows, for no set time. */
   /**
-   * The end offsets of `topic` once the broker lists `partitions` partitions and answers for them all. A loaded
+   * The end offsets of `topic` once the broker lists `partitions` partitions and answers for them all: asked again
+   * until it does, for no set time (a state only the broker knows). A loaded
    * broker lists partitions just added a moment after `createPartitions` resolved, and answers for them later
    * still (their leaders starting): a plain kafkajs producer drops a message pinned to a partition its
    * metadata does not list, and its send resolves all the same.
