@@ -373,10 +373,10 @@ describe.skipIf(!kafkaBrokers)('kafka', () => {
 
   /**
    * The end offsets of `topic` once the broker lists `partitions` partitions and answers for them all: asked again
-   * until it does, for no set time (a state only the broker knows). A loaded
-   * broker lists partitions just added a moment after `createPartitions` resolved, and answers for them later
-   * still (their leaders starting): a plain kafkajs producer drops a message pinned to a partition its
-   * metadata does not list, and its send resolves all the same.
+   * until it does, for no set time (a state only the broker knows). A loaded broker lists partitions just added
+   * a moment after `createPartitions` resolved, and answers for them later still (their leaders starting): a
+   * plain kafkajs producer drops a message pinned to a partition its metadata does not list, and its send
+   * resolves all the same.
    */
   async function untilServed(admin: Admin, topic: string, partitions: number) {
     for (;;) {
