@@ -47,7 +47,8 @@ describe('sluice: usage and exit codes', () => {
 });
 
 describe('sluice asyncapi', () => {
-  it('prints the document of a TypeScript app as JSON, as YAML, or into a file', async () => {
+  // Three CLI processes, each compiling the app with ts-node: 10-15 s in a loaded CI run, once past 20 s.
+  it('prints the document of a TypeScript app as JSON, as YAML, or into a file', { timeout: 60_000 }, async () => {
     const json = await sluice(['asyncapi', APP]);
     expect(json.code).toBe(0);
     const doc = JSON.parse(json.stdout) as { asyncapi: string; info: { title: string }; channels: object };
