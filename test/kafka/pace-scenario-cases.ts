@@ -98,7 +98,10 @@ export async function frozenIsFenced(admin: Admin, mode: Mode, client?: TestClie
     return new Set(owned).size === PARTITIONS;
   });
   await s.publishMore(90);
+  const frozenLines = c.lines.length;
   thaw();
+  // It learns that the group removed it, lets go of what it held, and joins again as a member.
+  await s.until('c, thawed, to own a shard again', () => c.lines.slice(frozenLines).some((l) => l.ev === 'own'));
   await s.publishMore(150);
   await s.drainAndCheck();
 }

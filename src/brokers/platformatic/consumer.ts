@@ -171,7 +171,12 @@ export class PlatformaticConsumer implements Consumer {
       this.restarts.crashed(error);
     };
     consumer.on('error', crashed);
-    this.membership.follow(consumer, current);
+    const lost = (error: Error): void => {
+      if (!current()) return;
+      this.failed = consumer;
+      this.restarts.lost(error);
+    };
+    this.membership.follow(consumer, current, lost);
     const stream = await consumer.consume({
       topics: [topic, ...(this.requests ? [this.requests.topic] : [])],
       mode: 'committed',

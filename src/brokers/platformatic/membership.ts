@@ -45,6 +45,16 @@ export interface MembershipParts {
 }
 
 /**
+ * Whether a heartbeat's error says the coordinator no longer counts the member (consumer protocol): it does not know
+ * its member ID (UNKNOWN_MEMBER_ID, 25: the session ended and the member was removed) or fenced its epoch
+ * (FENCED_MEMBER_EPOCH, 110). Its partitions are others' by now.
+ */
+export function memberGone(error: unknown): boolean {
+  const code = (error as { response?: { errorCode?: unknown } } | undefined)?.response?.errorCode;
+  return code === 25 || code === 110;
+}
+
+/**
  * What a member of a Kafka consumer group owns of its topic (and of its requests topic), as the client's group
  * events tell it, and the revokes and assignments that follow.
  *
@@ -104,8 +114,18 @@ export class GroupMembership {
    * Follows the group events of a new client `consumer`: its joins, heartbeats and rebalances. Those of a
    * consumer replaced since (`current` false) are ignored.
    */
-  follow(consumer: PkConsumer<Buffer, Buffer, Buffer, Buffer>, current: () => boolean): void {
+  follow(
+    consumer: PkConsumer<Buffer, Buffer, Buffer, Buffer>,
+    current: () => boolean,
+    lost: (error: Error) => void,
+  ): void {
     let joinedBefore = false;
+    // The client joins again after a fenced epoch, but asks as the member the coordinator removed (its session
+    // ended while the process stalled) forever, holding on to what it was assigned: opened again, as a new member.
+    // Either way what it held goes at once, before any heartbeat of a new membership answers.
+    consumer.on('consumer:heartbeat:error', (event: { error?: unknown }) => {
+      if (current() && !this.classic && memberGone(event.error)) lost(event.error as Error);
+    });
     consumer.on('consumer:group:join', () => {
       if (!current()) return;
       // A classic member whose session ended (frozen, cut off) joins again with no rebalance event: what it owned

@@ -71,6 +71,22 @@ export class CrashRestarts {
   }
 
   /**
+   * The group no longer counts the consumer as its member (its session ended while the process stalled): what it
+   * held is someone else's by now. Logs a warning, revokes it all and joins again at once, as a new member; not a
+   * crash, so the next crash's backoff is not lengthened.
+   */
+  lost(error: Error): void {
+    const { group, topic } = this.member;
+    if (this.member.closing()) return;
+    this.log.warn('kafka consumer is no longer a member of its group (its session ended); joining again', {
+      group,
+      topic,
+      error: error.message,
+    });
+    this.restartAfter(0);
+  }
+
+  /**
    * Revokes what the crashed consumer held — the app settles or abandons that work; what it finished and
    * could not commit is remembered (see `OffsetCommits`) — then joins again after `delayMs`.
    */
