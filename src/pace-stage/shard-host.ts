@@ -225,8 +225,10 @@ export class ShardHost<S, O> {
       );
     const last = this.core.time;
     const at = record.at === undefined ? this.now() : last === undefined || record.at > last ? record.at : last;
+    // A record that came stamped with that time is the stamped record (the intake's: one object less a delivery).
     const { key, type, data } = record;
-    const stamped: ShardRecord = data === undefined ? { key, at, type } : { key, at, type, data };
+    const stamped: ShardRecord =
+      record.at === at ? (record as ShardRecord) : data === undefined ? { key, at, type } : { key, at, type, data };
     // Encoded here, before anything happens: a record that is not JSON, or too long for any store, throws
     // (synchronously) and leaves no trace.
     let bytes: Buffer;
@@ -249,9 +251,14 @@ export class ShardHost<S, O> {
     return this.commit(stamped, bytes, onReply, alongside);
   }
 
-  private async commit(record: ShardRecord, data: Buffer, told?: OnReply, alongside?: Alongside): Promise<Submitted> {
+  private commit(record: ShardRecord, data: Buffer, told?: OnReply, alongside?: Alongside): Promise<Submitted> {
     const log = this.options.log;
-    const durable = log.append(data, alongside);
+    let durable: Promise<number>;
+    try {
+      durable = log.append(data, alongside);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     this.snapshots.appendedBytes += data.length;
     this.pendingAppends++;
     const reply = this.core.apply(log.assignedLsn(), record);
@@ -260,20 +267,34 @@ export class ShardHost<S, O> {
       for (const o of this.core.release(upTo)) this.options.onOutput(o);
     });
     this.arm();
+    // A reaction, not an `await`: every delivery of a paced subscriber comes this way.
+    return durable.then((lsn) => this.durable(lsn, reply), this.notDurable);
+  }
+
+  /** An append became durable: what it (and those before it) let out leaves. */
+  private durable(lsn: number, reply: unknown): Submitted {
     try {
-      const lsn = await durable;
-      for (const o of this.core.release(log.durableLsn())) this.options.onOutput(o);
+      for (const o of this.core.release(this.options.log.durableLsn())) this.options.onOutput(o);
       if (this.stage !== 'closed' && this.snapshots.due()) this.snapshots.start(this.options.onSnapshotError);
-      return { lsn, reply };
     } catch (error) {
-      // Applied but not durable: live state is ahead of the log. Only a restart (replay) is safe now.
-      this.failed ??= new SluiceError('STORE_CORRUPT', 'shard log failed; restart to recover', { cause: error });
-      throw this.failed;
-    } finally {
-      this.pendingAppends--;
-      this.options.onSettled?.();
-      if (this.pendingAppends === 0 && this.drainWaiters.length > 0) for (const w of this.drainWaiters.splice(0)) w();
+      return this.notDurable(error);
     }
+    this.settled();
+    return { lsn, reply };
+  }
+
+  /** An append failed: applied but not durable, live state is ahead of the log. Only a restart (replay) is safe now. */
+  private readonly notDurable = (error: unknown): never => {
+    this.failed ??= new SluiceError('STORE_CORRUPT', 'shard log failed; restart to recover', { cause: error });
+    this.settled();
+    throw this.failed;
+  };
+
+  /** An append settled, durable or failed. */
+  private settled(): void {
+    this.pendingAppends--;
+    this.options.onSettled?.();
+    if (this.pendingAppends === 0 && this.drainWaiters.length > 0) for (const w of this.drainWaiters.splice(0)) w();
   }
 
   /** Records appended (by `append` or by a firing timer) and not yet durable. */

@@ -76,9 +76,18 @@ export function rememberId(s: PaceState, id: string, runId: string, until: numbe
 
 /** Remembers a broker delivery's offset for its `topic/partition`, and every offset until `until`. */
 export function rememberOffset(s: PaceState, src: string, offset: number, until: number): PaceState {
+  const next = { ...s };
+  rememberOffsetIn(next, src, offset, until);
+  return next;
+}
+
+/** {@link rememberOffset} into `s` itself: a state the caller has just copied. */
+export function rememberOffsetIn(s: PaceState, src: string, offset: number, until: number): void {
   const seen = owned(s.seen);
   seen[src] = offset;
-  return { ...s, seen, seenUntil: until };
+  const into = s as { seen?: PaceState['seen']; seenUntil?: number };
+  into.seen = seen;
+  into.seenUntil = until;
 }
 
 /** The state without its remembered IDs and offsets (a fault the simulator injects). */

@@ -16,7 +16,16 @@
 import { TIMER, type Effects, type Rules, type ShardRecord } from '../shard/rules.js';
 import { decodeEvent, paceCodec } from './codec.js';
 import { DEFAULT_DEDUP_MS, MAX_BATCH, type CompiledPace, type CompiledRate } from './config.js';
-import { forget, forgetAt, lastOffset, rememberId, rememberOffset, remembersNothing, runOfId } from './ids.js';
+import {
+  forget,
+  forgetAt,
+  lastOffset,
+  rememberId,
+  rememberOffset,
+  rememberOffsetIn,
+  remembersNothing,
+  runOfId,
+} from './ids.js';
 import {
   CANCEL,
   DONE,
@@ -291,6 +300,13 @@ function remember(s: PaceState, e: PaceEvent, runId: string, c: Ctx): PaceState 
   return s;
 }
 
+/** {@link remember} into `s`, a copy made for this record (no other copy is made). */
+function rememberIn(s: PaceState, e: PaceEvent, runId: string, c: Ctx): PaceState {
+  if (e.eventId !== undefined) return rememberId(s, e.eventId, runId, c.at + c.pace.dedupMs);
+  if (e.source !== undefined) rememberOffsetIn(s, e.source.partition, e.source.offset, c.at + c.pace.dedupMs);
+  return s;
+}
+
 /** The run a redelivered broker message (no ID of its own) most likely joined. */
 const latestRunId = (s: PaceState): string =>
   windowOf(s)?.runId ?? s.waiting.at(-1)?.runId ?? s.running.at(-1)?.runId ?? '';
@@ -326,8 +342,8 @@ function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
     reply(c, { kind: 'dropped', dropped: true });
     return remember(s, e, '', c);
   }
-  // The run ID of a run this event opens: the UUID its sender minted for it (see `opensRun`).
-  const runId = `${key}@${e.runUuid}`;
+  // The run ID of a run this event opens: the UUID its sender minted for it (see `opensRun`). Made only then.
+  const runId = opens ? `${key}@${e.runUuid}` : '';
   if (pace.kind === 'each') {
     const run: PendingRun = { runId, events: [e.event], size: 1, order: e.order };
     reply(c, { kind: 'run', runId, duplicate: false });
@@ -353,7 +369,8 @@ function event(s: PaceState, e: PaceEvent, c: Ctx): PaceState {
     // A batch goes as early as its most urgent event (one without an order counts as order 0).
     next = { ...w, events: [...w.events, e.event], size: w.size + 1, order: Math.max(e.order, w.order) };
   }
-  s = remember({ ...s, stage: 'gathering', window: next }, e, next.runId, c);
+  // One copy of the state: what is remembered of the event goes into it in place.
+  s = rememberIn({ ...s, stage: 'gathering', window: next }, e, next.runId, c);
   reply(c, { kind: 'run', runId: next.runId, duplicate: false });
   if (pace.kind === 'batch' && next.size >= pace.max) s = close(s, c);
   return s;
