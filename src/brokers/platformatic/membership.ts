@@ -5,6 +5,7 @@ import { Waiters } from '../../core/waiters.js';
 import { pauseAfter } from '../kafka/catching-up.js';
 import type { FeedCommits } from './commits.js';
 import type { Feeds } from './feeds.js';
+import { pk } from './client.js';
 import { fetchesLanded } from './fetches.js';
 import { heardAt } from './heard.js';
 import { placeUnread, type ResumePositions } from './positions.js';
@@ -44,14 +45,18 @@ export interface MembershipParts {
   crashed(error: Error): void;
 }
 
+/** Kafka's codes, from the client's table, of the heartbeat errors {@link memberGone} looks for. */
+const GONE_CODES: ReadonlySet<unknown> = new Set(
+  ['UNKNOWN_MEMBER_ID', 'FENCED_MEMBER_EPOCH'].map((id) => pk.protocolErrors[id]!.code),
+);
+
 /**
  * Whether a heartbeat's error says the coordinator no longer counts the member (consumer protocol): it does not know
- * its member ID (UNKNOWN_MEMBER_ID, 25: the session ended and the member was removed) or fenced its epoch
- * (FENCED_MEMBER_EPOCH, 110). Its partitions are others' by now.
+ * its member ID (UNKNOWN_MEMBER_ID: the session ended and the member was removed) or fenced its epoch
+ * (FENCED_MEMBER_EPOCH). Its partitions are others' by now.
  */
 export function memberGone(error: unknown): boolean {
-  const code = (error as { response?: { errorCode?: unknown } } | undefined)?.response?.errorCode;
-  return code === 25 || code === 110;
+  return GONE_CODES.has((error as { response?: { errorCode?: unknown } } | undefined)?.response?.errorCode);
 }
 
 /**
